@@ -1,0 +1,1 @@
+"""Figures declared as data: one module per study."""

@@ -1,0 +1,168 @@
+"""The command line behind run.sh: doctor, shell, check, clean, test."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from netrepro import doctor, ledger, verify
+from netrepro.ledger import Ledger, LedgerError
+from netrepro.proc import CommandError
+from netrepro.path import DEFAULT_QUEUE, PathSpec
+from netrepro.results import REPO
+from netrepro.units import QuantityError
+from topologies.delayline import DelayLineError
+from topologies.emulation import ShaperUnavailable
+
+log = logging.getLogger("netrepro")
+
+
+def path_options() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("path")
+    g.add_argument("--rtt", default="20ms", help="round-trip time, e.g. 100ms (0 to 10s)")
+    g.add_argument("--rate", default="100mbit", help="bottleneck rate, e.g. 3mbit (1kbit to 10gbit)")
+    g.add_argument("--rate-up", default=None, help="rate client to server, if not --rate")
+    g.add_argument("--loss", default="0%", help="loss on the data direction (server to client), e.g. 2%%")
+    g.add_argument("--loss-up", default="0%", help="loss client to server")
+    g.add_argument("--queue", default=str(DEFAULT_QUEUE), help="bottleneck buffer: 20p (packets) or 30kb (bytes)")
+    g.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
+    g.add_argument("--seed", type=int, default=1, help="seed of the emulated loss")
+    g.add_argument("--cc", default="cubic", help="congestion control of both hosts")
+    return p
+
+
+def parse_path(args: argparse.Namespace) -> PathSpec:
+    return PathSpec.parse(
+        rtt=args.rtt, rate=args.rate, rate_up=args.rate_up, loss=args.loss, loss_up=args.loss_up, queue=args.queue
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="run.sh", description="netrepro: reproduce network papers on an emulated path")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", help="show every command run, in which host")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("doctor", parents=[common], help="what this kernel and userland offer")
+    d.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("shell", parents=[common, path_options()], help="the client-switch-server lab in Mininet's CLI")
+    s.add_argument("--script", type=Path, help="run the Mininet CLI commands in FILE, then tear down")
+
+    c = sub.add_parser("check", parents=[common, path_options()], help="build the lab, measure the path, compare")
+    c.add_argument("--json", action="store_true")
+    c.add_argument("--strict", action="store_true", help="exit non-zero when a measurement is out of tolerance")
+
+    sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
+
+    t = sub.add_parser("test", parents=[common], help="the whole test suite (lint, types, unit and root integration tests)")
+    t.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    return parser
+
+
+# -- commands -------------------------------------------------------------------
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    doc = doctor.report()
+    print(json.dumps(doc, indent=2) if args.json else doctor.render(doc))
+    return 0
+
+
+def _lab(args: argparse.Namespace, path: PathSpec, run_ledger: Ledger) -> object:
+    from topologies.lab import Lab  # Mininet is imported only by commands that build a lab
+
+    return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=args.cc)
+
+
+def cmd_shell(args: argparse.Namespace) -> int:
+    from mininet.cli import CLI
+    from mininet.log import setLogLevel
+
+    path = parse_path(args)
+    if args.script is not None and not args.script.is_file():
+        raise QuantityError("--script", str(args.script), "no such file")
+    with Ledger() as run_ledger, _lab(args, path, run_ledger) as lab:  # type: ignore[attr-defined]
+        setLogLevel("output")
+        print(f"*** {path} via {lab.backend}; hosts client ({lab.ip('client')}) and server ({lab.ip('server')})")
+        if args.script is not None:
+            with open(os.devnull, encoding="utf-8") as nothing:
+                CLI(lab.net, stdin=nothing, script=str(args.script))
+        else:
+            CLI(lab.net)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    path = parse_path(args)
+    with Ledger() as run_ledger, _lab(args, path, run_ledger) as lab:  # type: ignore[attr-defined]
+        print(f"checking {path} via {lab.backend} ...", file=sys.stderr)
+        result = verify.verify(lab)
+    if args.json:
+        print(json.dumps({"path": path.describe(), "backend": lab.backend, **result.as_dict()}, indent=2))
+    else:
+        for c in result.checks:
+            print(c.line())
+        print(f"{'all within tolerance' if result.ok else 'OUT OF TOLERANCE'} ({result.seconds:.1f} s)")
+    return 0 if result.ok or not args.strict else 3
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    lines = ledger.clean()
+    print("\n".join(lines) if lines else "nothing to clean")
+    return 1 if any("failed" in line for line in lines) else 0
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    steps = [
+        [sys.executable, "-m", "ruff", "check", str(REPO)],
+        [sys.executable, "-m", "ruff", "format", "--check", str(REPO)],
+        [sys.executable, "-m", "mypy"],
+        [sys.executable, "-m", "pytest", *args.pytest_args],
+    ]
+    for argv in steps:
+        print("+ " + " ".join(argv), flush=True)
+        code = subprocess.run(argv, cwd=REPO, check=False).returncode
+        if code != 0:
+            return code
+    return 0
+
+
+COMMANDS = {"doctor": cmd_doctor, "shell": cmd_shell, "check": cmd_check, "clean": cmd_clean, "test": cmd_test}
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    # SIGTERM and SIGHUP take the Ctrl-C path, so every `finally` unwinds.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(message)s" if not args.verbose else "%(name)s: %(message)s",
+    )
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+    try:
+        return COMMANDS[args.command](args)
+    except QuantityError as e:
+        print(f"run.sh {args.command}: {e}", file=sys.stderr)
+        return 2
+    except (CommandError, LedgerError, ShaperUnavailable, DelayLineError) as e:
+        if args.verbose:
+            raise
+        print(f"run.sh {args.command}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"run.sh {args.command}: interrupted; everything it created has been undone", file=sys.stderr)
+        return 130

@@ -1,0 +1,85 @@
+"""Parsers for what the measuring tools print (ping, iperf3).
+
+Each takes the tool's captured text and returns typed numbers; each is tested
+on real output kept in tests/fixtures.  A parser that cannot find what it
+needs raises `ParseError` quoting the start of the text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+
+class ParseError(ValueError):
+    def __init__(self, tool: str, why: str, text: str) -> None:
+        super().__init__(f"{tool} output: {why}: {text[:300]!r}")
+
+
+@dataclass(frozen=True)
+class PingResult:
+    rtts_ms: list[float]
+    transmitted: int
+    received: int
+
+
+_PING_REPLY = re.compile(r"icmp_seq=(\d+) .*?time=([0-9.]+) ms")
+_PING_SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
+
+
+def parse_ping(text: str) -> PingResult:
+    """Per-reply RTTs (duplicates ignored) and the transmitted/received counts."""
+    seen: dict[int, float] = {}
+    for seq, rtt in _PING_REPLY.findall(text):
+        seen.setdefault(int(seq), float(rtt))
+    summary = _PING_SUMMARY.search(text)
+    if summary is None:
+        raise ParseError("ping", "no statistics line", text)
+    return PingResult([seen[k] for k in sorted(seen)], int(summary.group(1)), int(summary.group(2)))
+
+
+@dataclass(frozen=True)
+class IperfTcp:
+    goodput_bps: float  # payload bits per second at the receiver
+    seconds: float
+    retransmits: int | None
+
+
+@dataclass(frozen=True)
+class IperfUdp:
+    packets: int
+    lost: int
+    seconds: float
+
+
+def _iperf_json(text: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ParseError("iperf3", f"not JSON ({e})", text) from e
+    if not isinstance(doc, dict):
+        raise ParseError("iperf3", "not a JSON object", text)
+    if doc.get("error"):
+        raise ParseError("iperf3", f"error: {doc['error']}", text)
+    return doc
+
+
+def parse_iperf3_tcp(text: str) -> IperfTcp:
+    """Goodput as the receiver saw it (`end.sum_received`), omitted seconds excluded."""
+    end = _iperf_json(text).get("end", {})
+    received = end.get("sum_received")
+    if not received:
+        raise ParseError("iperf3", "no end.sum_received", text)
+    sent = end.get("sum_sent", {})
+    return IperfTcp(float(received["bits_per_second"]), float(received["seconds"]), sent.get("retransmits"))
+
+
+def parse_iperf3_udp(text: str) -> IperfUdp:
+    """Datagrams sent and lost as the receiver counted them (`end.sum`)."""
+    end = _iperf_json(text).get("end", {})
+    total = end.get("sum")
+    if not total or "lost_packets" not in total:
+        raise ParseError("iperf3", "no end.sum with lost_packets", text)
+    return IperfUdp(int(total["packets"]), int(total["lost_packets"]), float(total["seconds"]))

@@ -1,0 +1,239 @@
+"""Verification of an emulated path: measure it, compare with what was asked.
+
+Every time a lab comes up its path is measured with real tools, as seed 001
+did: ping for the RTT, an iperf3 TCP transfer for the bottleneck's goodput,
+iperf3 UDP datagrams for the loss rate.  Tolerances:
+
+  RTT      median within max(1 %, 0.5 ms) of the set RTT
+  goodput  within 5 % of the ideal rate x 1448/1514
+  loss     the count of lost datagrams inside the 99 % binomial interval
+           of the set rate (zero when no loss is set)
+
+A check outside its tolerance is a warning, recorded with the results;
+`--strict` makes it fatal.  The user decides, as seed 001's authors argued.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from netrepro.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping
+from netrepro.path import PathSpec
+from netrepro.proc import CommandError, Netns, Process, run
+from netrepro.units import Rate
+
+log = logging.getLogger("netrepro.verify")
+
+IPERF_PORT = 5201
+UDP_PAYLOAD = 200  # small datagrams: many samples for the loss estimate
+
+
+class PathUnderTest(Protocol):
+    """What verification needs of a lab (topologies.lab.Lab provides it)."""
+
+    path: PathSpec
+    ledger: Any
+
+    @property
+    def client(self) -> Netns: ...
+    @property
+    def server(self) -> Netns: ...
+    def ip(self, host: str) -> str: ...
+    def reconfigure(self, path: PathSpec) -> None: ...
+
+
+@dataclass
+class Check:
+    name: str
+    unit: str
+    desired: float
+    measured: float
+    low: float
+    high: float
+    detail: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.low <= self.measured <= self.high
+
+    def line(self) -> str:
+        verdict = "ok" if self.ok else "OUT OF TOLERANCE"
+        extra = "".join(f", {k} {v:g}" for k, v in self.detail.items())
+        return (
+            f"{self.name:<10} set {self.desired:10.4g} {self.unit:<6} measured {self.measured:10.4g} "
+            f"(allowed {self.low:.4g}..{self.high:.4g}{extra})  {verdict}"
+        )
+
+
+@dataclass
+class Verification:
+    checks: list[Check]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "seconds": round(self.seconds, 2),
+            "checks": [{**asdict(c), "ok": c.ok} for c in self.checks],
+        }
+
+
+# -- tolerances (pure, unit-tested) -------------------------------------------
+
+
+def rtt_tolerance_ms(rtt_ms: float) -> float:
+    return max(0.01 * rtt_ms, 0.5)
+
+
+def binomial_interval(n: int, p: float, level: float = 0.99) -> tuple[int, int]:
+    """The central `level` interval of Binomial(n, p), in counts."""
+    if n == 0 or p == 0:
+        return 0, 0
+    tail = (1 - level) / 2
+    log_p, log_q = math.log(p), math.log1p(-p)
+    base = math.lgamma(n + 1)
+    cdf, low = 0.0, None
+    for k in range(n + 1):
+        cdf += math.exp(base - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_p + (n - k) * log_q)
+        if low is None and cdf > tail:
+            low = k
+        if cdf >= 1 - tail:
+            return (low if low is not None else k), k
+    return (low if low is not None else n), n
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def goodput_duration(path: PathSpec) -> tuple[int, int]:
+    """(seconds measured, seconds omitted first): long enough to leave slow start."""
+    rtt = path.rtt.seconds
+    omit = min(12, max(1, math.ceil(4 * rtt)))
+    return omit + min(12, max(4, math.ceil(4 * rtt))), omit
+
+
+# -- measurements ---------------------------------------------------------------
+
+
+def measure_rtt(lab: PathUnderTest, count: int = 30, interval: float = 0.05) -> Check:
+    rtt_ms = lab.path.rtt.ms
+    deadline = math.ceil(count * interval + 2 * lab.path.rtt.seconds + 3)
+    out = run(
+        ["ping", "-n", "-c", str(count), "-i", str(interval), "-w", str(deadline), lab.ip("server")],
+        lab.client,
+        check=False,
+        timeout=deadline + 5,
+    ).stdout
+    samples = parse_ping(out).rtts_ms
+    if not samples:
+        raise CommandError(["ping", lab.ip("server")], lab.client, None, "no replies:\n" + out)
+    tol = rtt_tolerance_ms(rtt_ms)
+    return Check(
+        "rtt",
+        "ms",
+        rtt_ms,
+        statistics.median(samples),
+        rtt_ms - tol,
+        rtt_ms + tol,
+        {"min": min(samples), "p99": percentile(samples, 99), "replies": len(samples)},
+    )
+
+
+def _iperf3(lab: PathUnderTest, client_args: list[str], timeout: float) -> str:
+    """Run one iperf3 test from client to server, the server started and stopped here."""
+    server = Process(
+        ["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", str(IPERF_PORT)],
+        lab.server,
+        ledger=lab.ledger,
+        label="iperf3 server",
+    )
+    try:
+        argv = ["iperf3", "-c", lab.ip("server"), "-p", str(IPERF_PORT), "-J", *client_args]
+        give_up = time.monotonic() + 5
+        while True:
+            done = run(argv, lab.client, check=False, timeout=timeout)
+            refused = "refused" in done.stdout or "refused" in done.stderr
+            if not refused or time.monotonic() > give_up:
+                break
+            time.sleep(0.05)  # the server is not listening yet
+        if done.returncode != 0:
+            raise CommandError(argv, lab.client, done.returncode, done.stderr + done.stdout[-500:])
+        return done.stdout
+    finally:
+        server.stop()
+
+
+def measure_goodput(lab: PathUnderTest) -> Check:
+    seconds, omit = goodput_duration(lab.path)
+    out = _iperf3(lab, ["-R", "-t", str(seconds), "-O", str(omit)], timeout=seconds + omit + 30)
+    result = parse_iperf3_tcp(out)
+    ideal = lab.path.ideal_goodput_down.bps
+    return Check(
+        "goodput",
+        "Mbit/s",
+        ideal / 1e6,
+        result.goodput_bps / 1e6,
+        ideal * 0.95 / 1e6,
+        ideal * 1.05 / 1e6,
+        {"retransmits": result.retransmits or 0},
+    )
+
+
+def measure_loss(lab: PathUnderTest, direction: str, seconds: int = 3) -> Check:
+    path = lab.path
+    set_loss = (path.loss_down if direction == "down" else path.loss_up).fraction
+    rate = path.rate_down if direction == "down" else path.rate_up
+    # Half the bottleneck: no datagram may be lost to the queue, only to the emulation.
+    offered = Rate(min(rate.bps / 2, 20e6))
+    args = ["-u", "-b", str(int(offered.bps)), "-l", str(UDP_PAYLOAD), "-t", str(seconds)]
+    if direction == "down":
+        args.append("-R")
+    result = parse_iperf3_udp(_iperf3(lab, args, timeout=seconds + 2 * path.rtt.seconds + 30))
+    low, high = binomial_interval(result.packets, set_loss)
+    n = max(result.packets, 1)
+    return Check(
+        f"loss_{direction}",
+        "%",
+        set_loss * 100,
+        result.lost / n * 100,
+        low / n * 100,
+        high / n * 100,
+        {"datagrams": result.packets, "lost": result.lost},
+    )
+
+
+def verify(lab: PathUnderTest) -> Verification:
+    """Measure RTT and goodput on the loss-free path, then loss on the real one."""
+    began = time.monotonic()
+    path = lab.path
+    lossy = path.loss_down.fraction > 0 or path.loss_up.fraction > 0
+    if lossy:
+        lab.reconfigure(path.without_loss())
+    try:
+        checks = [measure_rtt(lab), measure_goodput(lab)]
+    finally:
+        if lossy:
+            lab.reconfigure(path)
+    checks.append(measure_loss(lab, "down"))
+    if path.loss_up.fraction > 0:
+        checks.append(measure_loss(lab, "up"))
+    result = Verification(checks, time.monotonic() - began)
+    for c in result.checks:
+        (log.info if c.ok else log.warning)("verify %s", c.line())
+    return result

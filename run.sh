@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# netrepro's one entry point: `sudo ./run.sh <command> [options]`.
+#
+# On first use (and whenever this file, pyproject.toml or a native source
+# changes) it installs what is missing: Debian/Ubuntu packages with apt, a
+# virtual environment made from the system Python with --system-site-packages
+# (so that the distribution's mininet imports), the project itself, and the
+# native helpers.  After that it only checks a fingerprint: well under two
+# seconds.  Then it hands the command to `python -m netrepro`.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+venv="$here/.venv"
+stamp="$venv/.netrepro-setup"
+
+if [[ $EUID -ne 0 ]]; then
+    echo "run.sh: netrepro needs root (network namespaces, qdiscs, sysctls, BPF): sudo ./run.sh ${*:-doctor}" >&2
+    exit 1
+fi
+
+# Distribution packages the lab, the workloads and the native helpers need.
+packages=(
+    mininet bridge-utils iproute2 iptables ethtool iputils-ping util-linux kmod
+    iperf3 apache2 nghttp2-client curl openssl
+    clang llvm bpftool libbpf-dev libnetfilter-queue-dev libmnl-dev gcc make pkg-config
+    python3 python3-venv python3-matplotlib
+)
+
+fingerprint() {
+    cat "$here/run.sh" "$here/pyproject.toml" \
+        "$here/topologies/delayline/delayline.c" "$here/topologies/delayline/Makefile" \
+        2>/dev/null | sha256sum | cut -d' ' -f1
+}
+
+install_packages() {
+    local missing=() p
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    # Headers of the running kernel, where the distribution ships them (modules are built against them).
+    if [[ ! -e /lib/modules/$(uname -r)/build ]] && apt-cache show "linux-headers-$(uname -r)" >/dev/null 2>&1; then
+        missing+=("linux-headers-$(uname -r)")
+    fi
+    if ((${#missing[@]})); then
+        echo "run.sh: installing ${missing[*]}" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    fi
+}
+
+setup() {
+    install_packages
+    if [[ ! -x $venv/bin/python ]]; then
+        /usr/bin/python3 -m venv --system-site-packages "$venv"
+    fi
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$here[dev]" >&2
+    make -s -C "$here/topologies/delayline" >&2
+    fingerprint >"$stamp"
+}
+
+if [[ ! -f $stamp || $(cat "$stamp") != "$(fingerprint)" ]]; then
+    setup
+fi
+# Files a root run writes under results/ are handed back to the sudo caller.
+cd "$here"
+exec "$venv/bin/python" -m netrepro "$@"

@@ -1,0 +1,1 @@
+"""Servers and clients of the studies' workloads (Apache httpd, h2load, curl, iperf3)."""

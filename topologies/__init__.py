@@ -1,0 +1,1 @@
+"""Topologies: the emulated lab and the command builders and backends that shape it."""

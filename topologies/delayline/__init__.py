@@ -1,0 +1,84 @@
+"""The userspace delay line: the C program beside this file and the code that drives it.
+
+The program (delayline.c) holds packets handed to it by NFQUEUE and releases
+each when its due time passes, dropping a seeded pseudo-random fraction.  It
+reads commands on stdin and answers each with one JSON line; it exits when
+stdin closes, so a controller that dies takes it along.  This module starts
+it in the switch's namespace, sets its parameters and reads its counters.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+from pathlib import Path
+from typing import IO, Any, cast
+
+from netrepro.ledger import Ledger
+from netrepro.proc import Netns, Process
+from netrepro.units import Duration, Probability
+
+HERE = Path(__file__).resolve().parent
+BINARY = HERE / "delayline"
+
+
+class DelayLineError(RuntimeError):
+    """The delay line refused a command or stopped answering."""
+
+
+def argv(queues: list[int], capacity: int = 65536) -> list[str]:
+    args = [str(BINARY)]
+    for q in queues:
+        args += ["--queue", str(q)]
+    return [*args, "--capacity", str(capacity)]
+
+
+def set_command(queue: int, delay: Duration, loss: Probability, seed: int) -> str:
+    return f"set {queue} delay_us={delay.us} loss={loss.fraction:.9f} seed={seed}"
+
+
+class DelayLine:
+    """A running delay line serving one NFQUEUE number per direction."""
+
+    def __init__(self, ns: Netns, queues: list[int], ledger: Ledger, timeout: float = 5.0) -> None:
+        if not BINARY.exists():
+            raise DelayLineError(f"{BINARY} is not built; run.sh builds it (make -C {HERE})")
+        self.timeout = timeout
+        self.process = Process(
+            argv(queues), ns, ledger=ledger, stdin=subprocess.PIPE, stdout=subprocess.PIPE, label="delayline"
+        )
+        ready = self._reply()
+        if not ready.get("ready"):
+            self.stop()
+            raise DelayLineError(f"delay line did not start: {ready.get('error', ready)}")
+
+    def _reply(self) -> dict[str, Any]:
+        out = cast(IO[bytes], self.process.popen.stdout)
+        readable, _, _ = select.select([out], [], [], self.timeout)
+        line = out.readline() if readable else b""
+        if not line:
+            err = self.process.popen.stderr.read().decode() if not self.process.running() and self.process.popen.stderr else ""
+            raise DelayLineError(f"delay line gave no answer within {self.timeout}s {err}".strip())
+        return cast(dict[str, Any], json.loads(line))
+
+    def command(self, line: str) -> dict[str, Any]:
+        stdin = cast(IO[bytes], self.process.popen.stdin)
+        stdin.write(line.encode() + b"\n")
+        stdin.flush()
+        reply = self._reply()
+        if not reply.get("ok"):
+            raise DelayLineError(f"delay line refused {line!r}: {reply.get('error', reply)}")
+        return reply
+
+    def set(self, queue: int, delay: Duration, loss: Probability, seed: int) -> None:
+        self.command(set_command(queue, delay, loss, seed))
+
+    def stats(self) -> dict[str, Any]:
+        return self.command("stats")
+
+    def stop(self) -> None:
+        stdin = self.process.popen.stdin
+        if stdin is not None and not stdin.closed:
+            stdin.close()  # EOF: the delay line unbinds and exits by itself
+        self.process.stop(grace=2.0)

@@ -1,0 +1,127 @@
+"""The delay-and-loss stage of a path, with two backends of one meaning.
+
+`netem`: the kernel's netem on an IFB device fed from a switch port's ingress.
+`delayline`: the userspace delay line fed by NFQUEUE from the same place.
+Either way each direction's delay and loss act on packets that have left the
+sending host and not yet reached the receiving one (ENVIRONMENT.md explains
+why both matter), and before the bottleneck queue on the way out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from netrepro import kernel
+from netrepro.ledger import Ledger
+from netrepro.proc import Netns, run
+from netrepro.units import Duration, Probability
+from topologies import shaping
+from topologies.delayline import BINARY as DELAYLINE_BINARY
+from topologies.delayline import DelayLine
+
+DIRECTIONS = ("down", "up")
+BACKENDS = ("netem", "delayline")
+
+
+class ShaperUnavailable(RuntimeError):
+    """The requested backend cannot run on this kernel or machine."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Where one direction's delay and loss are applied: the port it enters by."""
+
+    direction: str  # "down": server to client; "up": client to server
+    ingress_port: str
+    queue_num: int  # NFQUEUE number (delayline)
+    ifb: str  # IFB device (netem)
+    seed: int
+
+
+class DelayLossStage(Protocol):
+    backend: str
+
+    def install(self) -> None: ...
+    def set(self, direction: str, delay: Duration, loss: Probability) -> None: ...
+    def counters(self) -> dict[str, object]: ...
+    def remove(self) -> None: ...
+
+
+def nfqueue_works() -> bool:
+    return kernel.works_in_scratch_netns(*shaping.nfqueue_rule("-A", "probe", 0))
+
+
+def choose_backend(requested: str) -> str:
+    """Resolve `auto` and check that the backend can run here, before anything is built."""
+    if requested not in (*BACKENDS, "auto"):
+        raise ShaperUnavailable(f"--shaper {requested!r}: choose netem, delayline or auto")
+    netem_ok = kernel.netem_works() and kernel.ifb_works()
+    delayline_ok = nfqueue_works() and DELAYLINE_BINARY.exists()
+    if requested == "auto":
+        if netem_ok:
+            return "netem"
+        if delayline_ok:
+            return "delayline"
+        raise ShaperUnavailable("neither netem (sch_netem + ifb) nor the delay line (NFQUEUE + built binary) works here")
+    if requested == "netem" and not netem_ok:
+        raise ShaperUnavailable("--shaper netem: this kernel has no sch_netem (or no ifb); use --shaper delayline or run with --vm")
+    if requested == "delayline" and not delayline_ok:
+        raise ShaperUnavailable(f"--shaper delayline: needs iptables NFQUEUE and the built {DELAYLINE_BINARY}")
+    return requested
+
+
+class NetemStage:
+    backend = "netem"
+
+    def __init__(self, switch: Netns, stages: list[Stage]) -> None:
+        self.switch = switch
+        self.stages = {s.direction: s for s in stages}
+
+    def install(self) -> None:
+        for s in self.stages.values():
+            for argv in shaping.netem_stage(s.ingress_port, s.ifb, Duration(0), Probability(0), s.seed):
+                run(argv, self.switch)
+
+    def set(self, direction: str, delay: Duration, loss: Probability) -> None:
+        s = self.stages[direction]
+        run(shaping.netem_qdisc(s.ifb, delay, loss, s.seed), self.switch)
+
+    def counters(self) -> dict[str, object]:
+        return {
+            d: run(["tc", "-s", "-j", "qdisc", "show", "dev", s.ifb], self.switch).stdout
+            for d, s in self.stages.items()
+        }
+
+    def remove(self) -> None:
+        pass  # the IFBs and qdiscs live in the switch's namespace and go with it
+
+
+class DelayLineStage:
+    backend = "delayline"
+
+    def __init__(self, switch: Netns, stages: list[Stage], ledger: Ledger) -> None:
+        self.switch = switch
+        self.stages = {s.direction: s for s in stages}
+        self.ledger = ledger
+        self.line: DelayLine | None = None
+
+    def install(self) -> None:
+        # br_netfilter is per namespace: only this switch's bridge is affected.
+        run(shaping.sysctl("net.bridge.bridge-nf-call-iptables", 1), self.switch)
+        self.line = DelayLine(self.switch, [s.queue_num for s in self.stages.values()], self.ledger)
+        for s in self.stages.values():
+            run(shaping.nfqueue_rule("-A", s.ingress_port, s.queue_num), self.switch)
+
+    def set(self, direction: str, delay: Duration, loss: Probability) -> None:
+        assert self.line is not None, "install() first"
+        s = self.stages[direction]
+        self.line.set(s.queue_num, delay, loss, s.seed)
+
+    def counters(self) -> dict[str, object]:
+        return self.line.stats() if self.line is not None else {}
+
+    def remove(self) -> None:
+        if self.line is not None:
+            self.line.stop()
+            self.line = None

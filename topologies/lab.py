@@ -1,0 +1,168 @@
+"""The standard lab: client — s1 — server on Mininet, the path emulated inside s1.
+
+The switch is a Linux bridge in its own network namespace, so that nothing
+of the lab lives in the root namespace and the emulation sits away from both
+hosts: each direction is delayed and dropped where it enters the switch and
+rate-limited (with the bottleneck buffer) where it leaves.
+
+    client-eth0 ── s1-eth1 [up: delay+loss in | down: HTB+FIFO out]
+                   s1-eth2 [down: delay+loss in | up: HTB+FIFO out] ── server-eth0
+"""
+
+from __future__ import annotations
+
+import logging
+from types import TracebackType
+from typing import Any
+
+from mininet.net import Mininet
+from mininet.nodelib import LinuxBridge
+from mininet.topo import Topo
+
+from netrepro.ledger import Ledger
+from netrepro.path import PathSpec
+from netrepro.proc import Netns, run, start_time
+from topologies import shaping
+from topologies.emulation import DelayLineStage, DelayLossStage, NetemStage, Stage, choose_backend
+
+log = logging.getLogger("netrepro.lab")
+
+CLIENT_PORT, SERVER_PORT = "s1-eth1", "s1-eth2"
+
+
+class NamespacedBridge(LinuxBridge):  # type: ignore[misc]
+    """Mininet's Linux bridge, in a namespace of its own.
+
+    LinuxBridge.setup() inspects the root namespace's bridge-netfilter
+    sysctls, which do not concern a bridge in its own namespace.
+    """
+
+    isSetup = True
+
+
+class ClientSwitchServer(Topo):  # type: ignore[misc]
+    def build(self) -> None:  # type: ignore[override]
+        client = self.addHost("client")
+        server = self.addHost("server")
+        switch = self.addSwitch("s1", inNamespace=True)
+        self.addLink(client, switch)  # client-eth0 <-> s1-eth1
+        self.addLink(server, switch)  # server-eth0 <-> s1-eth2
+
+
+class Lab:
+    """One emulated path, up from `start()` (or `with`) until `stop()`."""
+
+    def __init__(
+        self,
+        path: PathSpec,
+        ledger: Ledger,
+        *,
+        shaper: str = "auto",
+        seed: int = 1,
+        cc: str = "cubic",
+    ) -> None:
+        self.path = path
+        self.ledger = ledger
+        self.seed = seed
+        self.cc = cc
+        self.backend = choose_backend(shaper)  # refuse early: nothing created yet
+        self.net: Any = None
+        self.stage: DelayLossStage | None = None
+
+    # -- names of the parts ---------------------------------------------------
+
+    def ns(self, name: str) -> Netns:
+        return Netns(name, self.net[name].pid)
+
+    @property
+    def client(self) -> Netns:
+        return self.ns("client")
+
+    @property
+    def server(self) -> Netns:
+        return self.ns("server")
+
+    @property
+    def switch(self) -> Netns:
+        return self.ns("s1")
+
+    def ip(self, host: str) -> str:
+        return str(self.net[host].IP())
+
+    # -- life cycle -------------------------------------------------------------
+
+    def start(self) -> Lab:
+        # Mininet.init() would raise root-namespace sysctls (fixLimits) and
+        # never restore them; the lab sets what it needs per namespace instead.
+        Mininet.inited = True
+        self.ledger.allow_congestion_control(self.cc)
+        self.net = Mininet(
+            topo=ClientSwitchServer(),
+            switch=NamespacedBridge,
+            controller=None,
+            autoStaticArp=True,
+            build=False,
+        )
+        try:
+            self.net.build()
+            for node in (*self.net.hosts, *self.net.switches):
+                self.ledger.record({"kind": "process", "pid": node.pid, "start": start_time(node.pid) or -1, "argv": [node.name]})
+            self.net.start()
+            self._configure_hosts()
+            self._install_emulation()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _configure_hosts(self) -> None:
+        for host in ("client", "server"):
+            ns = self.ns(host)
+            run(shaping.offloads_off(f"{host}-eth0"), ns)
+            run(shaping.sysctl("net.ipv4.tcp_congestion_control", self.cc), ns)
+            run(shaping.sysctl("net.ipv4.tcp_no_metrics_save", 1), ns)
+        for port in (CLIENT_PORT, SERVER_PORT):
+            run(shaping.offloads_off(port), self.switch)
+
+    def _install_emulation(self) -> None:
+        stages = [
+            Stage("down", SERVER_PORT, queue_num=0, ifb="ifb-down", seed=self.seed),
+            Stage("up", CLIENT_PORT, queue_num=1, ifb="ifb-up", seed=self.seed + 1),
+        ]
+        if self.backend == "netem":
+            self.stage = NetemStage(self.switch, stages)
+        else:
+            self.stage = DelayLineStage(self.switch, stages, self.ledger)
+        self.stage.install()
+        for port in (CLIENT_PORT, SERVER_PORT):
+            run(shaping.bottleneck_root(port), self.switch)
+        self.reconfigure(self.path)
+
+    def reconfigure(self, path: PathSpec) -> None:
+        """Apply a new path in place: rates, buffer, delay and loss."""
+        assert self.stage is not None, "start() first"
+        for argv in shaping.bottleneck(CLIENT_PORT, path.rate_down, path.queue):
+            run(argv, self.switch)
+        for argv in shaping.bottleneck(SERVER_PORT, path.rate_up, path.queue):
+            run(argv, self.switch)
+        self.stage.set("down", path.one_way_delay, path.loss_down)
+        self.stage.set("up", path.one_way_delay, path.loss_up)
+        self.path = path
+        log.info("path: %s (%s)", path, self.backend)
+
+    def stop(self) -> None:
+        try:
+            if self.stage is not None:
+                self.stage.remove()
+                self.stage = None
+        finally:
+            if self.net is not None:
+                self.net.stop()
+                self.net = None
+
+    def __enter__(self) -> Lab:
+        return self.start()
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+

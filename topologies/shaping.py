@@ -1,0 +1,90 @@
+"""Command builders for link emulation: pure functions returning argument lists.
+
+Nothing here runs a command; the backends and the lab run what these return,
+and the unit tests compare them without root.  The shapes:
+
+  bottleneck   HTB (one class, rate = ceil) with a pfifo/bfifo leaf whose
+               limit is the bottleneck buffer, on the switch's egress port.
+  netem stage  the port's ingress redirected through an IFB device carrying
+               netem delay and loss, so the delay sits in the switch,
+               before the bottleneck queue and away from both hosts.
+  delay line   iptables NFQUEUE on bridged packets arriving at a port
+               (physdev), handed to the userspace delay line.
+"""
+
+from __future__ import annotations
+
+from netrepro.path import FRAME
+from netrepro.units import Duration, Probability, Queue, Rate
+
+Argv = list[str]
+
+# iptables-legacy and iptables-nft must not be mixed; the legacy one is used
+# because its NFQUEUE target works on kernels without nft's queue expression.
+IPTABLES = "iptables-legacy"
+
+
+def offloads_off(dev: str) -> Argv:
+    """Segmentation and receive offloads off, so queues and loss act on real packets."""
+    return ["ethtool", "-K", dev, "gso", "off", "tso", "off", "gro", "off"]
+
+
+def bottleneck_root(dev: str) -> Argv:
+    """The HTB root that carries the bottleneck class; made once per port."""
+    return ["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]
+
+
+def bottleneck(dev: str, rate: Rate, queue: Queue) -> list[Argv]:
+    """The bottleneck's rate (HTB class, rate = ceil) and buffer (FIFO leaf).
+
+    `replace` creates or changes both in place, so a new path level
+    reconfigures the running lab instead of rebuilding it.
+    """
+    bits = f"{int(rate.bps)}bit"
+    leaf = (
+        ["pfifo", "limit", str(queue.packets)]
+        if queue.packets is not None
+        else ["bfifo", "limit", str(queue.bytes)]
+    )
+    return [
+        # quantum = one frame: a single class needs no fairness, and it keeps
+        # HTB quiet about quanta at very low and very high rates.
+        ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+         "rate", bits, "ceil", bits, "quantum", str(FRAME)],
+        ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *leaf],
+    ]  # fmt: skip
+
+
+def netem_qdisc(ifb: str, delay: Duration, loss: Probability, seed: int | None = None) -> Argv:
+    """netem on the IFB: delay and loss only (the bottleneck does rate and buffer)."""
+    argv = ["tc", "qdisc", "replace", "dev", ifb, "root", "handle", "1:", "netem",
+            "delay", f"{delay.us}us", "loss", f"{loss.percent:.6g}%",
+            # room for everything in flight: delay must never drop
+            "limit", "1000000"]  # fmt: skip
+    if seed is not None:
+        argv += ["seed", str(seed)]
+    return argv
+
+
+def netem_stage(port: str, ifb: str, delay: Duration, loss: Probability, seed: int | None = None) -> list[Argv]:
+    """Redirect what arrives on `port` through `ifb`, where netem delays and drops it."""
+    return [
+        ["ip", "link", "add", ifb, "type", "ifb"],
+        ["ip", "link", "set", "dev", ifb, "up"],
+        ["tc", "qdisc", "add", "dev", port, "handle", "ffff:", "ingress"],
+        ["tc", "filter", "add", "dev", port, "parent", "ffff:", "protocol", "all",
+         "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb],
+        netem_qdisc(ifb, delay, loss, seed),
+    ]  # fmt: skip
+
+
+def nfqueue_rule(action: str, port: str, queue_num: int) -> Argv:
+    """Queue bridged IPv4 packets that arrived on `port` to NFQUEUE `queue_num`."""
+    if action not in ("-A", "-D", "-C"):
+        raise ValueError(f"iptables action {action!r}")
+    return [IPTABLES, "-w", action, "FORWARD", "-m", "physdev", "--physdev-in", port,
+            "-j", "NFQUEUE", "--queue-num", str(queue_num)]  # fmt: skip
+
+
+def sysctl(key: str, value: str | int) -> Argv:
+    return ["sysctl", "-q", "-w", f"{key}={value}"]
