@@ -15,12 +15,13 @@ from types import FrameType
 
 from netrepro import doctor, ledger, verify
 from netrepro.ledger import Ledger, LedgerError
-from netrepro.proc import CommandError
 from netrepro.path import DEFAULT_QUEUE, PathSpec
+from netrepro.proc import CommandError
 from netrepro.results import REPO
 from netrepro.units import QuantityError
 from topologies.delayline import DelayLineError
 from topologies.emulation import ShaperUnavailable
+from topologies.lab import Lab, LabError
 
 log = logging.getLogger("netrepro")
 
@@ -47,7 +48,9 @@ def parse_path(args: argparse.Namespace) -> PathSpec:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="run.sh", description="netrepro: reproduce network papers on an emulated path")
+    parser = argparse.ArgumentParser(
+        prog="run.sh", description="netrepro: reproduce network papers on an emulated path"
+    )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="store_true", help="show every command run, in which host")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -64,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
 
-    t = sub.add_parser("test", parents=[common], help="the whole test suite (lint, types, unit and root integration tests)")
+    t = sub.add_parser(
+        "test", parents=[common], help="the whole test suite (lint, types, unit and root integration tests)"
+    )
     t.add_argument("pytest_args", nargs=argparse.REMAINDER)
     return parser
 
@@ -78,9 +83,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lab(args: argparse.Namespace, path: PathSpec, run_ledger: Ledger) -> object:
-    from topologies.lab import Lab  # Mininet is imported only by commands that build a lab
-
+def _lab(args: argparse.Namespace, path: PathSpec, run_ledger: Ledger) -> Lab:
     return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=args.cc)
 
 
@@ -91,7 +94,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
     path = parse_path(args)
     if args.script is not None and not args.script.is_file():
         raise QuantityError("--script", str(args.script), "no such file")
-    with Ledger() as run_ledger, _lab(args, path, run_ledger) as lab:  # type: ignore[attr-defined]
+    with Ledger() as run_ledger, _lab(args, path, run_ledger) as lab:
         setLogLevel("output")
         print(f"*** {path} via {lab.backend}; hosts client ({lab.ip('client')}) and server ({lab.ip('server')})")
         if args.script is not None:
@@ -104,7 +107,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     path = parse_path(args)
-    with Ledger() as run_ledger, _lab(args, path, run_ledger) as lab:  # type: ignore[attr-defined]
+    with Ledger() as run_ledger, _lab(args, path, run_ledger) as lab:
         print(f"checking {path} via {lab.backend} ...", file=sys.stderr)
         result = verify.verify(lab)
     if args.json:
@@ -122,6 +125,13 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 1 if any("failed" in line for line in lines) else 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from netrepro import bench
+
+    bench.delayline(rtt=args.rtt, out=args.out)
+    return 0
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     steps = [
         [sys.executable, "-m", "ruff", "check", str(REPO)],
@@ -137,12 +147,21 @@ def cmd_test(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"doctor": cmd_doctor, "shell": cmd_shell, "check": cmd_check, "clean": cmd_clean, "test": cmd_test}
+COMMANDS = {
+    "doctor": cmd_doctor,
+    "shell": cmd_shell,
+    "check": cmd_check,
+    "clean": cmd_clean,
+    "bench": cmd_bench,
+    "test": cmd_test,
+}
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM and SIGHUP take the Ctrl-C path, so every `finally` unwinds.
-    raise KeyboardInterrupt(f"signal {signum}")
+    # SystemExit, not KeyboardInterrupt: Mininet's CLI swallows the latter.
+    # Either way every `finally` and `with` unwinds what the run made.
+    print(f"run.sh: signal {signum}: stopping, undoing what this run created", file=sys.stderr)
+    raise SystemExit(128 + signum)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -158,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except QuantityError as e:
         print(f"run.sh {args.command}: {e}", file=sys.stderr)
         return 2
-    except (CommandError, LedgerError, ShaperUnavailable, DelayLineError) as e:
+    except (CommandError, LabError, LedgerError, ShaperUnavailable, DelayLineError) as e:
         if args.verbose:
             raise
         print(f"run.sh {args.command}: {e}", file=sys.stderr)

@@ -28,9 +28,13 @@ def report() -> dict[str, Any]:
         shaper = None
     advice = []
     if not features["sch_netem"]:
-        advice.append("no sch_netem here: the delay line emulates delay and loss; `run.sh --vm` uses netem in a stock kernel")
+        advice.append(
+            "no sch_netem here: the delay line emulates delay and loss; `run.sh --vm` uses netem in a stock kernel"
+        )
     if not features["loadable_modules"]:
-        advice.append("no loadable modules here: congestion controls load as BPF struct_ops; `run.sh --vm` loads the modules")
+        advice.append(
+            "no loadable modules here: congestion controls load as BPF struct_ops; `run.sh --vm` loads the modules"
+        )
     return {
         "kernel": kernel.release(),
         "features": features,

@@ -33,7 +33,7 @@ class QuantityError(ValueError):
         self.value = value
 
 
-_NUMBER = r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e([+-]?[0-9]+))?"
+_NUMBER = r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:e([+-]?[0-9]+))?"
 
 
 def _split(option: str, text: str, what: str) -> tuple[float, str]:
@@ -42,7 +42,10 @@ def _split(option: str, text: str, what: str) -> tuple[float, str]:
     if m is None:
         raise QuantityError(option, text, f"expected {what}")
     mantissa, exponent, unit = m.groups()
-    value = float(mantissa) * (10.0 ** int(exponent) if exponent else 1.0)
+    try:
+        value = float(mantissa) * (10.0 ** int(exponent) if exponent else 1.0)
+    except OverflowError:
+        value = math.inf
     if not math.isfinite(value):
         raise QuantityError(option, text, f"expected {what}")
     return value, unit

@@ -63,9 +63,13 @@ def choose_backend(requested: str) -> str:
             return "netem"
         if delayline_ok:
             return "delayline"
-        raise ShaperUnavailable("neither netem (sch_netem + ifb) nor the delay line (NFQUEUE + built binary) works here")
+        raise ShaperUnavailable(
+            "neither netem (sch_netem + ifb) nor the delay line (NFQUEUE + built binary) works here"
+        )
     if requested == "netem" and not netem_ok:
-        raise ShaperUnavailable("--shaper netem: this kernel has no sch_netem (or no ifb); use --shaper delayline or run with --vm")
+        raise ShaperUnavailable(
+            "--shaper netem: this kernel has no sch_netem (or no ifb); use --shaper delayline or run with --vm"
+        )
     if requested == "delayline" and not delayline_ok:
         raise ShaperUnavailable(f"--shaper delayline: needs iptables NFQUEUE and the built {DELAYLINE_BINARY}")
     return requested

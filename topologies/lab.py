@@ -12,6 +12,7 @@ rate-limited (with the bottleneck buffer) where it leaves.
 from __future__ import annotations
 
 import logging
+import time
 from types import TracebackType
 from typing import Any
 
@@ -28,6 +29,10 @@ from topologies.emulation import DelayLineStage, DelayLossStage, NetemStage, Sta
 log = logging.getLogger("netrepro.lab")
 
 CLIENT_PORT, SERVER_PORT = "s1-eth1", "s1-eth2"
+
+
+class LabError(RuntimeError):
+    """The lab did not come up as a working path."""
 
 
 class NamespacedBridge(LinuxBridge):  # type: ignore[misc]
@@ -106,7 +111,9 @@ class Lab:
         try:
             self.net.build()
             for node in (*self.net.hosts, *self.net.switches):
-                self.ledger.record({"kind": "process", "pid": node.pid, "start": start_time(node.pid) or -1, "argv": [node.name]})
+                self.ledger.record(
+                    {"kind": "process", "pid": node.pid, "start": start_time(node.pid) or -1, "argv": [node.name]}
+                )
             self.net.start()
             self._configure_hosts()
             self._install_emulation()
@@ -129,14 +136,29 @@ class Lab:
             Stage("down", SERVER_PORT, queue_num=0, ifb="ifb-down", seed=self.seed),
             Stage("up", CLIENT_PORT, queue_num=1, ifb="ifb-up", seed=self.seed + 1),
         ]
+        stage: DelayLossStage
         if self.backend == "netem":
-            self.stage = NetemStage(self.switch, stages)
+            stage = NetemStage(self.switch, stages)
         else:
-            self.stage = DelayLineStage(self.switch, stages, self.ledger)
-        self.stage.install()
+            stage = DelayLineStage(self.switch, stages, self.ledger)
+        self.stage = stage
+        stage.install()
         for port in (CLIENT_PORT, SERVER_PORT):
             run(shaping.bottleneck_root(port), self.switch)
-        self.reconfigure(self.path)
+        wanted = self.path
+        self.reconfigure(wanted.without_loss())
+        self._wait_until_forwarding()
+        self.reconfigure(wanted)
+
+    def _wait_until_forwarding(self, attempts: int = 50) -> None:
+        """Return once a ping crosses the path: bridge ports take a moment to forward."""
+        wait = str(max(1, int(self.path.rtt.seconds * 2 + 1)))
+        argv = ["ping", "-n", "-c", "1", "-W", wait, self.ip("server")]
+        for _ in range(attempts):
+            if run(argv, self.client, check=False).returncode == 0:
+                return
+            time.sleep(0.05)
+        raise LabError(f"no ping crossed the path client -> server after {attempts} attempts")
 
     def reconfigure(self, path: PathSpec) -> None:
         """Apply a new path in place: rates, buffer, delay and loss."""
@@ -165,4 +187,3 @@ class Lab:
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
-

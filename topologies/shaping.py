@@ -41,11 +41,7 @@ def bottleneck(dev: str, rate: Rate, queue: Queue) -> list[Argv]:
     reconfigures the running lab instead of rebuilding it.
     """
     bits = f"{int(rate.bps)}bit"
-    leaf = (
-        ["pfifo", "limit", str(queue.packets)]
-        if queue.packets is not None
-        else ["bfifo", "limit", str(queue.bytes)]
-    )
+    leaf = ["pfifo", "limit", str(queue.packets)] if queue.packets is not None else ["bfifo", "limit", str(queue.bytes)]
     return [
         # quantum = one frame: a single class needs no fairness, and it keeps
         # HTB quiet about quanta at very low and very high rates.

@@ -58,7 +58,11 @@ class DelayLine:
         readable, _, _ = select.select([out], [], [], self.timeout)
         line = out.readline() if readable else b""
         if not line:
-            err = self.process.popen.stderr.read().decode() if not self.process.running() and self.process.popen.stderr else ""
+            err = (
+                self.process.popen.stderr.read().decode()
+                if not self.process.running() and self.process.popen.stderr
+                else ""
+            )
             raise DelayLineError(f"delay line gave no answer within {self.timeout}s {err}".strip())
         return cast(dict[str, Any], json.loads(line))
 

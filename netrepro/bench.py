@@ -1,0 +1,70 @@
+"""`run.sh bench delayline`: the delay line's fidelity and cost across rates.
+
+At a fixed RTT it measures, per bottleneck rate, the idle ping RTT (median
+and p99 error against the set RTT), iperf3 goodput against the ideal
+rate x 1448/1514, and the delay line's CPU use during that transfer.  A
+benchmark, not a test: it reports numbers and judges nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from netrepro.ledger import Ledger
+from netrepro.path import PathSpec
+from netrepro.results import RESULTS, hand_back, provenance, write_json
+from netrepro.verify import measure_goodput, measure_rtt
+from topologies.emulation import DelayLineStage
+from topologies.lab import Lab
+
+RATES_MBIT = (10, 50, 100, 200, 500)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def delayline(
+    rtt: str = "20ms", rates_mbit: tuple[int, ...] = RATES_MBIT, out: Path | None = None
+) -> list[dict[str, Any]]:
+    rows = []
+    first = PathSpec.parse(rtt=rtt, rate=f"{rates_mbit[0]}mbit")
+    with Ledger() as ledger, Lab(first, ledger, shaper="delayline") as lab:
+        stage = lab.stage
+        assert isinstance(stage, DelayLineStage) and stage.line is not None
+        pid = stage.line.process.pid
+        for mbit in rates_mbit:
+            lab.reconfigure(PathSpec.parse(rtt=rtt, rate=f"{mbit}mbit"))
+            rtt_check = measure_rtt(lab, count=200, interval=0.01)
+            cpu0, wall0 = _cpu_seconds(pid), time.monotonic()
+            goodput = measure_goodput(lab)
+            cpu = (_cpu_seconds(pid) - cpu0) / (time.monotonic() - wall0)
+            row = {
+                "rate_mbit": mbit,
+                "rtt_ms": rtt_check.desired,
+                "rtt_median_error_ms": round(rtt_check.measured - rtt_check.desired, 3),
+                "rtt_p99_error_ms": round(rtt_check.detail["p99"] - rtt_check.desired, 3),
+                "rtt_within_tolerance": rtt_check.ok,
+                "goodput_mbit": round(goodput.measured, 2),
+                "ideal_mbit": round(goodput.desired, 2),
+                "goodput_ratio": round(goodput.measured / goodput.desired, 4),
+                "goodput_within_tolerance": goodput.ok,
+                "delayline_cpu_percent": round(cpu * 100, 1),
+            }
+            print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+            rows.append(row)
+    target = out or RESULTS / "bench"
+    target.mkdir(parents=True, exist_ok=True)
+    csv_path = target / "delayline.csv"
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    hand_back(csv_path)
+    write_json(target / "delayline.manifest.json", {**provenance(), "benchmark": "delayline", "rtt": rtt})
+    return rows

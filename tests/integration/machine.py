@@ -1,0 +1,74 @@
+"""A snapshot of the machine state a run must leave as it found it."""
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from netrepro.ledger import LEDGER_DIR
+
+WATCHED = {"delayline", "iperf3", "apache2", "h2load", "curl", "nghttp", "ping", "mnexec", "nsenter", "tcpdump"}
+
+
+def _out(argv: list[str]) -> str:
+    return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+
+
+def _processes() -> frozenset[str]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if comm in WATCHED or "mininet:" in cmdline:
+            found.add(f"{entry.name} {cmdline.strip()}")
+    return frozenset(found)
+
+
+@dataclass(frozen=True)
+class MachineState:
+    netns: str
+    links: frozenset[str]
+    iptables: str
+    sysctls: tuple[str, ...]
+    struct_ops: str
+    processes: frozenset[str]
+    ledgers: frozenset[str]
+
+
+def snapshot() -> MachineState:
+    links = frozenset(link["ifname"] for link in json.loads(_out(["ip", "-j", "link", "show"]) or "[]"))
+    keys = [
+        "net/ipv4/tcp_allowed_congestion_control",
+        "net/ipv4/tcp_congestion_control",
+        "net/core/rmem_max",
+        "net/core/wmem_max",
+        "net/ipv4/tcp_rmem",
+        "net/ipv4/tcp_wmem",
+        "net/core/netdev_max_backlog",
+    ]
+    return MachineState(
+        netns=_out(["ip", "netns", "list"]),
+        links=links,
+        iptables=_out(["iptables-legacy", "-S"]) + _out(["iptables-nft", "-S"]),
+        sysctls=tuple(f"{k}={Path('/proc/sys', k).read_text().strip()}" for k in keys),
+        struct_ops=_out(["bpftool", "struct_ops", "list"]),
+        processes=_processes(),
+        ledgers=frozenset(p.name for p in LEDGER_DIR.glob("*.jsonl")) if LEDGER_DIR.is_dir() else frozenset(),
+    )
+
+
+def differences(before: MachineState, after: MachineState) -> list[str]:
+    out = []
+    for field in before.__dataclass_fields__:
+        a, b = getattr(before, field), getattr(after, field)
+        if a != b:
+            if isinstance(a, frozenset):
+                out.append(f"{field}: added {sorted(b - a)}, removed {sorted(a - b)}")
+            else:
+                out.append(f"{field}: {a!r} -> {b!r}")
+    return out

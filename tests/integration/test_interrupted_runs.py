@@ -1,0 +1,95 @@
+"""A run killed mid-way leaves a ledger that `clean` undoes; SIGTERM undoes at once."""
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from machine import differences, snapshot
+
+from netrepro.ledger import LEDGER_DIR
+from netrepro.results import REPO
+
+pytestmark = pytest.mark.root
+
+
+def start_shell(script: Path) -> subprocess.Popen[str]:
+    """`run.sh shell` with a script that holds the lab up, started as run.sh would."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "netrepro", "shell", "--rtt", "10ms", "--rate", "10mbit", "--script", str(script)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def wait_for_line(p: subprocess.Popen[str], marker: str, timeout: float = 60) -> str:
+    assert p.stdout is not None
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([p.stdout], [], [], 0.5)
+        if ready:
+            line = p.stdout.readline()
+            seen.append(line)
+            if marker in line:
+                return "".join(seen)
+            if line == "" and p.poll() is not None:
+                break
+    p.kill()
+    p.wait()
+    pytest.fail(f"never saw {marker!r}; output:\n{''.join(seen)}")
+
+
+@pytest.fixture
+def holding_script(tmp_path: Path) -> Path:
+    script = tmp_path / "hold.mn"
+    script.write_text("client echo LAB-IS-UP\nclient sleep 120\n")
+    return script
+
+
+def test_sigkill_then_clean_leaves_nothing(holding_script: Path) -> None:
+    before = snapshot()
+    shell = start_shell(holding_script)
+    wait_for_line(shell, "LAB-IS-UP")
+    during = snapshot()
+    assert "cubic" in during.sysctls[0], "the lab widened tcp_allowed_congestion_control"
+    assert during.ledgers - before.ledgers, "the run keeps a ledger"
+
+    shell.send_signal(signal.SIGKILL)
+    shell.wait()
+    assert shell.stdout is not None
+    shell.stdout.close()
+    left = snapshot()
+    assert differences(before, left), "a SIGKILLed run leaves its ledger and changes behind"
+
+    done = subprocess.run([sys.executable, "-m", "netrepro", "clean"], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "undid" in done.stdout
+    for _ in range(50):
+        if not differences(before, snapshot()):
+            break
+        time.sleep(0.1)
+    assert differences(before, snapshot()) == []
+    assert not any(LEDGER_DIR.glob("*.jsonl")) or snapshot().ledgers == before.ledgers
+
+
+def test_sigterm_undoes_everything_without_clean(holding_script: Path) -> None:
+    before = snapshot()
+    shell = start_shell(holding_script)
+    wait_for_line(shell, "LAB-IS-UP")
+    shell.send_signal(signal.SIGTERM)
+    out, _ = shell.communicate(timeout=60)
+    assert shell.returncode == 128 + signal.SIGTERM, out
+    assert "undoing what this run created" in out
+    for _ in range(50):
+        if not differences(before, snapshot()):
+            break
+        time.sleep(0.1)
+    assert differences(before, snapshot()) == []

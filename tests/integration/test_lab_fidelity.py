@@ -1,0 +1,60 @@
+"""The lab's path, measured with real tools, is what was asked for.
+
+Three points of the issue's acceptance: 3 Mbit/s with 100 ms; 100 Mbit/s with
+20 ms; 10 Mbit/s with 50 ms and 2 % loss.  The tolerances are the lab's own
+(netrepro.verify): median RTT within max(1 %, 0.5 ms), goodput within 5 % of
+rate x 1448/1514, loss inside the 99 % binomial interval.
+"""
+
+import pytest
+
+from netrepro.ledger import Ledger
+from netrepro.path import PathSpec
+from netrepro.verify import verify
+from topologies.lab import Lab
+
+pytestmark = pytest.mark.root
+
+
+@pytest.mark.parametrize(
+    ("rtt", "rate", "loss"),
+    [("100ms", "3mbit", "0%"), ("20ms", "100mbit", "0%"), ("50ms", "10mbit", "2%")],
+)
+def test_path_is_within_tolerance(rtt: str, rate: str, loss: str) -> None:
+    path = PathSpec.parse(rtt=rtt, rate=rate, loss=loss)
+    with Ledger() as ledger, Lab(path, ledger, seed=11) as lab:
+        result = verify(lab)
+        backend = lab.backend
+    report = "\n".join(c.line() for c in result.checks)
+    assert result.ok, f"{path} via {backend}:\n{report}"
+    assert {c.name for c in result.checks} == {"rtt", "goodput", "loss_down"}
+
+
+def test_reconfigure_in_place_changes_the_path() -> None:
+    """A new level (here the RTT and the rate) applies without rebuilding the lab."""
+    first = PathSpec.parse(rtt="10ms", rate="20mbit")
+    with Ledger() as ledger, Lab(first, ledger) as lab:
+        pid_before = lab.net["client"].pid
+        lab.reconfigure(PathSpec.parse(rtt="40ms", rate="5mbit"))
+        result = verify(lab)
+        assert lab.net["client"].pid == pid_before
+    report = "\n".join(c.line() for c in result.checks)
+    assert result.ok, report
+    assert result.checks[0].desired == 40.0
+
+
+def test_loss_is_seeded_and_reproducible() -> None:
+    """Same seed, same packets: the same datagrams are lost."""
+    counts = []
+    for _ in range(2):
+        path = PathSpec.parse(rtt="2ms", rate="20mbit", loss="5%")
+        with Ledger() as ledger, Lab(path, ledger, seed=42) as lab:
+            assert lab.stage is not None
+            from netrepro.verify import measure_loss
+
+            check = measure_loss(lab, "down", seconds=2)
+            counts.append((check.detail["datagrams"], check.detail["lost"]))
+    assert counts[0][1] > 0
+    # iperf3 paces by time, so the datagram count can differ by a few; the
+    # drop pattern is fixed by the seed, so the loss counts track each other.
+    assert abs(counts[0][1] - counts[1][1]) <= max(3, 0.05 * counts[0][1])

@@ -1,0 +1,49 @@
+"""Parsers, on output captured from the real tools (tests/fixtures)."""
+
+from pathlib import Path
+
+import pytest
+
+from netrepro.parsers import ParseError, parse_iperf3_tcp, parse_iperf3_udp, parse_ping
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def test_ping_replies() -> None:
+    result = parse_ping(fixture("ping_5_replies_10ms.txt"))
+    assert result.transmitted == 5 and result.received == 5
+    assert result.rtts_ms == [10.3, 10.3, 10.2, 10.1, 10.2]
+
+
+def test_ping_counts_match_replies() -> None:
+    result = parse_ping(fixture("ping_loss.txt"))
+    assert len(result.rtts_ms) == result.received < result.transmitted == 60
+    assert all(10.0 < r < 12.0 for r in result.rtts_ms)
+
+
+def test_ping_without_statistics_is_an_error() -> None:
+    with pytest.raises(ParseError):
+        parse_ping("ping: connect: Network is unreachable\n")
+
+
+def test_iperf3_tcp() -> None:
+    result = parse_iperf3_tcp(fixture("iperf3_tcp_reverse.json"))
+    assert result.goodput_bps == pytest.approx(3247352.1071643685, rel=1e-9)
+    assert result.seconds == pytest.approx(3.0, abs=0.01)
+    assert result.retransmits == 53
+
+
+def test_iperf3_udp() -> None:
+    result = parse_iperf3_udp(fixture("iperf3_udp_reverse.json"))
+    assert (result.packets, result.lost) == (2513, 108)
+
+
+def test_iperf3_error_document() -> None:
+    with pytest.raises(ParseError, match="unable to connect"):
+        parse_iperf3_tcp('{"start": {}, "error": "unable to connect to server: Connection refused"}')
+    with pytest.raises(ParseError, match="not JSON"):
+        parse_iperf3_udp("iperf3: error")

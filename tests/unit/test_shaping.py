@@ -1,0 +1,68 @@
+"""Command builders, compared as argument lists (no root needed)."""
+
+import pytest
+
+from netrepro.units import Duration, Probability, Queue, Rate
+from topologies import shaping
+from topologies.delayline import argv as delayline_argv
+from topologies.delayline import set_command
+
+
+def test_bottleneck_packets_and_bytes() -> None:
+    assert shaping.bottleneck_root("s1-eth1") == [
+        "tc", "qdisc", "add", "dev", "s1-eth1", "root", "handle", "1:", "htb", "default", "1",
+    ]  # fmt: skip
+    cls, leaf = shaping.bottleneck("s1-eth1", Rate(3e6), Queue(packets=20))
+    assert cls == [
+        "tc", "class", "replace", "dev", "s1-eth1", "parent", "1:", "classid", "1:1", "htb",
+        "rate", "3000000bit", "ceil", "3000000bit", "quantum", "1514",
+    ]  # fmt: skip
+    assert leaf == [
+        "tc",
+        "qdisc",
+        "replace",
+        "dev",
+        "s1-eth1",
+        "parent",
+        "1:1",
+        "handle",
+        "10:",
+        "pfifo",
+        "limit",
+        "20",
+    ]
+    _, leaf = shaping.bottleneck("s1-eth2", Rate(2e6), Queue(bytes=30720))
+    assert leaf[-3:] == ["bfifo", "limit", "30720"]
+
+
+def test_netem_stage_redirects_ingress_through_ifb() -> None:
+    cmds = shaping.netem_stage("s1-eth2", "ifb-down", Duration(0.05), Probability(0.02), seed=7)
+    assert cmds[0] == ["ip", "link", "add", "ifb-down", "type", "ifb"]
+    assert cmds[2] == ["tc", "qdisc", "add", "dev", "s1-eth2", "handle", "ffff:", "ingress"]
+    assert cmds[3][-4:] == ["mirred", "egress", "redirect", "dev", "ifb-down"][-4:]
+    assert cmds[4] == [
+        "tc", "qdisc", "replace", "dev", "ifb-down", "root", "handle", "1:", "netem",
+        "delay", "50000us", "loss", "2%", "limit", "1000000", "seed", "7",
+    ]  # fmt: skip
+
+
+def test_nfqueue_rule() -> None:
+    assert shaping.nfqueue_rule("-A", "s1-eth2", 0) == [
+        "iptables-legacy", "-w", "-A", "FORWARD", "-m", "physdev", "--physdev-in", "s1-eth2",
+        "-j", "NFQUEUE", "--queue-num", "0",
+    ]  # fmt: skip
+    with pytest.raises(ValueError):
+        shaping.nfqueue_rule("-F", "s1-eth2", 0)
+
+
+def test_delayline_commands() -> None:
+    argv = delayline_argv([0, 1], capacity=1000)
+    assert argv[1:] == ["--queue", "0", "--queue", "1", "--capacity", "1000"]
+    assert set_command(0, Duration(0.01), Probability(0.02), 5) == "set 0 delay_us=10000 loss=0.020000000 seed=5"
+
+
+def test_offloads_and_sysctl() -> None:
+    assert shaping.offloads_off("client-eth0") == [
+        "ethtool", "-K", "client-eth0", "gso", "off", "tso", "off", "gro", "off",
+    ]  # fmt: skip
+    assert shaping.sysctl("net.ipv4.tcp_no_metrics_save", 1) == ["sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1"]

@@ -1,0 +1,45 @@
+"""The tolerances verification applies, checked against known values."""
+
+import pytest
+
+from netrepro.path import PathSpec
+from netrepro.verify import Check, binomial_interval, goodput_duration, percentile, rtt_tolerance_ms
+
+
+def test_rtt_tolerance() -> None:
+    assert rtt_tolerance_ms(20) == 0.5
+    assert rtt_tolerance_ms(100) == pytest.approx(1.0)
+    assert rtt_tolerance_ms(3000) == pytest.approx(30.0)
+
+
+def test_binomial_interval_matches_normal_approximation() -> None:
+    low, high = binomial_interval(10000, 0.02)
+    # mean 200, sd 14; the 99 % interval is about 200 +- 36
+    assert 160 <= low <= 166 and 234 <= high <= 240
+
+
+def test_binomial_interval_edges() -> None:
+    assert binomial_interval(5000, 0.0) == (0, 0)
+    assert binomial_interval(0, 0.1) == (0, 0)
+    low, high = binomial_interval(20, 0.5)
+    assert low < 10 < high
+
+
+def test_percentile_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 99) == 99.0
+    assert percentile(values, 50) == 50.0
+    assert percentile([3.0], 99) == 3.0
+
+
+def test_goodput_duration_grows_with_rtt() -> None:
+    short = goodput_duration(PathSpec.parse(rtt="20ms"))
+    long = goodput_duration(PathSpec.parse(rtt="3000ms"))
+    assert short == (5, 1)
+    assert long[0] > short[0] and long[1] > short[1]
+
+
+def test_check_verdict() -> None:
+    assert Check("rtt", "ms", 20, 20.3, 19.5, 20.5).ok
+    assert not Check("rtt", "ms", 20, 20.6, 19.5, 20.5).ok
+    assert "OUT OF TOLERANCE" in Check("rtt", "ms", 20, 21, 19.5, 20.5).line()
