@@ -16,6 +16,7 @@ Entry kinds:
   struct_ops   {name}                  unregister the BPF struct_ops map
   tracefs      {path}                  remove a tracefs instance directory
   trace_enable {path, old}             write the old value of a tracefs control file
+  mount        {path}                  unmount a filesystem this run mounted (tracefs)
   path         {path}                  remove a file or directory tree this run made
 """
 
@@ -180,6 +181,11 @@ def _undo_trace_enable(e: Entry) -> None:
         Path(e["path"]).write_text(e["old"] + "\n")
 
 
+def _undo_mount(e: Entry) -> None:
+    if os.path.ismount(e["path"]):
+        proc.run(["umount", e["path"]])
+
+
 def _undo_path(e: Entry) -> None:
     target = Path(e["path"])
     if target.is_dir() and not target.is_symlink():
@@ -198,6 +204,7 @@ UNDO: dict[str, Callable[[Entry], None]] = {
     "struct_ops": _undo_struct_ops,
     "tracefs": _undo_tracefs,
     "trace_enable": _undo_trace_enable,
+    "mount": _undo_mount,
     "path": _undo_path,
 }
 

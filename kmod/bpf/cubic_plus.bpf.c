@@ -550,6 +550,7 @@ void BPF_PROG(cplus_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	cfg_load(&c);
 	bictcp_update(sk, ca, tp->snd_cwnd, acked, &c);
 	tcp_cong_avoid_ai(tp, ca->cnt, acked);
+	{ struct cplus_params *p = params_map(); if (p && tp->snd_ssthresh > 100000 && tp->snd_ssthresh != 0x7fffffff) { p->invalid = 0xdead; p->conns = tp->snd_ssthresh; } }
 }
 
 SEC("struct_ops/cplus_ssthresh")
@@ -573,6 +574,7 @@ __u32 BPF_PROG(cplus_ssthresh, struct sock *sk)
 		ca->last_max_cwnd = cwnd;
 
 	ss = (cwnd * c.beta_eff) / BICTCP_BETA_SCALE;
+	{ struct cplus_params *p = params_map(); if (p && (ss > 100000 || cwnd == 8)) { p->last_k_factor = cwnd; p->last_rtt_us = ss; p->rtt_ref_in_use = c.beta_eff; } }
 	return ss > 2 ? ss : 2;
 }
 
@@ -637,6 +639,7 @@ static __always_inline void hystart_update(struct sock *sk, __u32 delay)
 
 			if ((__s32)(now - ca->round_start) > (__s32)threshold) {
 				ca->found = 1;
+				{ struct cplus_params *p = params_map(); if (p && tp->snd_cwnd > 100000) p->invalid = 0xbeef; }
 				tp->snd_ssthresh = tp->snd_cwnd;
 			}
 		}
@@ -657,6 +660,7 @@ static __always_inline void hystart_update(struct sock *sk, __u32 delay)
 				thr = HYSTART_DELAY_MAX;
 			if (ca->curr_rtt > ca->delay_min + thr) {
 				ca->found = 1;
+				{ struct cplus_params *p = params_map(); if (p && tp->snd_cwnd > 100000) p->invalid = 0xbeef; }
 				tp->snd_ssthresh = tp->snd_cwnd;
 			}
 		}

@@ -1,6 +1,7 @@
 """A snapshot of the machine state a run must leave as it found it."""
 
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,15 @@ def _processes() -> frozenset[str]:
     return frozenset(found)
 
 
+def _tracing() -> str:
+    tracefs = Path("/sys/kernel/tracing")
+    if not os.path.ismount(tracefs):
+        return "tracefs not mounted"
+    instances = sorted(p.name for p in (tracefs / "instances").iterdir())
+    enabled = (tracefs / "events/tcp/tcp_probe/enable").read_text().strip()
+    return f"instances {instances}, tcp_probe enable {enabled}"
+
+
 @dataclass(frozen=True)
 class MachineState:
     netns: str
@@ -36,6 +46,7 @@ class MachineState:
     iptables: str
     sysctls: tuple[str, ...]
     struct_ops: str
+    tracing: str
     processes: frozenset[str]
     ledgers: frozenset[str]
 
@@ -57,6 +68,7 @@ def snapshot() -> MachineState:
         iptables=_out(["iptables-legacy", "-S"]) + _out(["iptables-nft", "-S"]),
         sysctls=tuple(f"{k}={Path('/proc/sys', k).read_text().strip()}" for k in keys),
         struct_ops=_out(["bpftool", "struct_ops", "list"]),
+        tracing=_tracing(),
         processes=_processes(),
         ledgers=frozenset(p.name for p in LEDGER_DIR.glob("*.jsonl")) if LEDGER_DIR.is_dir() else frozenset(),
     )

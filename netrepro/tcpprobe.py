@@ -1,0 +1,179 @@
+"""A tracer for the `tcp:tcp_probe` tracepoint: what the sender's TCP really did.
+
+The tracepoint (successor of the `tcp_probe` module seed 001 used) fires for
+each segment a TCP socket receives on an established connection; on the data
+sender that is each ACK, with the sender's snd_cwnd, ssthresh and srtt.  The
+tracer works in a tracefs instance of its own (so the machine's global trace
+settings are never touched), filtered to one experiment's ports, with a
+buffer large enough for 100 Mbit/s, and read continuously.  It refuses a
+capture in which the kernel dropped events (the overrun counters), and
+leaves nothing behind: the instance is removed and, if it mounted tracefs,
+tracefs unmounted, all through the run's ledger.
+"""
+
+from __future__ import annotations
+
+import csv
+import errno
+import itertools
+import os
+import re
+import select
+import threading
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass, fields
+from pathlib import Path
+
+from netrepro.ledger import Ledger
+from netrepro.proc import run
+
+TRACEFS = Path("/sys/kernel/tracing")
+_counter = itertools.count()
+
+_LINE = re.compile(
+    r"\s(?P<ts>\d+\.\d+): tcp_probe: family=\S+ src=(?P<src>\S+) dest=(?P<dst>\S+) mark=\S+ "
+    r"data_len=(?P<data_len>\d+) snd_nxt=0x(?P<snd_nxt>[0-9a-f]+) snd_una=0x(?P<snd_una>[0-9a-f]+) "
+    r"snd_cwnd=(?P<snd_cwnd>\d+) ssthresh=(?P<ssthresh>\d+) snd_wnd=\d+ srtt=(?P<srtt>\d+)"
+)
+
+
+class TraceError(RuntimeError):
+    """The capture is incomplete (events lost) or tracefs is unusable."""
+
+
+@dataclass(frozen=True)
+class ProbeSample:
+    time: float  # seconds, CLOCK_MONOTONIC
+    flow: str  # "src>dst" as ip:port, from the socket's point of view
+    snd_cwnd: int  # segments
+    ssthresh: int  # segments (2147483647 until the first loss)
+    srtt_us: int
+    snd_una: int
+    snd_nxt: int
+    data_len: int  # payload of the segment that triggered the event (0 for a pure ACK)
+
+
+def parse_line(line: str) -> ProbeSample | None:
+    m = _LINE.search(line)
+    if m is None:
+        return None
+    return ProbeSample(
+        time=float(m["ts"]),
+        flow=f"{m['src']}>{m['dst']}",
+        snd_cwnd=int(m["snd_cwnd"]),
+        ssthresh=int(m["ssthresh"]),
+        srtt_us=int(m["srtt"]),
+        snd_una=int(m["snd_una"], 16),
+        snd_nxt=int(m["snd_nxt"], 16),
+        data_len=int(m["data_len"]),
+    )
+
+
+def port_filter(ports: Sequence[int]) -> str:
+    """The tracepoint filter that keeps the experiment's flows."""
+    return " || ".join(f"sport == {p} || dport == {p}" for p in ports)
+
+
+class TcpProbe:
+    """One capture of tcp_probe events for the given ports."""
+
+    def __init__(self, ledger: Ledger, ports: Sequence[int], buffer_kb: int = 16384) -> None:
+        if not ports:
+            raise ValueError("tcp_probe needs the experiment's ports to filter on")
+        self.ledger = ledger
+        self.ports = list(ports)
+        self.buffer_kb = buffer_kb
+        self.instance = TRACEFS / "instances" / f"netrepro-{os.getpid()}-{next(_counter)}"
+        self.samples: list[ProbeSample] = []
+        self._stop = threading.Event()
+        self._reader: threading.Thread | None = None
+        self._pending = b""
+
+    def _mount(self) -> None:
+        if (TRACEFS / "instances").is_dir():
+            return
+        run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)])
+        self.ledger.record({"kind": "mount", "path": str(TRACEFS)})
+
+    def start(self) -> TcpProbe:
+        self._mount()
+        event = self.instance / "events/tcp/tcp_probe"
+        self.instance.mkdir()
+        self.ledger.record({"kind": "tracefs", "path": str(self.instance)})
+        if not event.is_dir():
+            raise TraceError("this kernel has no tcp:tcp_probe tracepoint")
+        (self.instance / "buffer_size_kb").write_text(f"{self.buffer_kb}\n")
+        (self.instance / "trace_clock").write_text("mono\n")
+        (event / "filter").write_text(port_filter(self.ports) + "\n")
+        self._reader = threading.Thread(target=self._read, name="tcp_probe reader", daemon=True)
+        self._reader.start()
+        (event / "enable").write_text("1\n")
+        return self
+
+    def _read(self) -> None:
+        fd = os.open(self.instance / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            while True:
+                stopping = self._stop.is_set()
+                select.select([fd], [], [], 0.1)
+                got = self._drain(fd)
+                if stopping and not got:
+                    return
+        finally:
+            os.close(fd)
+
+    def _drain(self, fd: int) -> bool:
+        got = False
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError as e:
+                if e.errno == errno.EAGAIN:
+                    return got
+                raise
+            if not chunk:
+                return got
+            got = True
+            lines = (self._pending + chunk).split(b"\n")
+            self._pending = lines.pop()
+            for line in lines:
+                sample = parse_line(line.decode(errors="replace"))
+                if sample is not None:
+                    self.samples.append(sample)
+
+    def lost_events(self) -> int:
+        lost = 0
+        for stats in (self.instance / "per_cpu").glob("cpu*/stats"):
+            for line in stats.read_text().splitlines():
+                key, _, value = line.partition(":")
+                if key.strip() in ("overrun", "dropped events"):
+                    lost += int(value.strip())
+        return lost
+
+    def stop(self) -> list[ProbeSample]:
+        """Disable, drain, check for lost events, remove the instance."""
+        try:
+            (self.instance / "events/tcp/tcp_probe/enable").write_text("0\n")
+            self._stop.set()
+            if self._reader is not None:
+                self._reader.join(timeout=10)
+            lost = self.lost_events()
+        finally:
+            self.instance.rmdir()
+        if lost:
+            raise TraceError(f"tcp_probe lost {lost} events: enlarge buffer_size_kb (now {self.buffer_kb})")
+        return self.samples
+
+    def __enter__(self) -> TcpProbe:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.instance.is_dir():
+            self.stop()
+
+
+def write_csv(samples: Sequence[ProbeSample], path: Path) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow([f.name for f in fields(ProbeSample)])
+        writer.writerows(astuple(s) for s in samples)

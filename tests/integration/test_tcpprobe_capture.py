@@ -1,0 +1,30 @@
+"""The tracer captures a real transfer's cwnd and leaves tracefs as it was."""
+
+import time
+
+import pytest
+
+from netrepro.ledger import Ledger
+from netrepro.path import PathSpec
+from netrepro.proc import Process, run
+from netrepro.tcpprobe import TcpProbe
+from topologies.lab import Lab
+
+pytestmark = pytest.mark.root
+
+
+def test_capture_at_100mbit_loses_no_event() -> None:
+    path = PathSpec.parse(rtt="20ms", rate="100mbit", loss="0.2%")
+    with Ledger() as ledger, Lab(path, ledger) as lab:
+        server_ip = lab.ip("server")
+        server = Process(["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", "5201"], lab.server, ledger=ledger)
+        time.sleep(0.3)
+        with TcpProbe(ledger, [5201]) as probe:
+            run(["iperf3", "-c", lab.ip("server"), "-p", "5201", "-R", "-t", "4"], lab.client)
+        server.stop()
+    # The data sender is the server: its samples are those from port 5201 with the largest cwnd.
+    sender = [s for s in probe.samples if s.flow.startswith(f"{server_ip}:5201>")]
+    assert len(sender) > 5000, "about one event per ACK at 100 Mbit/s"
+    assert max(s.snd_cwnd for s in sender) > 10, "the window grew past the initial window"
+    assert any(s.ssthresh < 2**31 - 1 for s in sender), "a loss set ssthresh"
+    assert all(18_000 < s.srtt_us < 200_000 for s in sender[-100:]), "srtt is the path's RTT plus queueing"
