@@ -21,7 +21,7 @@ fi
 # Distribution packages the lab, the workloads and the native helpers need.
 packages=(
     mininet bridge-utils iproute2 iptables ethtool iputils-ping util-linux kmod
-    iperf3 apache2 nghttp2-client curl openssl
+    iperf3 apache2 nghttp2-client curl openssl tcpdump
     clang llvm bpftool libbpf-dev libnetfilter-queue-dev libmnl-dev gcc make pkg-config
     python3 python3-venv python3-matplotlib
 )

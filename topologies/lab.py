@@ -179,6 +179,8 @@ class Lab:
                 self.stage = None
         finally:
             if self.net is not None:
+                for node in (*self.net.hosts, *self.net.switches):
+                    _interrupt(node)
                 self.net.stop()
                 self.net = None
 
@@ -187,3 +189,15 @@ class Lab:
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+
+def _interrupt(node: Any, timeout: float = 5.0) -> None:
+    """Interrupt a command a node's shell is still running (a CLI command cut
+    short by a signal), so that Mininet can use the shell to tear down."""
+    if not node.waiting:
+        return
+    node.sendInt()
+    deadline = time.monotonic() + timeout
+    while node.waiting and time.monotonic() < deadline:
+        node.monitor(timeoutms=100)  # clears `waiting` when the shell is back
+    node.waiting = False

@@ -11,16 +11,39 @@
  * Why it must run in a namespace *between* the hosts (a bridge namespace with
  * br_netfilter and `-m physdev` rules), never on an end host:
  *  - On the sender's egress, a held skb is still charged to the socket by TCP
- *    Small Queues, so TCP starves (1 Mbit/s instead of 19 seen with 50 ms).
+ *    Small Queues, so TCP starves (1.1 Mbit/s instead of 18.8 on a
+ *    20 Mbit/s link with a 50 ms hold).
  *    netem avoids that by orphaning the skb; a queue verdict cannot.
  *  - On the receiver's ingress, ping (and every tool using kernel receive
  *    timestamps) reads the time the packet hit the interface, before the hold,
  *    so the delay becomes invisible to the measurement.
  * After a packet has crossed a veth into the bridge namespace neither applies.
  *
+ * Usage: delayline --queue NUM [--queue NUM ...] [--capacity PACKETS]
+ *                  [--rt-priority N]
+ *   Each queue starts with delay 0, loss 0, seed 1.  The process asks for
+ *   SCHED_FIFO priority N (default 10, 0 = stay SCHED_OTHER; if refused, a
+ *   warning on stderr and it carries on): with the CPUs busy, an ordinary
+ *   task waited up to several ms to be scheduled after its timer fired,
+ *   which went straight into the emulated delay.  After all queues are
+ *   bound it prints {"ready":true,"queues":[...]}; on a startup failure
+ *   {"ready":false,"error":"..."} (and a message on stderr), exit status 1.
+ *
  * Control protocol: one command per line on stdin, exactly one JSON line on
- * stdout in reply (see usage() and handle_command()).  stdin EOF means the
- * controller is gone, so we exit: the delay line never outlives its owner.
+ * stdout in reply (blank lines are ignored and get no reply):
+ *   set Q [delay_us=D] [loss=P] [seed=S]   -> {"ok":true} | {"ok":false,"error":..}
+ *       all-or-nothing; delay applies to packets arriving from now on; seed
+ *       restarts the queue's PRNG; 0 <= P < 1.
+ *   stats -> {"ok":true,"queues":{"Q":{"received","released","dropped_loss",
+ *       "dropped_overflow","held","held_max","dropped_socket"},..},"enobufs":N}
+ *       dropped_overflow includes packets the kernel dropped because the queue
+ *       already held --capacity packets (they never reach us, so they are not
+ *       in "received"); dropped_socket counts packets lost because our socket
+ *       buffer was full (enobufs counts those overflow events).
+ * stdin EOF, SIGTERM or SIGINT: held packets are accepted, queues unbound,
+ * exit status 0.  EOF means the controller is gone, so the delay line never
+ * outlives its owner.  The controller must read every reply: a full stdout
+ * pipe blocks this process and with it every held packet.
  *
  * Time-critical design points:
  *  - A single netlink socket serves all queues; it and stdin are waited on
@@ -47,6 +70,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -92,12 +116,14 @@ struct queue {
 static struct queue queues[MAX_QUEUES];
 static unsigned nqueues;
 static uint32_t capacity = DEFAULT_CAPACITY;
+static int rt_priority = 10;       /* SCHED_FIFO priority, 0 = none */
 
 static struct mnl_socket *nl;
 static int nl_fd = -1;
 static unsigned nl_portid;
 static uint64_t enobufs;           /* times the socket buffer overflowed */
 static uint64_t verdict_errors;    /* NLMSG_ERROR replies to verdicts */
+static uint64_t send_errors;       /* failed verdict sends */
 
 /* pending startup config request: seq and its result (1 = still waiting) */
 static uint32_t cfg_seq;
@@ -160,29 +186,35 @@ static void reply(const char *line)
 	}
 }
 
-/* Reply {"ok":false,"error":msg}; msg is escaped for JSON. */
+/* Copy msg into out as the body of a JSON string (quotes not included). */
+static void json_escape(char *out, size_t outlen, const char *msg)
+{
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+		if (o + 7 >= outlen)
+			break;
+		if (*p == '"' || *p == '\\')
+			o += (size_t)snprintf(out + o, outlen - o, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			o += (size_t)snprintf(out + o, outlen - o, "\\u%04x", *p);
+		else
+			out[o++] = (char)*p;
+	}
+	out[o] = '\0';
+}
+
+/* Reply {"ok":false,"error":msg}. */
 static void reply_error(const char *fmt, ...)
 {
-	char msg[512], line[1200];
-	size_t o = 0;
+	char msg[512], esc[1024], line[1100];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-
-	o += (size_t)snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"");
-	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
-		if (o + 8 >= sizeof(line))
-			break;
-		if (*p == '"' || *p == '\\')
-			o += (size_t)snprintf(line + o, sizeof(line) - o, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			o += (size_t)snprintf(line + o, sizeof(line) - o, "\\u%04x", *p);
-		else
-			line[o++] = (char)*p;
-	}
-	snprintf(line + o, sizeof(line) - o, "\"}");
+	json_escape(esc, sizeof(esc), msg);
+	snprintf(line, sizeof(line), "{\"ok\":false,\"error\":\"%s\"}", esc);
 	reply(line);
 }
 
@@ -196,7 +228,9 @@ static void tx_flush(void)
 {
 	if (tx_len == 0)
 		return;
-	if (mnl_socket_sendto(nl, tx_buf, tx_len) < 0)
+	/* A lost ACCEPT batch is repaired by the next one (it covers all
+	 * lower ids); report the first few failures only. */
+	if (mnl_socket_sendto(nl, tx_buf, tx_len) < 0 && send_errors++ < 10)
 		log_err("sending verdicts failed: %s", strerror(errno));
 	tx_len = 0;
 }
@@ -612,8 +646,12 @@ static bool read_stdin(void)
 {
 	ssize_t n = read(STDIN_FILENO, line_buf + line_len,
 			 sizeof(line_buf) - line_len);
-	if (n < 0)
-		return errno == EINTR || errno == EAGAIN;
+	if (n < 0) {
+		if (errno == EINTR || errno == EAGAIN)
+			return true;
+		log_err("reading stdin: %s", strerror(errno));
+		return false;
+	}
 	if (n == 0)
 		return false;
 	line_len += (size_t)n;
@@ -647,6 +685,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: delayline --queue NUM [--queue NUM ...] [--capacity PACKETS]\n"
+		"                 [--rt-priority N]   (SCHED_FIFO, default 10, 0 = off)\n"
 		"stdin commands (one JSON reply line each on stdout):\n"
 		"  set QUEUE [delay_us=D] [loss=P] [seed=S]\n"
 		"  stats\n"
@@ -655,12 +694,10 @@ static void usage(void)
 
 static void fail_startup(const char *msg)
 {
-	char line[600];
+	char esc[1024];
 
-	/* msg comes from our own format strings; no JSON escaping needed
-	 * beyond what strerror() could produce (plain ASCII). */
-	snprintf(line, sizeof(line), "{\"ready\":false,\"error\":\"%s\"}", msg);
-	puts(line);
+	json_escape(esc, sizeof(esc), msg);
+	printf("{\"ready\":false,\"error\":\"%s\"}\n", esc);
 	fflush(stdout);
 	log_err("%s", msg);
 	exit(1);
@@ -674,21 +711,28 @@ static void parse_args(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		bool is_q = strcmp(argv[i], "--queue") == 0;
 		bool is_c = strcmp(argv[i], "--capacity") == 0;
+		bool is_p = strcmp(argv[i], "--rt-priority") == 0;
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage();
 			exit(0);
 		}
-		if (!is_q && !is_c) {
+		if (!is_q && !is_c && !is_p) {
 			usage();
-			snprintf(err, sizeof(err), "unknown argument");
+			snprintf(err, sizeof(err), "unknown argument '%.200s'",
+				 argv[i]);
 			fail_startup(err);
 		}
 		if (i + 1 >= argc || !parse_u64(argv[i + 1], &v)) {
-			snprintf(err, sizeof(err), "%s needs a number",
-				 is_q ? "--queue" : "--capacity");
+			snprintf(err, sizeof(err), "%s needs a number", argv[i]);
 			fail_startup(err);
 		}
 		i++;
+		if (is_p) {
+			if (v > 99)
+				fail_startup("--rt-priority must be 0..99");
+			rt_priority = (int)v;
+			continue;
+		}
 		if (is_c) {
 			if (v < 1 || v > MAX_CAPACITY)
 				fail_startup("--capacity must be 1..16777216");
@@ -733,6 +777,21 @@ static int setup_signals(void)
 	return fd;
 }
 
+/* Run ahead of ordinary tasks, so a release is not late because a busy
+ * CPU let us wait for a time slice.  We never spin, so this costs nothing
+ * when idle; the kernel's RT throttling still bounds a runaway. */
+static void set_realtime(void)
+{
+	struct sched_param sp = { .sched_priority = rt_priority };
+
+	if (rt_priority == 0)
+		return;
+	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+		log_err("SCHED_FIFO priority %d refused (%s); running without "
+			"it, delays may be late when the CPUs are busy",
+			rt_priority, strerror(errno));
+}
+
 static void startup(void)
 {
 	char err[300];
@@ -740,6 +799,7 @@ static void startup(void)
 	/* Default slack (50 us) would add directly to every packet's delay. */
 	if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) < 0)
 		log_err("PR_SET_TIMERSLACK: %s", strerror(errno));
+	set_realtime();
 
 	for (unsigned i = 0; i < nqueues; i++) {
 		queues[i].ring = calloc(capacity, sizeof(struct held));
@@ -766,7 +826,9 @@ static void startup(void)
 	reply(line);
 }
 
-static void run(int sig_fd)
+/* Returns the exit status: 0 for EOF, a signal or a closed stdout,
+ * 1 for an unexpected error. */
+static int run(int sig_fd)
 {
 	struct pollfd pfd[3] = {
 		{ .fd = nl_fd, .events = POLLIN },
@@ -782,6 +844,9 @@ static void run(int sig_fd)
 		int64_t due = earliest_due();
 		struct timespec ts, *tsp = NULL;
 		if (due != INT64_MAX) {
+			/* Re-read the clock: sending verdicts re-injects the
+			 * packets in our context and can take a while. */
+			now = now_ns();
 			int64_t wait = due > now ? due - now : 0;
 			ts.tv_sec = wait / 1000000000;
 			ts.tv_nsec = wait % 1000000000;
@@ -792,27 +857,29 @@ static void run(int sig_fd)
 			if (errno == EINTR)
 				continue;
 			log_err("ppoll: %s", strerror(errno));
-			break;
+			return 1;
 		}
 		if (pfd[2].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			if (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 				log_err("got signal %u, exiting", si.ssi_signo);
-			break;
+			return 0;
 		}
 		if (pfd[0].revents & POLLERR) {
 			/* The socket error (ENOBUFS) is collected by recv. */
 			pfd[0].revents |= POLLIN;
 		}
 		if ((pfd[0].revents & POLLIN) && !drain_netlink(DRAIN_BUDGET))
-			break;
+			return 1;
 		if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) {
 			if (!read_stdin())
-				break;          /* EOF: our controller is gone */
+				return 0;       /* EOF: our controller is gone */
 		} else if (pfd[1].revents & POLLNVAL) {
-			break;
+			log_err("stdin is not open");
+			return 1;
 		}
 	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -820,13 +887,15 @@ int main(int argc, char **argv)
 	parse_args(argc, argv);
 	int sig_fd = setup_signals();
 	startup();
-	run(sig_fd);
+	int status = run(sig_fd);
 
 	release_all();
 	for (unsigned i = 0; i < nqueues; i++)
 		unbind_queue(&queues[i]);
-	mnl_socket_close(nl);
+	if (mnl_socket_close(nl) < 0)
+		log_err("closing netlink socket: %s", strerror(errno));
+	close(sig_fd);
 	for (unsigned i = 0; i < nqueues; i++)
 		free(queues[i].ring);
-	return 0;
+	return status;
 }
