@@ -24,6 +24,17 @@
  * `invalid`. The program writes the values it actually uses back into the
  * output fields, so user space can read beta_effective from the kernel.
  *
+ * ssthresh guard: on the 6.18 kernel this was developed on, every BPF
+ * struct_ops congestion control tested (even a pass-through wrapper around
+ * the kernel's own tcp_reno_* kfuncs) intermittently found tp->snd_ssthresh
+ * overwritten, between two of its callbacks, with a value like 47506880
+ * that no congestion-control code computed; the built-in reno and cubic
+ * never showed it under the same test. Each callback therefore checks that
+ * ssthresh is still something TCP could have set (infinite, or at most the
+ * largest of the last value seen, cwnd, prior_cwnd and the highest cwnd
+ * seen) and otherwise puts the last value back and counts it in ss_repairs,
+ * so that an experiment can see and discard affected runs. See README.md.
+ *
  * Build: make -C kmod bpf. Load: bpftool struct_ops register cubic_plus.bpf.o
  */
 #include "vmlinux.h"
@@ -67,6 +78,7 @@ char _license[] SEC("license") = "GPL";
  *  44 conns             out  connections initialised (init callback count)
  *  48 last_k_factor     out  f(RTT) * 1024 last applied to K (1024 = 1.0)
  *  52 last_rtt_us       out  min RTT used for that f(RTT)
+ *  56 ss_repairs        out  implausible ssthresh values undone (see below)
  */
 struct cplus_params {
 	__u32 beta;
@@ -83,6 +95,7 @@ struct cplus_params {
 	__u32 conns;
 	__u32 last_k_factor;
 	__u32 last_rtt_us;
+	__u32 ss_repairs;
 };
 
 struct {
@@ -232,6 +245,8 @@ struct cplus_ca {
 	__u32 end_seq;		/* HyStart: snd_nxt at start of the round */
 	__u32 last_ack;		/* HyStart: time of the last closely spaced ACK */
 	__u32 curr_rtt;		/* HyStart: min RTT of this round */
+	__u32 ss_last;		/* guard: ssthresh as last seen or set */
+	__u32 cwnd_hi;		/* guard: highest cwnd seen */
 };
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
@@ -265,6 +280,37 @@ static __always_inline bool tcp_is_cwnd_limited(const struct sock *sk)
 	if (tcp_in_slow_start(tp))
 		return tp->snd_cwnd < 2 * tp->max_packets_out;
 	return false;
+}
+
+#define TCP_INFINITE_SSTHRESH	0x7fffffff
+
+/* The ssthresh guard described at the top of this file. */
+static __always_inline void ss_guard(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct cplus_ca *ca = inet_csk_ca(sk);
+	__u32 ss = tp->snd_ssthresh, bound;
+
+	if (tp->snd_cwnd > ca->cwnd_hi)
+		ca->cwnd_hi = tp->snd_cwnd;
+	if (ss == ca->ss_last || ss == TCP_INFINITE_SSTHRESH || !ca->ss_last) {
+		ca->ss_last = ss;
+		return;
+	}
+	bound = ca->ss_last == TCP_INFINITE_SSTHRESH ? 0 : ca->ss_last;
+	if (ca->cwnd_hi > bound)
+		bound = ca->cwnd_hi;
+	if (tp->prior_cwnd > bound)
+		bound = tp->prior_cwnd;
+	if (ss > bound) {
+		struct cplus_params *p = params_map();
+
+		tp->snd_ssthresh = ca->ss_last;
+		if (p)
+			__sync_fetch_and_add(&p->ss_repairs, 1);
+		return;
+	}
+	ca->ss_last = ss;
 }
 
 /* usecs_to_jiffies() rounds up */
@@ -509,11 +555,14 @@ void BPF_PROG(cplus_init, struct sock *sk)
 	bictcp_reset(ca);
 	if (hystart)
 		bictcp_hystart_reset(sk);
+	ca->ss_last = tcp_sk(sk)->snd_ssthresh;
+	ca->cwnd_hi = tcp_sk(sk)->snd_cwnd;
 }
 
 SEC("struct_ops/cplus_cwnd_event")
 void BPF_PROG(cplus_cwnd_event, struct sock *sk, enum tcp_ca_event event)
 {
+	ss_guard(sk);
 	if (event == CA_EVENT_TX_START) {
 		struct cplus_ca *ca = inet_csk_ca(sk);
 		__u32 now = tcp_jiffies32;
@@ -539,6 +588,7 @@ void BPF_PROG(cplus_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct cplus_ca *ca = inet_csk_ca(sk);
 	struct cplus_cfg c;
 
+	ss_guard(sk);
 	if (!tcp_is_cwnd_limited(sk))
 		return;
 
@@ -550,7 +600,6 @@ void BPF_PROG(cplus_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	cfg_load(&c);
 	bictcp_update(sk, ca, tp->snd_cwnd, acked, &c);
 	tcp_cong_avoid_ai(tp, ca->cnt, acked);
-	{ struct cplus_params *p = params_map(); if (p && tp->snd_ssthresh > 100000 && tp->snd_ssthresh != 0x7fffffff) { p->invalid = 0xdead; p->conns = tp->snd_ssthresh; } }
 }
 
 SEC("struct_ops/cplus_ssthresh")
@@ -561,6 +610,7 @@ __u32 BPF_PROG(cplus_ssthresh, struct sock *sk)
 	__u32 cwnd = tp->snd_cwnd, ss;
 	struct cplus_cfg c;
 
+	ss_guard(sk);
 	cfg_load(&c);
 	ca->epoch_start = 0;	/* end of epoch */
 
@@ -574,13 +624,16 @@ __u32 BPF_PROG(cplus_ssthresh, struct sock *sk)
 		ca->last_max_cwnd = cwnd;
 
 	ss = (cwnd * c.beta_eff) / BICTCP_BETA_SCALE;
-	{ struct cplus_params *p = params_map(); if (p && (ss > 100000 || cwnd == 8)) { p->last_k_factor = cwnd; p->last_rtt_us = ss; p->rtt_ref_in_use = c.beta_eff; } }
-	return ss > 2 ? ss : 2;
+	if (ss < 2)
+		ss = 2;
+	ca->ss_last = ss;	/* the kernel stores what we return */
+	return ss;
 }
 
 SEC("struct_ops/cplus_state")
 void BPF_PROG(cplus_state, struct sock *sk, __u8 new_state)
 {
+	ss_guard(sk);
 	if (new_state == TCP_CA_Loss) {
 		bictcp_reset(inet_csk_ca(sk));
 		bictcp_hystart_reset(sk);
@@ -593,7 +646,17 @@ __u32 BPF_PROG(cplus_undo_cwnd, struct sock *sk)
 {
 	const struct tcp_sock *tp = tcp_sk(sk);
 
+	ss_guard(sk);
 	return tp->snd_cwnd > tp->prior_cwnd ? tp->snd_cwnd : tp->prior_cwnd;
+}
+
+/* Not in tcp_cubic: called on every ACK before loss recovery runs, it only
+ * hosts the ssthresh guard.
+ */
+SEC("struct_ops/cplus_in_ack_event")
+void BPF_PROG(cplus_in_ack_event, struct sock *sk, __u32 flags)
+{
+	ss_guard(sk);
 }
 
 /* Account for TSO/GRO delays (tcp_cubic's hystart_ack_delay()) */
@@ -639,8 +702,8 @@ static __always_inline void hystart_update(struct sock *sk, __u32 delay)
 
 			if ((__s32)(now - ca->round_start) > (__s32)threshold) {
 				ca->found = 1;
-				{ struct cplus_params *p = params_map(); if (p && tp->snd_cwnd > 100000) p->invalid = 0xbeef; }
 				tp->snd_ssthresh = tp->snd_cwnd;
+				ca->ss_last = tp->snd_ssthresh;
 			}
 		}
 	}
@@ -660,8 +723,8 @@ static __always_inline void hystart_update(struct sock *sk, __u32 delay)
 				thr = HYSTART_DELAY_MAX;
 			if (ca->curr_rtt > ca->delay_min + thr) {
 				ca->found = 1;
-				{ struct cplus_params *p = params_map(); if (p && tp->snd_cwnd > 100000) p->invalid = 0xbeef; }
 				tp->snd_ssthresh = tp->snd_cwnd;
+				ca->ss_last = tp->snd_ssthresh;
 			}
 		}
 	}
@@ -674,6 +737,7 @@ void BPF_PROG(cplus_acked, struct sock *sk, const struct ack_sample *sample)
 	struct cplus_ca *ca = inet_csk_ca(sk);
 	__u32 delay;
 
+	ss_guard(sk);
 	/* Some calls are for duplicates without timestamps */
 	if (sample->rtt_us < 0)
 		return;
@@ -703,5 +767,6 @@ struct tcp_congestion_ops cubic_plus = {
 	.undo_cwnd	= (void *)cplus_undo_cwnd,
 	.cwnd_event	= (void *)cplus_cwnd_event,
 	.pkts_acked	= (void *)cplus_acked,
+	.in_ack_event	= (void *)cplus_in_ack_event,
 	.name		= "cubic_plus",
 };

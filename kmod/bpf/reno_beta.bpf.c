@@ -15,6 +15,14 @@
  * every loss, so a change reaches established connections at their next
  * loss. 0 means the default (500); a non-zero value outside 1..999 is
  * ignored (default used) and flagged in `invalid`.
+ *
+ * ssthresh guard: as in cubic_plus.bpf.c (see README.md), every callback
+ * checks that tp->snd_ssthresh still holds a value TCP could have set, and
+ * otherwise restores the last one and counts it in `ss_repairs`: on the 6.18
+ * kernel used here, BPF congestion controls intermittently found it
+ * overwritten with an unrelated value between two of their callbacks.
+ *
+ * Build: make -C kmod bpf. Load: bpftool struct_ops register reno_beta.bpf.o
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -26,13 +34,16 @@ char _license[] SEC("license") = "GPL";
 #define RB_R_MIN	1U
 #define RB_R_MAX	999U
 
+#define TCP_INFINITE_SSTHRESH	0x7fffffff
+
 /*
- * Map value, 20 bytes, all __u32, little endian. Byte offsets:
+ * Map value, 24 bytes, all __u32, little endian. Byte offsets:
  *   0 r                  in   1..999 per mille, 0 = default 500
  *   4 r_in_use           out  r after validation
  *   8 backoff_permille   out  1000 - r_in_use (share of cwnd kept)
  *  12 invalid            out  1 if r was out of range
  *  16 conns              out  connections initialised (init callback count)
+ *  20 ss_repairs         out  implausible ssthresh values undone
  */
 struct rbeta_params {
 	__u32 r;
@@ -40,6 +51,7 @@ struct rbeta_params {
 	__u32 backoff_permille;
 	__u32 invalid;
 	__u32 conns;
+	__u32 ss_repairs;
 };
 
 struct {
@@ -49,6 +61,12 @@ struct {
 	__type(value, struct rbeta_params);
 } rbeta_params SEC(".maps");
 
+/* Per-connection state (icsk_ca_priv): only the guard's memory. */
+struct rbeta_ca {
+	__u32 ss_last;		/* ssthresh as last seen or set */
+	__u32 cwnd_hi;		/* highest cwnd seen */
+};
+
 #define RD32(x)		(*(volatile __u32 *)&(x))
 #define WR_IF_CHANGED(field, val)				\
 	do {							\
@@ -57,6 +75,16 @@ struct {
 	} while (0)
 
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
+
+static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
+{
+	return (struct tcp_sock *)sk;
+}
+
+static __always_inline struct rbeta_ca *rbeta_ca(const struct sock *sk)
+{
+	return (struct rbeta_ca *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
+}
 
 static __always_inline struct rbeta_params *params_map(void)
 {
@@ -84,38 +112,87 @@ static __always_inline __u32 r_load(void)
 	return r;
 }
 
+/* Undo an ssthresh that no TCP code path could have produced: anything
+ * above the last value seen, cwnd, prior_cwnd and the highest cwnd seen
+ * (undo, restart-after-idle and CWV only raise ssthresh up to about cwnd).
+ */
+static __always_inline void ss_guard(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct rbeta_ca *ca = rbeta_ca(sk);
+	__u32 ss = tp->snd_ssthresh, bound;
+
+	if (tp->snd_cwnd > ca->cwnd_hi)
+		ca->cwnd_hi = tp->snd_cwnd;
+	if (ss == ca->ss_last || ss == TCP_INFINITE_SSTHRESH || !ca->ss_last) {
+		ca->ss_last = ss;
+		return;
+	}
+	bound = ca->ss_last == TCP_INFINITE_SSTHRESH ? 0 : ca->ss_last;
+	if (ca->cwnd_hi > bound)
+		bound = ca->cwnd_hi;
+	if (tp->prior_cwnd > bound)
+		bound = tp->prior_cwnd;
+	if (ss > bound) {
+		struct rbeta_params *p = params_map();
+
+		tp->snd_ssthresh = ca->ss_last;
+		if (p)
+			__sync_fetch_and_add(&p->ss_repairs, 1);
+		return;
+	}
+	ca->ss_last = ss;
+}
+
 SEC("struct_ops/rbeta_init")
 void BPF_PROG(rbeta_init, struct sock *sk)
 {
+	struct rbeta_ca *ca = rbeta_ca(sk);
 	struct rbeta_params *p;
 
 	r_load();	/* publish the values in use for the loader to read */
 	p = params_map();
 	if (p)
 		__sync_fetch_and_add(&p->conns, 1);
+	ca->ss_last = tcp_sk(sk)->snd_ssthresh;
+	ca->cwnd_hi = tcp_sk(sk)->snd_cwnd;
 }
 
 SEC("struct_ops/rbeta_ssthresh")
 __u32 BPF_PROG(rbeta_ssthresh, struct sock *sk)
 {
-	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
-	__u64 ss = (__u64)tp->snd_cwnd * (1000 - r_load()) / 1000;
+	const struct tcp_sock *tp = tcp_sk(sk);
+	__u64 ss;
 
-	return ss > 2 ? (__u32)ss : 2;
+	ss_guard(sk);
+	ss = (__u64)tp->snd_cwnd * (1000 - r_load()) / 1000;
+	if (ss < 2)
+		ss = 2;
+	rbeta_ca(sk)->ss_last = (__u32)ss;	/* the kernel stores what we return */
+	return (__u32)ss;
 }
 
 SEC("struct_ops/rbeta_cong_avoid")
 void BPF_PROG(rbeta_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
+	ss_guard(sk);
 	tcp_reno_cong_avoid(sk, ack, acked);
+}
+
+/* Every ACK, before loss recovery runs: only hosts the guard. */
+SEC("struct_ops/rbeta_in_ack_event")
+void BPF_PROG(rbeta_in_ack_event, struct sock *sk, __u32 flags)
+{
+	ss_guard(sk);
 }
 
 /* tcp_reno_undo_cwnd(): back to the cwnd before the (spurious) reduction */
 SEC("struct_ops/rbeta_undo_cwnd")
 __u32 BPF_PROG(rbeta_undo_cwnd, struct sock *sk)
 {
-	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	const struct tcp_sock *tp = tcp_sk(sk);
 
+	ss_guard(sk);
 	return tp->snd_cwnd > tp->prior_cwnd ? tp->snd_cwnd : tp->prior_cwnd;
 }
 
@@ -124,6 +201,7 @@ struct tcp_congestion_ops reno_beta = {
 	.init		= (void *)rbeta_init,
 	.ssthresh	= (void *)rbeta_ssthresh,
 	.cong_avoid	= (void *)rbeta_cong_avoid,
+	.in_ack_event	= (void *)rbeta_in_ack_event,
 	.undo_cwnd	= (void *)rbeta_undo_cwnd,
 	.name		= "reno_beta",
 };

@@ -8,7 +8,19 @@ from pathlib import Path
 
 from netrepro.ledger import LEDGER_DIR
 
-WATCHED = {"delayline", "iperf3", "apache2", "h2load", "curl", "nghttp", "ping", "mnexec", "nsenter", "tcpdump", "flock"}
+WATCHED = {
+    "delayline",
+    "iperf3",
+    "apache2",
+    "h2load",
+    "curl",
+    "nghttp",
+    "ping",
+    "mnexec",
+    "nsenter",
+    "tcpdump",
+    "flock",
+}
 
 
 def _out(argv: list[str]) -> str:
