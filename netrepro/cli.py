@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from netrepro import doctor, ledger, verify
+import expts
+from netrepro import doctor, ledger, sweep, verify
 from netrepro.ledger import Ledger, LedgerError
 from netrepro.path import DEFAULT_QUEUE, PathSpec
 from netrepro.proc import CommandError
-from netrepro.results import REPO
+from netrepro.results import REPO, RESULTS
+from netrepro.spec import PATH_KEYS, Figure, path_params
 from netrepro.units import QuantityError
 from topologies.delayline import DelayLineError
 from topologies.emulation import ShaperUnavailable
@@ -65,7 +67,25 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true")
     c.add_argument("--strict", action="store_true", help="exit non-zero when a measurement is out of tolerance")
 
+    sub.add_parser("list", parents=[common], help="every figure, as <study>/<figure> with its title")
+
+    r = sub.add_parser("run", parents=[common], help="run a figure (also: `run.sh <figure>`)")
+    r.add_argument("figure", help="a figure, e.g. fig2 or iw/fig2")
+    r.add_argument("--trials", type=int, default=None, help="trials per setting (default: the figure's)")
+    r.add_argument("--quick", action="store_true", help="a reduced grid and trial count that shows the shape")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a fixed parameter")
+    r.add_argument("--out", type=Path, default=RESULTS, help="results directory (default: results/)")
+    r.add_argument("--seed", type=int, default=1, help="seed of the trial order and the emulated loss")
+    r.add_argument("--strict", action="store_true", help="stop when a path is measured outside tolerance")
+    r.add_argument("--fresh", action="store_true", help="start over instead of resuming from the CSV")
+    r.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
+
     sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
+
+    b = sub.add_parser("bench", parents=[common], help="benchmarks that report numbers (not tests)")
+    b.add_argument("which", choices=["delayline"])
+    b.add_argument("--rtt", default="20ms")
+    b.add_argument("--out", type=Path, default=None)
 
     t = sub.add_parser(
         "test", parents=[common], help="the whole test suite (lint, types, unit and root integration tests)"
@@ -119,6 +139,44 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if result.ok or not args.strict else 3
 
 
+def cmd_list(args: argparse.Namespace) -> int:
+    for fig in expts.all_figures():
+        print(f"{fig.full_name:<16} {fig.title}")
+    return 0
+
+
+def _overrides(fig: Figure, pairs: list[str]) -> dict[str, str]:
+    allowed = sorted({*fig.fixed, *PATH_KEYS} - {fig.x})
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in allowed:
+            raise QuantityError("--set", pair, f"give KEY=VALUE with KEY one of {', '.join(allowed)}")
+        out[key] = value
+    return out
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    fig = expts.find(args.figure)
+    if args.trials is not None and not 1 <= args.trials <= 1000:
+        raise QuantityError("--trials", args.trials, "allowed range is 1 to 1000")
+    overrides = _overrides(fig, args.set)
+    for params in fig.grid(args.quick, overrides):  # refuse a bad value before anything is built
+        PathSpec.parse(**path_params(params))
+    opts = sweep.Options(
+        out=args.out.resolve(),
+        trials=args.trials,
+        quick=args.quick,
+        overrides=overrides,
+        seed=args.seed,
+        strict=args.strict,
+        fresh=args.fresh,
+        shaper=args.shaper,
+    )
+    sweep.run_figure(fig, opts)
+    return 0
+
+
 def cmd_clean(args: argparse.Namespace) -> int:
     lines = ledger.clean()
     print("\n".join(lines) if lines else "nothing to clean")
@@ -148,6 +206,8 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
+    "list": cmd_list,
+    "run": cmd_run,
     "doctor": cmd_doctor,
     "shell": cmd_shell,
     "check": cmd_check,
@@ -165,6 +225,9 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        argv.insert(0, "run")  # `run.sh fig2` is `run.sh run fig2`
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -177,7 +240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except QuantityError as e:
         print(f"run.sh {args.command}: {e}", file=sys.stderr)
         return 2
-    except (CommandError, LabError, LedgerError, ShaperUnavailable, DelayLineError) as e:
+    except expts.UnknownFigure as e:
+        print(f"run.sh: {e.args[0]}", file=sys.stderr)
+        return 2
+    except (sweep.VerificationFailed, CommandError, LabError, LedgerError, ShaperUnavailable, DelayLineError) as e:
         if args.verbose:
             raise
         print(f"run.sh {args.command}: {e}", file=sys.stderr)

@@ -1,0 +1,271 @@
+"""Study iw (seed 001, after Dukkipati et al. 2010): does a larger initial window pay?
+
+A client fetches one 37,000-byte response with curl over a fresh connection;
+the server's route sets the initial window.  Figure 2 sweeps the initial
+window; figures 5a-c give the improvement from IW 3 to IW 10 and IW 26 by
+RTT, by bandwidth and by bandwidth-delay product.  Each download's first
+flight is read from tcp_probe and recorded beside it.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from netrepro.path import MSS
+from netrepro.plot import numeric, quartiles
+from netrepro.spec import Figure, Params, Point, Rows, Series
+from netrepro.trials import numbers
+from netrepro.units import parse_duration, parse_rate
+
+REFERENCE = Path(__file__).resolve().parent / "reference" / "dukkipati2010.csv"
+
+OBJECT_BYTES = 37_000
+# Apache's status line and headers for this object, as captured on the wire
+# (37,297 bytes in all): with them the response is 26 segments of 1448 bytes.
+RESPONSE_HEADER_BYTES = 297
+FRAME_OVERHEAD = 66  # Ethernet 14 + IP 20 + TCP 20 + timestamps 12
+
+FIXED: dict[str, Any] = {
+    "rtt": "100ms",
+    "rate": "3mbit",
+    "cc": "cubic",
+    "protocol": "http/1.1",
+    "object_bytes": OBJECT_BYTES,
+}
+
+FINDING_FIG2 = (
+    "seed 001: a large gain from IW 3 to 10, a larger one from 3 to 26, little or none from 26 to 42. "
+    "Dukkipati et al. (different setup) show about 490 ms at IW 3 and a minimum near IW 16."
+)
+FINDING_FIG5 = (
+    "seed 001: IW 3 to 26 improves most at high RTT and high bandwidth (up to about 40 % at the highest "
+    "bandwidths); Dukkipati et al. report an average 11.7 % (68 ms) for IW 10 over IW 3 in AvgDC."
+)
+
+
+# -- the slow-start model of STUDIES.md ------------------------------------------
+
+
+def segments(object_bytes: int = OBJECT_BYTES) -> int:
+    return math.ceil((object_bytes + RESPONSE_HEADER_BYTES) / MSS)
+
+
+def rounds(initcwnd: int, segs: int) -> int:
+    """The smallest R with w (2^R - 1) >= S: slow-start rounds to deliver S segments."""
+    r = 1
+    while initcwnd * (2**r - 1) < segs:
+        r += 1
+    return r
+
+
+def model_ms(initcwnd: int, rtt_ms: float, rate_bps: float, object_bytes: int = OBJECT_BYTES) -> float:
+    """(1 + R) RTT + wire bytes / rate: the handshake, R rounds, and the transfer at the bottleneck."""
+    segs = segments(object_bytes)
+    wire = object_bytes + RESPONSE_HEADER_BYTES + segs * FRAME_OVERHEAD
+    return (1 + rounds(initcwnd, segs)) * rtt_ms + wire * 8 / rate_bps * 1e3
+
+
+def timeout(params: Params) -> float:
+    rtt = parse_duration(str(params["rtt"])).ms
+    rate = parse_rate(str(params["rate"])).bps
+    return 30 + 5 * model_ms(int(params.get("initcwnd", 3)), rtt, rate) / 1e3
+
+
+def reference_fig2() -> list[tuple[int, float]]:
+    with open(REFERENCE, newline="") as f:
+        rows = csv.DictReader(line for line in f if not line.startswith("#"))
+        return [(int(r["x"]), float(r["value"])) for r in rows if r["source"] == "fig2"]
+
+
+# -- figure 2 ---------------------------------------------------------------------
+
+
+def annotate_fig2(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    rtt = parse_duration(str(fig.fixed["rtt"])).ms
+    rate = parse_rate(str(fig.fixed["rate"])).bps
+    ws = list(fig.levels)
+    ax.plot(ws, [model_ms(w, rtt, rate) for w in ws], "k--", lw=1, label="slow-start model (STUDIES.md)")
+    ref = reference_fig2()
+    inset = ax.inset_axes((0.58, 0.5, 0.38, 0.32))
+    inset.plot([x for x, _ in ref], [y for _, y in ref], "s-", color="gray", ms=3)
+    inset.set_title(
+        "Dukkipati et al. 2010, Fig. 2\n(a different setup: one data centre,\nRTT 70 ms, 1.2 Mbit/s)", fontsize=6
+    )
+    inset.tick_params(labelsize=6)
+    inset.set_xlabel("IW", fontsize=6)
+    inset.set_ylabel("ms", fontsize=6)
+    notes = []
+    for p in points:
+        if p.n == 0:
+            continue
+        w = int(p.x)
+        model = model_ms(w, rtt, rate)
+        diff = p.y - model
+        exact = rounds(w, segments()) == 1
+        within = p.low - 0.05 * model <= model <= p.high + 0.05 * model if exact else p.low <= model <= p.high
+        verdict = "agrees" if within else "differs"
+        why = ""
+        if not within and not exact:
+            why = (
+                " (the model charges a full RTT per slow-start round on top of the whole transfer time; "
+                "the first rounds' serialization overlaps their RTT, so it overestimates)"
+                if diff < 0
+                else " (slower than the model: queueing or delayed ACKs in the slow-start rounds)"
+            )
+        notes.append(
+            f"IW {w}: measured {p.y:.1f} ms, model {model:.1f} ms ({diff:+.1f} ms, {diff / model * 100:+.1f} %), "
+            f"{verdict}{' (exact case)' if exact else ''}{why}"
+        )
+    by_w = {int(p.x): p.y for p in points if p.n}
+    if 3 in by_w and 26 in by_w:
+        gain10 = (by_w[3] - by_w.get(10, math.nan)) / by_w[3] * 100
+        gain26 = (by_w[3] - by_w[26]) / by_w[3] * 100
+        gain42 = (by_w[26] - by_w.get(42, math.nan)) / by_w[26] * 100
+        agree = gain26 > gain10 > 0 and abs(gain42) < 5
+        notes.append(
+            f"ours: IW 3->10 {gain10:.0f} % faster, 3->26 {gain26:.0f} %, 26->42 {gain42:.1f} %; "
+            f"{'agrees with' if agree else 'DISAGREES with'} seed 001's finding "
+            "(10 helps, 26 helps more, 42 adds nothing)"
+        )
+    return notes
+
+
+FIG2 = Figure(
+    study="iw",
+    name="fig2",
+    title="Download time of a 37,000-byte response vs initial window (3 Mbit/s, RTT 100 ms, CUBIC)",
+    workload="download",
+    x="initcwnd",
+    levels=(3, 6, 10, 16, 26, 42),
+    y="download_time_ms",
+    fixed=FIXED,
+    trials=20,
+    quick_levels=(3, 10, 26, 42),
+    quick_trials=3,
+    x_label="initial congestion window (segments)",
+    y_label="download time (ms), curl total",
+    finding=FINDING_FIG2,
+    deviations=(
+        "server: Apache httpd 2.4 (seed 001: Python SimpleHTTPServer); the response with headers is 26 segments",
+        "RTT split evenly over the two directions, inside the switch (seed 001: RTT/4 on each of four links)",
+    ),
+    annotate=annotate_fig2,
+    trial_timeout=timeout,
+)
+
+
+# -- figures 5a-c: improvement from IW 3 -------------------------------------------
+
+IW_SERIES = (Series("IW 3", {"initcwnd": 3}), Series("IW 10", {"initcwnd": 10}), Series("IW 26", {"initcwnd": 26}))
+
+
+def improvements(fig: Figure, rows: Rows) -> dict[tuple[str, str], tuple[list[float], list[float]]]:
+    """Per (target series, level): the paired improvements over IW 3, in ms and in %."""
+    by: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+    for row in rows:
+        if row.get("status") == "ok":
+            for value in numbers([row], fig.y):
+                by[(row["series"], row[fig.x])][int(row["trial"])] = value
+    out = {}
+    for (series, level), times in by.items():
+        if series == "IW 3":
+            continue
+        base = by.get(("IW 3", level), {})
+        pairs = [(base[i], t) for i, t in times.items() if i in base]
+        out[(series, level)] = ([b - t for b, t in pairs], [(b - t) / b * 100 for b, t in pairs])
+    return out
+
+
+def summarize_fig5(fig: Figure, rows: Rows) -> list[Point]:
+    points = []
+    order = {str(level): i for i, level in enumerate(fig.levels)}
+    for (series, level), (_, pct) in sorted(improvements(fig, rows).items(), key=lambda kv: order[kv[0][1]]):
+        if pct:
+            q1, median, q3 = quartiles(pct)
+            points.append(Point(f"IW 3 -> {series.split()[-1]}", level, median, q1, q3, len(pct)))
+    return points
+
+
+def annotate_fig5(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    twin = ax.twinx()
+    notes = []
+    for target in ("IW 10", "IW 26"):
+        levels, ms = [], []
+        for (series, level), (abs_ms, _) in improvements(fig, rows).items():
+            if series == target and abs_ms:
+                levels.append(numeric(level))
+                ms.append(statistics.median(abs_ms))
+        pairs = sorted(zip(levels, ms, strict=True))
+        if pairs:
+            twin.plot([x for x, _ in pairs], [y for _, y in pairs], ":", marker="x", label=f"IW 3 -> {target[3:]} (ms)")
+            notes.append(f"IW 3 -> {target[3:]}, absolute (ms): " + ", ".join(f"{x:g}: {y:.0f}" for x, y in pairs))
+    twin.set_ylabel("improvement (ms), dotted")
+    twin.legend(fontsize=7, loc="lower right")
+    best = max((p for p in points if p.series.endswith("26")), key=lambda p: p.y, default=None)
+    if best is not None:
+        notes.append(f"largest IW 3 -> 26 gain: {best.y:.0f} % at {fig.x} = {best.x} (seed 001: up to about 40 %)")
+    return notes
+
+
+def _fig5(
+    name: str, title: str, x: str, levels: tuple[str, ...], quick: tuple[str, ...], rtt: str = "100ms", **kw: Any
+) -> Figure:
+    fixed = {**{k: v for k, v in FIXED.items() if k != x}, **({"rtt": rtt} if x != "rtt" else {})}
+    return Figure(
+        study="iw",
+        name=name,
+        title=title,
+        workload="download",
+        x=x,
+        levels=levels,
+        y="download_time_ms",
+        y_label="improvement over IW 3 (%), solid",
+        series=IW_SERIES,
+        fixed=fixed,
+        trials=10,
+        quick_levels=quick,
+        quick_trials=2,
+        finding=FINDING_FIG5,
+        summarize=summarize_fig5,
+        annotate=annotate_fig5,
+        trial_timeout=timeout,
+        **kw,
+    )
+
+
+FIG5A = _fig5(
+    "fig5a",
+    "Improvement from IW 3 to IW 10 and 26 by RTT (3 Mbit/s)",
+    "rtt",
+    ("20ms", "50ms", "100ms", "200ms", "500ms", "1000ms", "3000ms"),
+    ("20ms", "100ms", "500ms"),
+    x_label="RTT (ms)",
+    x_log=True,
+)
+FIG5B = _fig5(
+    "fig5b",
+    "Improvement from IW 3 to IW 10 and 26 by bandwidth (RTT 100 ms)",
+    "rate",
+    ("56kbit", "256kbit", "512kbit", "1mbit", "2mbit", "3mbit", "5mbit"),
+    ("256kbit", "1mbit", "5mbit"),
+    x_label="bottleneck rate (Mbit/s)",
+    x_log=True,
+)
+FIG5C = _fig5(
+    "fig5c",
+    "Improvement from IW 3 to IW 10 and 26 by bandwidth-delay product (RTT 1000 ms)",
+    "rate",
+    ("8kbit", "40kbit", "80kbit", "400kbit", "800kbit"),
+    ("80kbit", "800kbit"),
+    rtt="1000ms",
+    x_label="bottleneck rate (Mbit/s) at RTT 1000 ms; BDP = rate x 1 s / 8 = 1,000 to 100,000 bytes",
+    x_log=True,
+    quick_note="quick mode runs 80 and 800 kbit/s only: at 8 kbit/s one 37 KB download takes about 40 s",
+)
+
+FIGURES = (FIG2, FIG5A, FIG5B, FIG5C)

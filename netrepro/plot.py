@@ -1,0 +1,124 @@
+"""From trial rows to what a reader sees: summary points, the figure, the table.
+
+The default summary of a level is the median of its successful trials with
+the interquartile range as spread, and the number of trials it rests on
+(and how many failed or timed out).  A figure spec may summarise otherwise
+(e.g. an improvement between two series) and may annotate the plot with a
+model or the source's numbers; its notes are printed under the plot.
+"""
+
+from __future__ import annotations
+
+import statistics
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from netrepro.spec import Figure, Point, Rows
+from netrepro.trials import numbers
+from netrepro.units import Duration, Probability, Rate, parse_duration, parse_probability, parse_rate
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    """(25th percentile, median, 75th percentile); a single value is its own spread."""
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
+
+
+def numeric(level: Any) -> float:
+    """A level as a number for the x axis: ms for times, Mbit/s for rates, % for loss."""
+    if isinstance(level, Duration):
+        return level.ms
+    if isinstance(level, Rate):
+        return level.mbps
+    if isinstance(level, Probability):
+        return level.percent
+    if isinstance(level, (int, float)):
+        return float(level)
+    text = str(level)
+    try:
+        return parse_duration(text).ms
+    except ValueError:
+        pass
+    try:
+        return parse_rate(text).mbps
+    except ValueError:
+        pass
+    try:
+        return parse_probability(text).percent
+    except ValueError:
+        return float(text)
+
+
+def summarize(fig: Figure, rows: Rows) -> list[Point]:
+    if fig.summarize is not None:
+        return fig.summarize(fig, rows)
+    groups: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for row in rows:
+        groups[(row.get("series", ""), row[fig.x])].append(row)
+    points = []
+    order = {str(level): i for i, level in enumerate(fig.levels)}
+    for (series, x), group in sorted(groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 0))):
+        ok = [r for r in group if r.get("status") == "ok"]
+        values = numbers(ok, fig.y)
+        if not values:
+            points.append(Point(series, x, float("nan"), float("nan"), float("nan"), 0, len(group)))
+            continue
+        q1, median, q3 = quartiles(values)
+        points.append(Point(series, x, median, q1, q3, len(values), len(group) - len(ok)))
+    return points
+
+
+def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = False) -> list[str]:
+    """Plot the points (median, IQR bars), let the spec annotate, write the PNG; return the notes."""
+    figure, ax = plt.subplots(figsize=(8, 5.2))
+    by_series: dict[str, list[Point]] = defaultdict(list)
+    for p in points:
+        by_series[p.series].append(p)
+    for label, pts in by_series.items():
+        pts = sorted(pts, key=lambda p: numeric(p.x))
+        xs = [numeric(p.x) for p in pts]
+        ys = [p.y for p in pts]
+        err = [[p.y - p.low for p in pts], [p.high - p.y for p in pts]]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label or "measured")
+        for p, x in zip(pts, xs, strict=True):
+            if p.failed:
+                ax.annotate(
+                    f"n={p.n} ({p.failed} failed)", (x, p.y), fontsize=7, xytext=(3, -10), textcoords="offset points"
+                )
+    notes = fig.annotate(fig, points, rows, ax) if fig.annotate is not None else []
+    if fig.x_log:
+        ax.set_xscale("log")
+    ax.set_xlabel(fig.x_label or fig.x)
+    ax.set_ylabel(fig.y_label or fig.y)
+    counts = sorted({p.n for p in points})
+    title = f"{fig.full_name}: {fig.title}" + ("  [quick]" if quick else "")
+    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    caption = f"median and interquartile range; trials per point: {', '.join(map(str, counts))}"
+    text = "\n".join(textwrap.fill(t, 130) for t in [caption, *notes])
+    figure.text(0.01, 0.01, text, fontsize=7, va="bottom", ha="left")
+    lines = text.count("\n") + 1
+    figure.subplots_adjust(bottom=0.12 + 0.022 * lines)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(png, dpi=110)
+    plt.close(figure)
+    return notes
+
+
+def table(fig: Figure, points: list[Point]) -> str:
+    lines = [f"{'series':<28} {fig.x:>12} {fig.y:>22} {'IQR':>22} {'n':>4} {'failed':>6}"]
+    for p in points:
+        lines.append(
+            f"{p.series:<28} {p.x!s:>12} {p.y:>22.4g} {f'{p.low:.4g}..{p.high:.4g}':>22} {p.n:>4} {p.failed:>6}"
+        )
+    return "\n".join(lines)

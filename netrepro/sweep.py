@@ -1,0 +1,203 @@
+"""The sweep runner: executes any figure spec, trial by trial, on one lab.
+
+The lab comes up once; each trial reconfigures it in place when its path
+differs (a tc change and a delay-line command, not a rebuild), and each
+distinct path is verified the first time a trial uses it.  Trials run in an
+order shuffled with the recorded seed, so that drift over time cannot pass
+for an effect.  Every trial appends its row to the figure's CSV (so an
+interrupted figure resumes where it stopped), with its parameters, metrics,
+status (ok, failed, timeout) and the verification of its path.  At the end:
+the summary, the figure, the manifest and a short table on the terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import signal
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from netrepro import plot, results
+from netrepro.ledger import Ledger
+from netrepro.path import PathSpec
+from netrepro.progress import Progress
+from netrepro.spec import Figure, Params, path_params
+from netrepro.trials import TrialLog, read_rows, trial_key
+from netrepro.verify import verify
+from netrepro.workloads import WORKLOADS, Session
+from topologies.lab import Lab
+
+log = logging.getLogger("netrepro.sweep")
+
+
+class VerificationFailed(RuntimeError):
+    """--strict, and a path measured outside its tolerance."""
+
+
+class TrialTimeout(Exception):
+    """A trial ran past its time limit."""
+
+
+@dataclass
+class Options:
+    out: Path = results.RESULTS
+    trials: int | None = None
+    quick: bool = False
+    overrides: dict[str, Any] = field(default_factory=dict)
+    seed: int = 1
+    strict: bool = False
+    fresh: bool = False
+    shaper: str = "auto"
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise TrialTimeout in this (main) thread after `seconds`."""
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise TrialTimeout(f"no result within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _cell_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (str(v) if not isinstance(v, (int, float, str, bool, dict, list)) else v) for k, v in params.items()}
+
+
+def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial_log: TrialLog) -> dict[str, Any]:
+    """Run the trials on one lab; return the verification of each path used."""
+    verifications: dict[str, Any] = {}
+    progress = Progress(len(todo), fig.full_name)
+    workload = WORKLOADS[fig.workload]
+    first = PathSpec.parse(**path_params(todo[0][0]))
+    with (
+        Ledger() as ledger,
+        Lab(first, ledger, shaper=opts.shaper, seed=opts.seed, cc=str(fig.fixed.get("cc", "cubic"))) as lab,
+        tempfile.TemporaryDirectory(prefix="netrepro-trials-") as work,
+    ):
+        session = Session(lab, ledger, Path(work), results_dir=opts.out / fig.study / "logs")
+        try:
+            for params, index in todo:
+                path = PathSpec.parse(**path_params(params))
+                if path != lab.path:
+                    lab.reconfigure(path)
+                if str(path) not in verifications:
+                    v = verify(lab)
+                    verifications[str(path)] = {"path": path.describe(), **v.as_dict()}
+                    for c in v.checks:
+                        print(("  " if c.ok else "  WARNING ") + c.line(), flush=True)
+                    if opts.strict and not v.ok:
+                        raise VerificationFailed(f"{path}: " + "; ".join(c.line() for c in v.failed()))
+                v_cols = _verification_columns_from(verifications[str(path)])
+                row: dict[str, Any] = {
+                    "trial_key": trial_key(params, index),
+                    "figure": fig.full_name,
+                    "trial": index,
+                    **_cell_params(params),
+                    "backend": lab.backend,
+                    "seed": opts.seed,
+                }
+                began = time.monotonic()
+                try:
+                    session.apply_hosts(params)
+                    with time_limit(fig.trial_timeout(params)):
+                        metrics = workload(session, params)
+                    row.update(metrics, status="ok", error="")
+                    row.update(_initcwnd_check(params, metrics))
+                except TrialTimeout as e:
+                    row.update(status="timeout", error=str(e))
+                except Exception as e:  # a failed trial is recorded, and the figure goes on
+                    log.warning("trial failed: %s", e)
+                    row.update(status="failed", error=str(e)[:500])
+                row.update(trial_seconds=round(time.monotonic() - began, 3), **v_cols)
+                trial_log.append(row)
+                progress.step(f"{fig.x}={params[fig.x]} {params.get('series', '')}".rstrip())
+        finally:
+            session.stop()
+    return verifications
+
+
+def _initcwnd_check(params: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Did the server start with the initial window the trial set (read from tcp_probe)?"""
+    if "initcwnd" not in params or "initcwnd_measured" not in metrics:
+        return {}
+    ok = metrics["initcwnd_measured"] == params["initcwnd"]
+    if not ok:
+        log.warning("initial window: set %s, tcp_probe saw %s", params["initcwnd"], metrics["initcwnd_measured"])
+    return {"verify_initcwnd_ok": ok}
+
+
+def _verification_columns_from(doc: Mapping[str, Any]) -> dict[str, Any]:
+    cols: dict[str, Any] = {"verify_ok": doc["ok"]}
+    for c in doc["checks"]:
+        cols[f"verify_{c['name']}"] = round(c["measured"], 4)
+        cols[f"verify_{c['name']}_ok"] = c["ok"]
+    return cols
+
+
+def run_figure(fig: Figure, opts: Options) -> Path:
+    """Run (or resume) a figure, then write its plot, manifest and table; return the CSV's path."""
+    began = time.monotonic()
+    out_dir = opts.out / fig.study
+    csv_path = out_dir / f"{fig.name}.csv"
+    trial_log = TrialLog(csv_path, fresh=opts.fresh)
+    trials = fig.trial_count(opts.quick, opts.trials)
+    grid = fig.grid(opts.quick, opts.overrides)
+    done = trial_log.done()
+    todo = [(p, i) for p in grid for i in range(trials) if trial_key(p, i) not in done]
+    random.Random(opts.seed).shuffle(todo)
+    skipped = len(grid) * trials - len(todo)
+    print(
+        f"{fig.full_name}: {fig.title}\n  {len(grid)} settings x {trials} trials"
+        + (f", {skipped} already in {csv_path.name} (resuming; --fresh to start over)" if skipped else ""),
+        flush=True,
+    )
+    verifications = run_trials(fig, todo, opts, trial_log) if todo else {}
+    wanted = {trial_key(p, i) for p in grid for i in range(trials)}
+    rows = [r for r in read_rows(csv_path) if r.get("trial_key") in wanted]
+    points = plot.summarize(fig, rows)
+    png = out_dir / f"{fig.name}.png"
+    notes = plot.draw(fig, points, rows, png, quick=opts.quick)
+    results.hand_back(png)
+    manifest = {
+        **results.provenance(),
+        "figure": fig.full_name,
+        "title": fig.title,
+        "workload": fig.workload,
+        "factor": {"name": fig.x, "levels": [str(p[fig.x]) for p in grid[:: len(fig.series)]]},
+        "series": [{"label": s.label, "params": dict(s.params)} for s in fig.series],
+        "fixed": {k: str(v) for k, v in {**fig.fixed, **opts.overrides}.items()},
+        "overrides": {k: str(v) for k, v in opts.overrides.items()},
+        "trials_per_setting": trials,
+        "quick": opts.quick,
+        "seed": opts.seed,
+        "shaper": sorted({r.get("backend", "") for r in rows}),
+        "verification": verifications,
+        "finding_of_the_source": fig.finding,
+        "deviations": list(fig.deviations) + ([fig.quick_note] if opts.quick and fig.quick_note else []),
+        "notes": notes,
+        "points": [p.__dict__ for p in points],
+        "rows": len(rows),
+        "failed_trials": sum(1 for r in rows if r.get("status") != "ok"),
+        "wall_seconds_this_run": round(time.monotonic() - began, 1),
+        "trial_seconds_all_rows": round(sum(float(r.get("trial_seconds") or 0) for r in rows), 1),
+    }
+    results.write_json(out_dir / f"{fig.name}.manifest.json", manifest)
+    print(plot.table(fig, points))
+    for note in notes:
+        print(f"note: {note}")
+    print(f"wrote {csv_path}, {png.name}, {fig.name}.manifest.json")
+    return csv_path

@@ -1,0 +1,157 @@
+"""Trials: one workload run on a lab with one parameter setting, as a result row.
+
+A `Session` holds what a figure's trials share for the life of one lab: the
+Apache server (started once, content written as trials first need it) and
+the hosts' current TCP settings (re-applied only when a trial changes them).
+Each workload function takes the session and the trial's parameters and
+returns the trial's metrics; an exception fails the trial.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from netrepro.ledger import Ledger
+from netrepro.path import MSS
+from netrepro.tcpprobe import ProbeSample, TcpProbe
+from servers import clients, content
+from servers.apache import HTTP_PORT, TLS_PORT, Apache
+from servers.hosttcp import HostTcp, apply_host_tcp
+from topologies.lab import Lab
+
+Metrics = dict[str, Any]
+
+
+def _port(protocol: str) -> int:
+    return TLS_PORT if clients.is_tls(protocol) else HTTP_PORT
+
+
+class Session:
+    """The servers and host settings a figure's trials share on one lab."""
+
+    def __init__(self, lab: Lab, ledger: Ledger, work_dir: Path, results_dir: Path | None) -> None:
+        self.lab = lab
+        self.ledger = ledger
+        self.work_dir = work_dir
+        self.apache = Apache(lab.server, lab.ip("server"), ledger, tls=True, results_dir=results_dir).start()
+        self._objects: dict[int, content.WebObject] = {}
+        self._pages: dict[str, content.Page] = {}
+        self._applied: dict[str, HostTcp] = {}
+
+    # -- content ----------------------------------------------------------------
+
+    def web_object(self, size: int) -> content.WebObject:
+        if size not in self._objects:
+            self._objects[size] = content.write_object(self.apache.docroot, size)
+        return self._objects[size]
+
+    def page(self, name: str) -> content.Page:
+        if name not in self._pages:
+            self._pages[name] = content.write_page(self.apache.docroot, name)
+        return self._pages[name]
+
+    # -- hosts --------------------------------------------------------------------
+
+    def apply_hosts(self, params: Mapping[str, Any]) -> None:
+        """Put both hosts' TCP into the trial's settings (congestion control, windows)."""
+        initcwnd = params.get("initcwnd")
+        server = HostTcp(
+            congestion_control=params.get("cc"),
+            initcwnd=initcwnd,
+            slow_start_after_idle=params.get("slow_start_after_idle"),
+        )
+        # The client's route carries initrwnd, so that its SYN advertises a
+        # window the server's initial window can fill (STUDIES.md).
+        client = HostTcp(
+            congestion_control=params.get("cc"),
+            initrwnd=max(initcwnd, 10) if initcwnd is not None else None,
+            slow_start_after_idle=params.get("slow_start_after_idle"),
+            receive_buffer=params.get("receive_buffer"),
+        )
+        for host, settings, peer in (("server", server, "client"), ("client", client, "server")):
+            if self._applied.get(host) != settings:
+                apply_host_tcp(self.lab.ns(host), settings, self.lab.ip(peer), self.ledger)
+                self._applied[host] = settings
+
+    def stop(self) -> None:
+        self.apache.stop()
+
+
+# -- the workloads ----------------------------------------------------------------
+
+
+def first_flight(samples: list[ProbeSample], server: str, port: int) -> dict[str, int | None]:
+    """The server's initial window and first flight, from its first tcp_probe sample.
+
+    Apache defers accept until the request arrives (TCP_DEFER_ACCEPT), so the
+    request never passes tcp_rcv_established and the server's first sample
+    is the first ACK of its response.  The sample is taken before that ACK is
+    processed: snd_cwnd is still the initial window, and snd_nxt - snd_una is
+    everything sent before any of it was acknowledged, the first flight.
+    """
+    first = next((s for s in samples if s.flow.startswith(f"{server}:{port}>")), None)
+    if first is None:
+        return {"initcwnd_measured": None, "first_flight_segments": None}
+    in_flight = (first.snd_nxt - first.snd_una) % 2**32
+    return {"initcwnd_measured": first.snd_cwnd, "first_flight_segments": math.ceil(in_flight / MSS)}
+
+
+def download(session: Session, params: Mapping[str, Any]) -> Metrics:
+    """One object over one new connection, timed by curl; the first flight read from tcp_probe."""
+    protocol = params.get("protocol", "http/1.1")
+    obj = session.web_object(int(params["object_bytes"]))
+    lab = session.lab
+    server_ip = lab.ip("server")
+    with TcpProbe(session.ledger, [_port(protocol)]) as probe:
+        d = clients.download(lab.client, server_ip, obj.path, protocol, cacert=session.apache.config.cert_file)
+    return {
+        "download_time_ms": round(d.total * 1e3, 3),
+        "connect_ms": round(d.connect * 1e3, 3),
+        "first_byte_ms": round(d.first_byte * 1e3, 3),
+        "bytes": d.size,
+        "negotiated": d.negotiated,
+        **first_flight(probe.samples, server_ip, _port(protocol)),
+    }
+
+
+def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
+    """A page of study cubicplus: HTML and all its objects, PLT and throughput."""
+    protocol = params.get("protocol", "h2c")
+    lab = session.lab
+    result = clients.load_page(
+        lab.client, lab.ip("server"), session.page(params["page"]), protocol, session.work_dir, ledger=session.ledger
+    )
+    return {
+        "page_load_time_ms": round(result.page_load_time * 1e3, 3),
+        "throughput_mbit": round(result.throughput_bps / 1e6, 4),
+        "bytes": result.bytes,
+        "connections": result.connections,
+        "negotiated": result.negotiated,
+    }
+
+
+def bulk(session: Session, params: Mapping[str, Any]) -> Metrics:
+    """A fixed-duration bulk download over one HTTP/2 or six HTTP/1.1 connections."""
+    protocol = params.get("protocol", "h2c")
+    obj = session.web_object(int(params.get("object_bytes", 1 << 30)))
+    lab = session.lab
+    result = clients.run_bulk(
+        lab.client, lab.ip("server"), obj.path, protocol, duration_s=float(params.get("duration_s", 10))
+    )
+    return {
+        "throughput_mbit": round(result.throughput_bps / 1e6, 4),
+        "bytes": result.bytes,
+        "seconds": round(result.seconds, 3),
+        "connections": result.connections,
+        "negotiated": result.negotiated,
+    }
+
+
+WORKLOADS: dict[str, Callable[[Session, Mapping[str, Any]], Metrics]] = {
+    "download": download,
+    "page_load": page_load,
+    "bulk": bulk,
+}

@@ -1,0 +1,76 @@
+"""Study iw end to end: the quick figures run, and their shape is what physics demands."""
+
+import json
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from expts import iw
+from netrepro.results import REPO
+from netrepro.trials import read_rows
+
+pytestmark = pytest.mark.root
+
+
+def run_figure(name: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "netrepro", name, "--quick", "--out", str(out), *extra],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def medians(rows: list[dict[str, str]], by: str) -> dict[str, float]:
+    groups: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r["status"] == "ok":
+            groups[r[by]].append(float(r["download_time_ms"]))
+    return {k: statistics.median(v) for k, v in groups.items()}
+
+
+def test_fig2_quick(tmp_path: Path) -> None:
+    run_figure("fig2", tmp_path)
+    csv_path = tmp_path / "iw" / "fig2.csv"
+    rows = read_rows(csv_path)
+    assert len(rows) == 4 * 3 and all(r["status"] == "ok" for r in rows)
+    for column in ("initcwnd", "rtt", "rate", "cc", "download_time_ms", "initcwnd_measured", "verify_ok", "backend"):
+        assert column in rows[0]
+    # tcp_probe saw the server start with the window the route set
+    for r in rows:
+        assert int(r["initcwnd_measured"]) == int(r["initcwnd"]), r
+        assert int(r["first_flight_segments"]) == min(int(r["initcwnd"]), 26), r
+    m = medians(rows, "initcwnd")
+    assert m["3"] > m["10"] > m["26"], m  # slow start: fewer rounds, less time
+    assert m["42"] == pytest.approx(m["26"], rel=0.02), m  # 26 segments fit either way
+    for w in ("26", "42"):  # the model is exact with one round
+        assert m[w] == pytest.approx(iw.model_ms(int(w), 100, 3e6), rel=0.05)
+    manifest = json.loads((tmp_path / "iw" / "fig2.manifest.json").read_text())
+    assert manifest["figure"] == "iw/fig2" and manifest["quick"] is True
+    assert manifest["verification"] and all(v["ok"] for v in manifest["verification"].values())
+    assert any("agrees with seed 001" in n for n in manifest["notes"])
+    assert (tmp_path / "iw" / "fig2.png").stat().st_size > 10_000
+
+    # Re-running resumes: nothing left to do, the CSV is unchanged.
+    before = csv_path.read_text()
+    again = run_figure("fig2", tmp_path)
+    assert "already in fig2.csv" in again.stdout and csv_path.read_text() == before
+
+
+@pytest.mark.parametrize("name", ["fig5a", "fig5b", "fig5c"])
+def test_fig5_quick(name: str, tmp_path: Path) -> None:
+    run_figure(name, tmp_path)
+    rows = read_rows(tmp_path / "iw" / f"{name}.csv")
+    fig = {"fig5a": iw.FIG5A, "fig5b": iw.FIG5B, "fig5c": iw.FIG5C}[name]
+    assert len(rows) == len(fig.quick_levels or ()) * 3 * fig.quick_trials
+    assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
+    manifest = json.loads((tmp_path / "iw" / f"{name}.manifest.json").read_text())
+    points = manifest["points"]
+    assert points and all(p["y"] > 0 for p in points if p["series"] == "IW 3 -> 26"), points
