@@ -1,9 +1,12 @@
-"""`run.sh bench delayline`: the delay line's fidelity and cost across rates.
+"""Benchmarks (`run.sh bench ...`): they report numbers and judge nothing.
 
-At a fixed RTT it measures, per bottleneck rate, the idle ping RTT (median
+`delayline`: at a fixed RTT, per bottleneck rate, the idle ping RTT (median
 and p99 error against the set RTT), iperf3 goodput against the ideal
-rate x 1448/1514, and the delay line's CPU use during that transfer.  A
-benchmark, not a test: it reports numbers and judges nothing.
+rate x 1448/1514, and the delay line's CPU use during that transfer.
+
+`runner`: figure iw/fig2 at its full trial count, from scratch; the wall time
+against the sum of the trials' own download times.  The ratio is the
+runner's overhead: lab set-up, verification, per-trial set-up, teardown.
 """
 
 from __future__ import annotations
@@ -68,3 +71,44 @@ def delayline(
     hand_back(csv_path)
     write_json(target / "delayline.manifest.json", {**provenance(), "benchmark": "delayline", "rtt": rtt})
     return rows
+
+
+def runner(out: Path | None = None) -> dict[str, Any]:
+    from expts import iw
+    from netrepro import sweep
+    from netrepro.trials import numbers, read_rows
+
+    target = out or RESULTS / "bench"
+    began = time.monotonic()
+    csv_path = sweep.run_figure(iw.FIG2, sweep.Options(out=target, fresh=True))
+    wall = time.monotonic() - began
+    rows = read_rows(csv_path)
+    downloads = sum(numbers(rows, "download_time_ms")) / 1e3
+    trials = sum(numbers(rows, "trial_seconds"))
+    doc = {
+        **provenance(),
+        "benchmark": "runner",
+        "figure": iw.FIG2.full_name,
+        "trials": len(rows),
+        "wall_seconds": round(wall, 1),
+        "sum_of_download_seconds": round(downloads, 2),
+        "sum_of_trial_seconds": round(trials, 2),
+        "overhead_ratio": round(wall / downloads, 3),
+        "per_trial_overhead_ms": round((trials - downloads) / len(rows) * 1e3, 1),
+        "fixed_seconds": round(wall - trials, 1),
+    }
+    write_json(target / "runner.json", doc)
+    print(
+        " ".join(
+            f"{k}={doc[k]}"
+            for k in (
+                "trials",
+                "wall_seconds",
+                "sum_of_download_seconds",
+                "overhead_ratio",
+                "per_trial_overhead_ms",
+                "fixed_seconds",
+            )
+        )
+    )
+    return doc

@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
 
     b = sub.add_parser("bench", parents=[common], help="benchmarks that report numbers (not tests)")
-    b.add_argument("which", choices=["delayline"])
+    b.add_argument("which", choices=["delayline", "runner"])
     b.add_argument("--rtt", default="20ms")
     b.add_argument("--out", type=Path, default=None)
 
@@ -186,7 +186,10 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from netrepro import bench
 
-    bench.delayline(rtt=args.rtt, out=args.out)
+    if args.which == "delayline":
+        bench.delayline(rtt=args.rtt, out=args.out)
+    else:
+        bench.runner(out=args.out)
     return 0
 
 
@@ -228,7 +231,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv.insert(0, "run")  # `run.sh fig2` is `run.sh run fig2`
-    args = build_parser().parse_args(argv)
+    if argv[:1] == ["test"]:
+        # everything after `test` goes to pytest unchanged
+        args = build_parser().parse_args(["test"])
+        args.pytest_args = argv[1:]
+    else:
+        args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(message)s" if not args.verbose else "%(name)s: %(message)s",

@@ -86,7 +86,10 @@ class TcpProbe:
         self.instance = TRACEFS / "instances" / f"netrepro-{os.getpid()}-{next(_counter)}"
         self.samples: list[ProbeSample] = []
         self._stop = threading.Event()
+        self._flush_asked = threading.Event()
+        self._flushed = threading.Event()
         self._reader: threading.Thread | None = None
+        self._wake_r, self._wake_w = os.pipe()  # wakes the reader for a flush or the stop
         self._pending = b""
 
     def _mount(self) -> None:
@@ -115,10 +118,16 @@ class TcpProbe:
         try:
             while True:
                 stopping = self._stop.is_set()
-                select.select([fd], [], [], 0.1)
+                flushing = self._flush_asked.is_set()
+                ready, _, _ = select.select([fd, self._wake_r], [], [], 0.01 if flushing or stopping else 1.0)
+                if self._wake_r in ready:
+                    os.read(self._wake_r, 64)
                 got = self._drain(fd)
                 if stopping and not got:
                     return
+                if flushing and not got:
+                    self._flush_asked.clear()
+                    self._flushed.set()
         finally:
             os.close(fd)
 
@@ -141,6 +150,15 @@ class TcpProbe:
                 if sample is not None:
                     self.samples.append(sample)
 
+    def flush(self, timeout: float = 2.0) -> list[ProbeSample]:
+        """Wait until every event recorded so far has been read; return all samples."""
+        self._flushed.clear()
+        self._flush_asked.set()
+        os.write(self._wake_w, b"f")
+        if not self._flushed.wait(timeout):
+            raise TraceError(f"tcp_probe reader did not catch up within {timeout}s")
+        return self.samples
+
     def lost_events(self) -> int:
         lost = 0
         for stats in (self.instance / "per_cpu").glob("cpu*/stats"):
@@ -155,11 +173,14 @@ class TcpProbe:
         try:
             (self.instance / "events/tcp/tcp_probe/enable").write_text("0\n")
             self._stop.set()
+            os.write(self._wake_w, b"s")
             if self._reader is not None:
                 self._reader.join(timeout=10)
             lost = self.lost_events()
         finally:
             self.instance.rmdir()
+            os.close(self._wake_r)
+            os.close(self._wake_w)
         if lost:
             raise TraceError(f"tcp_probe lost {lost} events: enlarge buffer_size_kb (now {self.buffer_kb})")
         return self.samples

@@ -40,6 +40,15 @@ class Session:
         self._objects: dict[int, content.WebObject] = {}
         self._pages: dict[str, content.Page] = {}
         self._applied: dict[str, HostTcp] = {}
+        self._probe: TcpProbe | None = None
+
+    def probe(self, port: int) -> TcpProbe:
+        """One tcp_probe capture for the whole session, filtered to the server's port."""
+        if self._probe is None:
+            self._probe = TcpProbe(self.ledger, [port], buffer_kb=4096).start()
+        elif self._probe.ports != [port]:
+            raise ValueError(f"tcp_probe follows port {self._probe.ports}, not {port}")
+        return self._probe
 
     # -- content ----------------------------------------------------------------
 
@@ -77,7 +86,11 @@ class Session:
                 self._applied[host] = settings
 
     def stop(self) -> None:
-        self.apache.stop()
+        try:
+            if self._probe is not None:
+                self._probe.stop()
+        finally:
+            self.apache.stop()
 
 
 # -- the workloads ----------------------------------------------------------------
@@ -105,15 +118,17 @@ def download(session: Session, params: Mapping[str, Any]) -> Metrics:
     obj = session.web_object(int(params["object_bytes"]))
     lab = session.lab
     server_ip = lab.ip("server")
-    with TcpProbe(session.ledger, [_port(protocol)]) as probe:
-        d = clients.download(lab.client, server_ip, obj.path, protocol, cacert=session.apache.config.cert_file)
+    probe = session.probe(_port(protocol))
+    seen = len(probe.flush())
+    d = clients.download(lab.client, server_ip, obj.path, protocol, cacert=session.apache.config.cert_file)
+    samples = probe.flush()[seen:]
     return {
         "download_time_ms": round(d.total * 1e3, 3),
         "connect_ms": round(d.connect * 1e3, 3),
         "first_byte_ms": round(d.first_byte * 1e3, 3),
         "bytes": d.size,
         "negotiated": d.negotiated,
-        **first_flight(probe.samples, server_ip, _port(protocol)),
+        **first_flight(samples, server_ip, _port(protocol)),
     }
 
 

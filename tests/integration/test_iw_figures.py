@@ -72,5 +72,9 @@ def test_fig5_quick(name: str, tmp_path: Path) -> None:
     assert len(rows) == len(fig.quick_levels or ()) * 3 * fig.quick_trials
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
     manifest = json.loads((tmp_path / "iw" / f"{name}.manifest.json").read_text())
-    points = manifest["points"]
-    assert points and all(p["y"] > 0 for p in points if p["series"] == "IW 3 -> 26"), points
+    # The gain grows with the factor (RTT, bandwidth, BDP): at the smallest
+    # level the transfer is bound by the bottleneck and the window barely
+    # matters; at the largest, slow-start rounds dominate.
+    gains = [p["y"] for p in manifest["points"] if p["series"] == "IW 3 -> 26"]
+    assert len(gains) == len(fig.quick_levels or ()), manifest["points"]
+    assert gains[-1] > 5 and gains[-1] > gains[0], gains
