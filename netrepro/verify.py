@@ -125,7 +125,7 @@ def goodput_duration(path: PathSpec) -> tuple[int, int]:
     """(seconds measured, seconds omitted first): long enough to leave slow start."""
     rtt = path.rtt.seconds
     omit = min(12, max(1, math.ceil(4 * rtt)))
-    return omit + min(12, max(4, math.ceil(4 * rtt))), omit
+    return omit + min(12, max(3, math.ceil(4 * rtt))), omit
 
 
 # -- measurements ---------------------------------------------------------------
@@ -195,7 +195,7 @@ def measure_goodput(lab: PathUnderTest) -> Check:
     )
 
 
-def measure_loss(lab: PathUnderTest, direction: str, seconds: int = 3) -> Check:
+def measure_loss(lab: PathUnderTest, direction: str, seconds: int = 2) -> Check:
     path = lab.path
     set_loss = (path.loss_down if direction == "down" else path.loss_up).fraction
     rate = path.rate_down if direction == "down" else path.rate_up
