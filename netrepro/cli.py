@@ -14,7 +14,8 @@ from pathlib import Path
 from types import FrameType
 
 import expts
-from netrepro import doctor, ledger, sweep, verify
+from kmod import loader
+from netrepro import doctor, kernel, ledger, sweep, verify
 from netrepro.ledger import Ledger, LedgerError
 from netrepro.path import DEFAULT_QUEUE, PathSpec
 from netrepro.proc import CommandError
@@ -39,7 +40,11 @@ def path_options() -> argparse.ArgumentParser:
     g.add_argument("--queue", default=str(DEFAULT_QUEUE), help="bottleneck buffer: 20p (packets) or 30kb (bytes)")
     g.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
     g.add_argument("--seed", type=int, default=1, help="seed of the emulated loss")
-    g.add_argument("--cc", default="cubic", help="congestion control of both hosts")
+    g.add_argument(
+        "--cc", default="cubic", help="congestion control of both hosts (a kernel one, or a netrepro variant)"
+    )
+    g.add_argument("--cc-param", action="append", default=[], metavar="KEY=VALUE", help="a variant's parameter")
+    g.add_argument("--impl", choices=["lkm", "bpf"], default=None, help="variant as module or BPF program")
     return p
 
 
@@ -79,6 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="stop when a path is measured outside tolerance")
     r.add_argument("--fresh", action="store_true", help="start over instead of resuming from the CSV")
     r.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
+    r.add_argument("--impl", choices=["lkm", "bpf"], default=None, help="variants as modules or BPF programs")
+
+    k = sub.add_parser("cc", parents=[common], help="congestion-control variants: list, load, set, unload")
+    k.add_argument("action", choices=["list", "load", "set", "unload"])
+    k.add_argument("name", nargs="?", help="cubic_plus, reno_beta or newcwv")
+    k.add_argument("params", nargs="*", metavar="KEY=VALUE", help="parameters, e.g. n=6 beta=717")
+    k.add_argument(
+        "--impl", choices=["lkm", "bpf"], default=None, help="module or BPF (default: module where possible)"
+    )
 
     sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
 
@@ -104,6 +118,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _lab(args: argparse.Namespace, path: PathSpec, run_ledger: Ledger) -> Lab:
+    """The lab of `shell` and `check`, with the variant of --cc loaded and tuned first."""
+    if args.cc in loader.VARIANTS:
+        values = loader.parse_params(loader.VARIANTS[args.cc], dict(_pairs("--cc-param", args.cc_param)))
+        algorithm = loader.load(args.cc, run_ledger, args.impl)
+        print(
+            f"*** {args.cc} ({algorithm.impl}): {json.dumps(algorithm.set(**values) if values else algorithm.read())}"
+        )
+    elif args.cc_param:
+        raise QuantityError("--cc-param", " ".join(args.cc_param), f"{args.cc} has no netrepro parameters")
     return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=args.cc)
 
 
@@ -172,9 +195,48 @@ def cmd_run(args: argparse.Namespace) -> int:
         strict=args.strict,
         fresh=args.fresh,
         shaper=args.shaper,
+        cc_impl=args.impl,
     )
     sweep.run_figure(fig, opts)
     return 0
+
+
+def _pairs(option: str, pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise QuantityError(option, pair, "give KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def cmd_cc(args: argparse.Namespace) -> int:
+    if args.action == "list":
+        available, allowed = kernel.congestion_controls()
+        for v in loader.VARIANTS.values():
+            params = ", ".join(f"{p.name} {p.low}..{p.high} (default {p.default}, {p.unit})" for p in v.params)
+            state = "registered" if v.name in available else "not loaded"
+            print(f"{v.name:<11} {state:<11} {params}")
+        print(f"kernel: available {' '.join(available)}; allowed in namespaces {' '.join(allowed)}")
+        return 0
+    if args.name not in loader.VARIANTS:
+        raise loader.CongestionControlError(f"name one of {', '.join(loader.VARIANTS)}")
+    variant = loader.VARIANTS[args.name]
+    values = loader.parse_params(variant, dict(_pairs("cc", args.params)))
+    if args.action == "load":
+        held = Ledger()  # not unwound here: `cc unload` or `clean` ends the algorithm's stay
+        algorithm = loader.load(args.name, held, args.impl)
+        print(json.dumps(algorithm.set(**values) if values else algorithm.read()))
+        print(f"{args.name} loaded as {algorithm.impl}; `run.sh cc unload {args.name}` (or `run.sh clean`) removes it")
+        return 0
+    if args.action == "set":
+        print(json.dumps(loader.attach(args.name).set(**values)))
+        return 0
+    names = {args.name}
+    lines = ledger.clean(only=lambda entries: any(e.get("name") in names for e in entries))
+    print("\n".join(lines) if lines else f"no ledger holds {args.name}; nothing unloaded")
+    return 0 if lines else 1
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
@@ -209,6 +271,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
+    "cc": cmd_cc,
     "list": cmd_list,
     "run": cmd_run,
     "doctor": cmd_doctor,
@@ -251,7 +314,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except expts.UnknownFigure as e:
         print(f"run.sh: {e.args[0]}", file=sys.stderr)
         return 2
-    except (sweep.VerificationFailed, CommandError, LabError, LedgerError, ShaperUnavailable, DelayLineError) as e:
+    except (
+        loader.CongestionControlError,
+        sweep.VerificationFailed,
+        CommandError,
+        LabError,
+        LedgerError,
+        ShaperUnavailable,
+        DelayLineError,
+    ) as e:
         if args.verbose:
             raise
         print(f"run.sh {args.command}: {e}", file=sys.stderr)

@@ -14,6 +14,7 @@ Entry kinds:
   link         {name}                  delete the root-namespace interface
   netns        {name}                  delete the named namespace
   struct_ops   {name}                  unregister the BPF struct_ops map
+  module       {name}                  remove the kernel module
   tracefs      {path}                  remove a tracefs instance directory
   trace_enable {path, old}             write the old value of a tracefs control file
   mount        {path}                  unmount a filesystem this run mounted (tracefs)
@@ -171,6 +172,11 @@ def _undo_struct_ops(e: Entry) -> None:
         proc.run(["bpftool", "struct_ops", "unregister", "name", e["name"]])
 
 
+def _undo_module(e: Entry) -> None:
+    if Path("/sys/module", e["name"], "refcnt").exists():
+        proc.run(["rmmod", e["name"]])
+
+
 def _undo_tracefs(e: Entry) -> None:
     if Path(e["path"]).is_dir():
         Path(e["path"]).rmdir()
@@ -202,6 +208,7 @@ UNDO: dict[str, Callable[[Entry], None]] = {
     "link": _undo_link,
     "netns": _undo_netns,
     "struct_ops": _undo_struct_ops,
+    "module": _undo_module,
     "tracefs": _undo_tracefs,
     "trace_enable": _undo_trace_enable,
     "mount": _undo_mount,
@@ -232,10 +239,12 @@ def stale_ledgers(directory: Path = LEDGER_DIR) -> Iterator[tuple[Path, list[Ent
         yield file, entries
 
 
-def clean(directory: Path = LEDGER_DIR) -> list[str]:
-    """Undo what dead runs left; return a line per ledger handled."""
+def clean(directory: Path = LEDGER_DIR, only: Callable[[list[Entry]], bool] | None = None) -> list[str]:
+    """Undo what dead runs left (those `only` selects); return a line per ledger handled."""
     report = []
     for file, entries in stale_ledgers(directory):
+        if only is not None and not only(entries):
+            continue
         errors = unwind_entries(entries)
         if errors:
             report.append(f"{file.name}: {len(errors)} step(s) failed: " + "; ".join(errors))

@@ -55,6 +55,7 @@ class Options:
     strict: bool = False
     fresh: bool = False
     shaper: str = "auto"
+    cc_impl: str | None = None  # lkm or bpf for netrepro's variants; None: module where possible
 
 
 @contextlib.contextmanager
@@ -85,10 +86,11 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
     first = PathSpec.parse(**path_params(todo[0][0]))
     with (
         Ledger() as ledger,
-        Lab(first, ledger, shaper=opts.shaper, seed=opts.seed, cc=str(fig.fixed.get("cc", "cubic"))) as lab,
+        # the hosts start with CUBIC; each trial then sets its own congestion control
+        Lab(first, ledger, shaper=opts.shaper, seed=opts.seed, cc="cubic") as lab,
         tempfile.TemporaryDirectory(prefix="netrepro-trials-") as work,
     ):
-        session = Session(lab, ledger, Path(work), results_dir=opts.out / fig.study / "logs")
+        session = Session(lab, ledger, Path(work), results_dir=opts.out / fig.study / "logs", cc_impl=opts.cc_impl)
         try:
             for params, index in todo:
                 path = PathSpec.parse(**path_params(params))
@@ -112,11 +114,15 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                 }
                 began = time.monotonic()
                 try:
+                    row.update(session.congestion_control(params))
                     session.apply_hosts(params)
+                    repairs_before = session.ss_repairs(params)
                     with time_limit(fig.trial_timeout(params)):
                         metrics = workload(session, params)
                     row.update(metrics, status="ok", error="")
                     row.update(_initcwnd_check(params, metrics))
+                    if repairs_before is not None:
+                        row["cc_ss_repairs_in_trial"] = (session.ss_repairs(params) or 0) - repairs_before
                 except TrialTimeout as e:
                     row.update(status="timeout", error=str(e))
                 except Exception as e:  # a failed trial is recorded, and the figure goes on
@@ -185,6 +191,7 @@ def run_figure(fig: Figure, opts: Options) -> Path:
         "quick": opts.quick,
         "seed": opts.seed,
         "shaper": sorted({r.get("backend", "") for r in rows}),
+        "congestion_control": sorted({f"{r.get('cc')} ({r.get('cc_impl')})" for r in rows if r.get("cc")}),
         "verification": verifications,
         "finding_of_the_source": fig.finding,
         "deviations": list(fig.deviations) + ([fig.quick_note] if opts.quick and fig.quick_note else []),

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kmod import loader
 from netrepro.ledger import Ledger
 from netrepro.path import MSS
 from netrepro.tcpprobe import ProbeSample, TcpProbe
@@ -32,8 +33,13 @@ def _port(protocol: str) -> int:
 class Session:
     """The servers and host settings a figure's trials share on one lab."""
 
-    def __init__(self, lab: Lab, ledger: Ledger, work_dir: Path, results_dir: Path | None) -> None:
+    def __init__(
+        self, lab: Lab, ledger: Ledger, work_dir: Path, results_dir: Path | None, cc_impl: str | None = None
+    ) -> None:
         self.lab = lab
+        self.cc_impl = cc_impl
+        self._algorithms: dict[str, loader.LoadedAlgorithm] = {}
+        self._tuned: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
         self.ledger = ledger
         self.work_dir = work_dir
         self.apache = Apache(lab.server, lab.ip("server"), ledger, tls=True, results_dir=results_dir).start()
@@ -63,6 +69,31 @@ class Session:
         return self._pages[name]
 
     # -- hosts --------------------------------------------------------------------
+
+    def congestion_control(self, params: Mapping[str, Any]) -> Metrics:
+        """Load and tune a netrepro variant the trial names (once loaded, only re-tuned); report it."""
+        name = params.get("cc")
+        if name not in loader.VARIANTS:
+            return {"cc_impl": "kernel"}
+        variant = loader.VARIANTS[name]
+        if name not in self._algorithms:
+            self._algorithms[name] = loader.load(name, self.ledger, self.cc_impl)
+        algorithm = self._algorithms[name]
+        # Every parameter, defaults included: a trial must not inherit the last one's tuning.
+        wanted = {p.name: p.default for p in variant.params}
+        wanted.update(loader.parse_params(variant, dict(params.get("cc_params") or {})))
+        if name not in self._tuned or self._tuned[name][0] != wanted:
+            self._tuned[name] = (wanted, algorithm.set(**wanted))
+        reported = self._tuned[name][1]
+        keep = {*variant.outputs, *(f"{p.name}_in_use" for p in variant.params), "ss_repairs"}
+        return {"cc_impl": algorithm.impl, **{f"cc_{k}": v for k, v in reported.items() if k in keep}}
+
+    def ss_repairs(self, params: Mapping[str, Any]) -> int | None:
+        """How often the BPF program has repaired a corrupted ssthresh so far (see kmod/README.md)."""
+        algorithm = self._algorithms.get(str(params.get("cc")))
+        if algorithm is None or algorithm.impl != "bpf":
+            return None
+        return algorithm.counters().get("ss_repairs")
 
     def apply_hosts(self, params: Mapping[str, Any]) -> None:
         """Put both hosts' TCP into the trial's settings (congestion control, windows)."""
