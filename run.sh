@@ -37,10 +37,15 @@ install_packages() {
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
-    # Headers of the running kernel, where the distribution ships them (modules are built against them).
-    if [[ ! -e /lib/modules/$(uname -r)/build ]] && apt-cache show "linux-headers-$(uname -r)" >/dev/null 2>&1; then
-        missing+=("linux-headers-$(uname -r)")
-    fi
+    # Kernel headers for the modules in kmod/: the running kernel's where the
+    # distribution ships them, and Debian's stock ones (the modules' CI target).
+    local h
+    for h in "linux-headers-$(uname -r)" linux-headers-amd64; do
+        if ! dpkg-query -W -f='${Status}' "$h" 2>/dev/null | grep -q "install ok installed" &&
+            apt-cache show "$h" >/dev/null 2>&1; then
+            missing+=("$h")
+        fi
+    done
     if ((${#missing[@]})); then
         echo "run.sh: installing ${missing[*]}" >&2
         apt-get update -qq

@@ -198,3 +198,34 @@ def write_csv(samples: Sequence[ProbeSample], path: Path) -> None:
         writer = csv.writer(f)
         writer.writerow([f.name for f in fields(ProbeSample)])
         writer.writerows(astuple(s) for s in samples)
+
+
+def sender_samples(samples: Sequence[ProbeSample], sender: str) -> list[ProbeSample]:
+    """The samples of the connections whose local end is `sender` ("ip:port")."""
+    return [s for s in samples if s.flow.startswith(f"{sender}>")]
+
+
+UNSET_SSTHRESH = 2**31 - 1  # TCP_INFINITE_SSTHRESH: no loss yet
+
+
+def reductions(samples: Sequence[ProbeSample]) -> list[tuple[int, int]]:
+    """(cwnd before, ssthresh after) at each multiplicative decrease of one flow.
+
+    A sample is taken before its ACK is processed, so a new ssthresh shows in
+    the sample after the ACK that triggered the reduction, whose own sample
+    holds the window the reduction was computed from.  Only changes that
+    start a reduction count (ssthresh below the window, and the window
+    falling next): the kernel also moves ssthresh without one (seen here:
+    after an undone reduction it tracks 3/4 of a growing cwnd).
+    """
+    out = []
+    for before, after in itertools.pairwise(samples):
+        if (
+            after.flow == before.flow
+            and after.ssthresh != before.ssthresh
+            and after.ssthresh != UNSET_SSTHRESH
+            and after.ssthresh < before.snd_cwnd
+            and after.snd_cwnd < before.snd_cwnd
+        ):
+            out.append((before.snd_cwnd, after.ssthresh))
+    return out

@@ -1,0 +1,138 @@
+"""The congestion-control variants on this kernel: they build, register, tune, and back off as set.
+
+The backoff is read from what the kernel did: tcp_probe samples of the data
+sender, the ssthresh a reduction set against the cwnd it was computed from.
+"""
+
+import csv
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kmod import loader
+from netrepro import kernel
+from netrepro.ledger import Ledger
+from netrepro.path import PathSpec
+from netrepro.proc import Process, run
+from netrepro.tcpprobe import TcpProbe, reductions, sender_samples
+from topologies.lab import Lab
+
+pytestmark = pytest.mark.root
+
+KMOD = Path(loader.__file__).resolve().parent
+REFERENCE = KMOD.parent / "expts" / "reference" / "spdy_beta_table.csv"
+
+
+def test_modules_compile_without_warnings_against_debian_headers() -> None:
+    headers = sorted(Path("/usr/src").glob("linux-headers-*-amd64"))
+    if not headers:
+        pytest.skip("Debian's linux-headers-amd64 is not installed")
+    run(["make", "-s", "-C", str(KMOD), "clean"], timeout=300)
+    done = run(["make", "-C", str(KMOD), f"KDIR={headers[-1]}"], timeout=600)
+    warnings = [line for line in (done.stdout + done.stderr).splitlines() if re.search(r"warning:", line)]
+    assert warnings == []
+    for name in loader.VARIANTS:
+        assert (KMOD / f"{name}.ko").stat().st_size > 0
+
+
+@pytest.mark.parametrize("name", list(loader.VARIANTS))
+def test_bpf_program_registers_and_goes_away(name: str) -> None:
+    with Ledger() as ledger:
+        algorithm = loader.load(name, ledger, "bpf")
+        available, allowed = kernel.congestion_controls()
+        assert name in available and name in allowed
+        assert algorithm.read()["invalid"] == 0
+    available, allowed = kernel.congestion_controls()
+    assert name not in available and name not in allowed
+
+
+def test_beta_table_read_back_from_the_kernel_equals_seed_003() -> None:
+    with open(REFERENCE, newline="") as f:
+        reference = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    assert len(reference) == 12
+    with Ledger() as ledger:
+        algorithm = loader.load("cubic_plus", ledger, "bpf")
+        for row in reference:
+            values = algorithm.set(beta=int(row["beta"]), n=int(row["n"]))
+            assert values["beta_effective"] == int(row["beta_effective"]), row
+            assert values["backoff_pct"] == int(row["backoff_pct"]), row
+            assert 100 - values["backoff_pct"] == int(row["reduction_pct"]), row
+
+
+@pytest.fixture
+def lossy_lab() -> Iterator[tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]]]:
+    # A path where the window reaches a few hundred segments, so that integer
+    # truncation of the reduced window stays far below the 0.02 tolerance.
+    path = PathSpec.parse(rtt="40ms", rate="50mbit", loss="0.05%", queue="150p")
+    with Ledger() as ledger, Lab(path, ledger, seed=3) as lab:
+        variants = {name: loader.load(name, ledger, "bpf") for name in ("cubic_plus", "reno_beta")}
+        yield lab, ledger, variants
+
+
+def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 10) -> list[float]:
+    """Run iperf3 server to client with `cc` and return ssthresh-after / cwnd-before per reduction."""
+    server = Process(["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", "5201"], lab.server, ledger=ledger)
+    try:
+        time.sleep(0.3)
+        with TcpProbe(ledger, [5201]) as probe:
+            run(["iperf3", "-c", lab.ip("server"), "-p", "5201", "-R", "-t", str(seconds), "-C", cc],
+                lab.client, timeout=seconds + 30)  # fmt: skip
+    finally:
+        server.stop()
+    flows: dict[str, list[float]] = {}
+    for s in sender_samples(probe.samples, f"{lab.ip('server')}:5201"):
+        flows.setdefault(s.flow, []).append(0)
+    data_flow = max(flows, key=lambda f: len(flows[f]))  # the data connection, not iperf3's control one
+    trace = [s for s in probe.samples if s.flow == data_flow]
+    return [after / before for before, after in reductions(trace) if before >= 20]
+
+
+@pytest.mark.parametrize(
+    ("cc", "params", "expected"),
+    [
+        ("cubic_plus", {"n": 1}, 717 / 1024),
+        ("cubic_plus", {"n": 6}, 973 / 1024),
+        ("reno_beta", {"r": 500}, 0.5),
+        ("reno_beta", {"r": 700}, 0.3),
+        ("reno_beta", {"r": 900}, 0.1),
+    ],
+)
+def test_backoff_read_from_tcp_probe_matches_the_setting(
+    lossy_lab: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], cc: str, params: dict[str, int], expected: float
+) -> None:
+    lab, ledger, variants = lossy_lab
+    values = variants[cc].set(**params)
+    ratios = backoffs(lab, ledger, cc)
+    assert len(ratios) >= 3, f"too few loss events: {ratios}"
+    assert statistics.median(ratios) == pytest.approx(expected, abs=0.02), (values, ratios)
+    assert variants[cc].counters()["ss_repairs"] == 0
+
+
+def test_a_refused_parameter_changes_nothing() -> None:
+    with Ledger() as ledger:
+        algorithm = loader.load("reno_beta", ledger, "bpf")
+        with pytest.raises(loader.CongestionControlError, match="allowed range"):
+            algorithm.set(r=1000)
+        assert algorithm.read()["r_in_use"] == 500
+
+
+def test_cc_command_line_load_set_unload() -> None:
+    def cli_(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "netrepro", "cc", *args], cwd=KMOD.parent, capture_output=True,
+                              text=True)  # fmt: skip
+
+    loaded = cli_("load", "cubic_plus", "n=6", "--impl", "bpf")
+    assert loaded.returncode == 0, loaded.stderr
+    assert '"beta_effective": 973' in loaded.stdout
+    tuned = cli_("set", "cubic_plus", "n=2")
+    assert '"beta_effective": 871' in tuned.stdout, tuned.stderr
+    assert cli_("set", "cubic_plus", "n=0").returncode != 0
+    gone = cli_("unload", "cubic_plus")
+    assert gone.returncode == 0 and "undid" in gone.stdout, gone.stderr
+    assert "cubic_plus" not in kernel.congestion_controls()[0]
