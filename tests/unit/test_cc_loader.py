@@ -1,8 +1,11 @@
 """The loader's checks and choices, without touching the kernel."""
 
+from pathlib import Path
+
 import pytest
 
 from kmod import loader
+from netrepro import kernel
 from netrepro.tcpprobe import ProbeSample, reductions
 
 
@@ -19,16 +22,16 @@ def test_parameters_are_checked_against_their_ranges() -> None:
 
 
 def test_implementation_choice(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(loader.kernel, "modules_supported", lambda: False)
-    monkeypatch.setattr(loader.kernel, "struct_ops_supported", lambda: True)
+    monkeypatch.setattr(kernel, "modules_supported", lambda: False)
+    monkeypatch.setattr(kernel, "struct_ops_supported", lambda: True)
     assert loader.choose_impl("cubic_plus") == "bpf"
     with pytest.raises(loader.CongestionControlError, match="does not load modules"):
         loader.choose_impl("cubic_plus", "lkm")
     with pytest.raises(loader.CongestionControlError, match="choose lkm or bpf"):
         loader.choose_impl("cubic_plus", "ebpf")
-    monkeypatch.setattr(loader.kernel, "modules_supported", lambda: True)
-    monkeypatch.setattr(loader.kernel, "lockdown", lambda: "none")
-    monkeypatch.setattr(loader.Path, "exists", lambda self: True)
+    monkeypatch.setattr(kernel, "modules_supported", lambda: True)
+    monkeypatch.setattr(kernel, "lockdown", lambda: "none")
+    monkeypatch.setattr(Path, "exists", lambda self: True)
     assert loader.choose_impl("cubic_plus") == "lkm"
     assert loader.choose_impl("cubic_plus", "bpf") == "bpf"
 
