@@ -18,6 +18,7 @@ import pytest
 from kmod import loader
 from netrepro import kernel
 from netrepro.ledger import Ledger
+from netrepro.parsers import parse_iperf3_tcp
 from netrepro.path import PathSpec
 from netrepro.proc import Process, run
 from netrepro.tcpprobe import TcpProbe, reductions, sender_samples
@@ -136,3 +137,26 @@ def test_cc_command_line_load_set_unload() -> None:
     gone = cli_("unload", "cubic_plus")
     assert gone.returncode == 0 and "undid" in gone.stdout, gone.stderr
     assert "cubic_plus" not in kernel.congestion_controls()[0]
+
+
+def test_cubic_plus_with_n_1_is_as_fast_as_the_kernels_cubic() -> None:
+    """The CUBIC port is faithful: same path, same seeded loss pattern, mean goodput within 5 %."""
+    path = PathSpec.parse(rtt="40ms", rate="20mbit", loss="0.5%")
+    goodput: dict[str, list[float]] = {"cubic": [], "cubic_plus": []}
+    with Ledger() as ledger, Lab(path, ledger, seed=5) as lab:
+        loader.load("cubic_plus", ledger, "bpf").set(n=1)
+        for _ in range(2):
+            for cc in goodput:
+                lab.reconfigure(path)  # restarts the loss pattern from the seed
+                server = Process(
+                    ["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", "5201"], lab.server, ledger=ledger
+                )
+                try:
+                    time.sleep(0.3)
+                    out = run(["iperf3", "-c", lab.ip("server"), "-p", "5201", "-R", "-t", "10", "-J", "-C", cc],
+                              lab.client, timeout=60).stdout  # fmt: skip
+                finally:
+                    server.stop()
+                goodput[cc].append(parse_iperf3_tcp(out).goodput_bps)
+    cubic, plus = statistics.mean(goodput["cubic"]), statistics.mean(goodput["cubic_plus"])
+    assert plus == pytest.approx(cubic, rel=0.05), goodput
