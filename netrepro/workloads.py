@@ -150,9 +150,12 @@ def download(session: Session, params: Mapping[str, Any]) -> Metrics:
     lab = session.lab
     server_ip = lab.ip("server")
     probe = session.probe(_port(protocol))
-    seen = len(probe.flush())
+    earlier = list(probe.flush())
     d = clients.download(lab.client, server_ip, obj.path, protocol, cacert=session.apache.config.cert_file)
-    samples = probe.flush()[seen:]
+    # The last ACKs of the previous trial's connection may still arrive now:
+    # keep only connections this trial opened.
+    old = {s.flow for s in earlier}
+    samples = [s for s in probe.flush()[len(earlier) :] if s.flow not in old]
     return {
         "download_time_ms": round(d.total * 1e3, 3),
         "connect_ms": round(d.connect * 1e3, 3),
