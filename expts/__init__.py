@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from netrepro.spec import Figure
 
-from . import iw
+from . import iw, spdy
 
-STUDIES = (iw,)
+STUDIES = (iw, spdy)
 
 
 class UnknownFigure(LookupError):

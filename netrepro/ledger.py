@@ -188,7 +188,10 @@ def _undo_trace_enable(e: Entry) -> None:
 
 
 def _undo_mount(e: Entry) -> None:
-    if os.path.ismount(e["path"]):
+    # Another run may still trace in its own instance: then the mount stays
+    # (the last run to finish, or `clean`, unmounts it).
+    instances = Path(e["path"], "instances")
+    if os.path.ismount(e["path"]) and not (instances.is_dir() and any(instances.iterdir())):
         proc.run(["umount", e["path"]])
 
 

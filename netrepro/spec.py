@@ -56,6 +56,7 @@ class Figure:
     trials: int = 10
     quick_levels: tuple[Any, ...] | None = None
     quick_trials: int = 3
+    quick_series: tuple[str, ...] | None = None  # labels of the series a quick run keeps
     quick_note: str = ""
     x_label: str = ""
     y_label: str = ""
@@ -77,9 +78,10 @@ class Figure:
     def grid(self, quick: bool = False, overrides: Mapping[str, Any] | None = None) -> list[Params]:
         """Every parameter setting of the figure, in declaration order."""
         levels = self.quick_levels if quick and self.quick_levels is not None else self.levels
+        series = [s for s in self.series if not quick or self.quick_series is None or s.label in self.quick_series]
         out = []
         for level in levels:
-            for s in self.series:
+            for s in series:
                 params: Params = {**self.fixed, **(overrides or {}), **s.params, self.x: level, "series": s.label}
                 out.append(params)
         return out

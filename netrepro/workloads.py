@@ -80,8 +80,11 @@ class Session:
             self._algorithms[name] = loader.load(name, self.ledger, self.cc_impl)
         algorithm = self._algorithms[name]
         # Every parameter, defaults included: a trial must not inherit the last one's tuning.
+        # A parameter may be a trial parameter of its own (a factor such as n) or sit in cc_params.
+        given = {p.name: params[p.name] for p in variant.params if p.name in params}
+        given.update(params.get("cc_params") or {})
         wanted = {p.name: p.default for p in variant.params}
-        wanted.update(loader.parse_params(variant, dict(params.get("cc_params") or {})))
+        wanted.update(loader.parse_params(variant, given))
         if name not in self._tuned or self._tuned[name][0] != wanted:
             self._tuned[name] = (wanted, algorithm.set(**wanted))
         reported = self._tuned[name][1]
@@ -185,10 +188,16 @@ def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
 def bulk(session: Session, params: Mapping[str, Any]) -> Metrics:
     """A fixed-duration bulk download over one HTTP/2 or six HTTP/1.1 connections."""
     protocol = params.get("protocol", "h2c")
-    obj = session.web_object(int(params.get("object_bytes", 1 << 30)))
+    # Fixed duration: the object is requested again and again for duration_s.
+    obj = session.web_object(int(params.get("object_bytes", 20_000_000)))
     lab = session.lab
     result = clients.run_bulk(
-        lab.client, lab.ip("server"), obj.path, protocol, duration_s=float(params.get("duration_s", 10))
+        lab.client,
+        lab.ip("server"),
+        obj.path,
+        protocol,
+        connections=params.get("connections"),
+        duration_s=float(params.get("duration_s", 10)),
     )
     return {
         "throughput_mbit": round(result.throughput_bps / 1e6, 4),
@@ -199,7 +208,14 @@ def bulk(session: Session, params: Mapping[str, Any]) -> Metrics:
     }
 
 
+def readback(session: Session, params: Mapping[str, Any]) -> Metrics:
+    """No traffic: the variant's effective values as the kernel reports them for the trial's parameters."""
+    reported = session.congestion_control(params)
+    return {k.removeprefix("cc_"): v for k, v in reported.items() if k != "cc_impl"}
+
+
 WORKLOADS: dict[str, Callable[[Session, Mapping[str, Any]], Metrics]] = {
+    "readback": readback,
     "download": download,
     "page_load": page_load,
     "bulk": bulk,
