@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from netrepro.spec import Figure
 
-from . import iw, spdy
+from . import cubicplus, iw, spdy
 
-STUDIES = (iw, spdy)
+STUDIES = (iw, cubicplus, spdy)
 
 
 class UnknownFigure(LookupError):

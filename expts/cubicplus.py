@@ -1,0 +1,167 @@
+"""Study cubicplus (seed 000): CUBIC+ for HTTP/2 page loads under loss, delay and initial window.
+
+Pages of images are loaded over one HTTP/2 connection (TLS, as SPDY was)
+with three CUBIC variants, with HTTP/1.1 over six connections and the
+kernel's CUBIC as the reference line.  Figure 12 sweeps Reno's reduction
+factor r instead.  Each figure states seed 000's finding beside ours.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from netrepro.spec import Figure, Params, Point, Rows, Series
+
+DEFAULTS: dict[str, Any] = {"rtt": "20ms", "rate": "100mbit", "loss": "0%", "initcwnd": 10}
+DEVIATIONS = (
+    "bottleneck 100 Mbit/s (seed 000: an unshaped cable), so that the machine, not the emulation, is never the limit",
+    "pages are the project's page set of STUDIES.md (seed 000: four pages of images of the same size classes)",
+    "the objects' requests leave with the HTML's (h2load cannot hold a request until the HTML arrives)",
+    "HTTP/2 over TLS with h2load (seed 000: SPDY in a browser)",
+    "CUBIC+'s RTT-scaled K: K x clamp(100 ms / RTT, 1/2, 2) (seed 000 defines no function; kmod/README.md)",
+)
+
+CUBIC = Series("CUBIC (HTTP/2)", {"cc": "cubic", "protocol": "h2"})
+PLUS = Series("CUBIC+ n=6 (HTTP/2)", {"cc": "cubic_plus", "n": 6, "rtt_scaled": 0, "protocol": "h2"})
+PLUS_K = Series("CUBIC+ n=6, RTT-scaled K (HTTP/2)", {"cc": "cubic_plus", "n": 6, "rtt_scaled": 1, "protocol": "h2"})
+H1 = Series("CUBIC, HTTP/1.1 x6 (reference)", {"cc": "cubic", "protocol": "http/1.1"})
+VARIANTS = (CUBIC, PLUS, PLUS_K, H1)
+
+
+def timeout(params: Params) -> float:
+    return 240.0 if params.get("page") == "large" else 120.0
+
+
+def _point(points: list[Point], series: Series, x: str) -> Point | None:
+    return next((p for p in points if p.series == series.label and str(p.x) == x and p.n), None)
+
+
+def _verdict(agree: bool) -> str:
+    return "agrees" if agree else "DIFFERS"
+
+
+def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    """Seed 000: CUBIC+ beats CUBIC as loss grows, most for large objects; throughput falls with loss."""
+    notes = []
+    higher_is_better = fig.y == "throughput_mbit"
+    for level in fig.levels:
+        a, b = _point(points, CUBIC, str(level)), _point(points, PLUS, str(level))
+        if a and b:
+            better = b.y > a.y if higher_is_better else b.y < a.y
+            notes.append(
+                f"at {level} loss: CUBIC {a.y:.4g}, CUBIC+ n=6 {b.y:.4g} {fig.y} (n = {a.n}, {b.n}): "
+                f"CUBIC+ {'better' if better else 'not better'}"
+            )
+    high = [lv for lv in fig.levels if float(str(lv).rstrip("%")) >= 6]
+    wins = [
+        (a.y < b.y) == higher_is_better
+        for lv in high
+        if (a := _point(points, CUBIC, str(lv))) and (b := _point(points, PLUS, str(lv)))
+    ]
+    if wins:
+        notes.append(
+            f"seed 000: CUBIC+ does better than CUBIC as loss grows; ours at 6 % and above: better at "
+            f"{sum(wins)} of {len(wins)} levels: {_verdict(all(wins))}"
+        )
+    return notes
+
+
+def annotate_rtt(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    """Seed 000: under delay the variants are close for small and medium pages; CUBIC is better for large."""
+    notes = []
+    for level in fig.levels:
+        values = {s.label: p.y for s in (CUBIC, PLUS, PLUS_K) if (p := _point(points, s, str(level)))}
+        if len(values) == 3:
+            spread = (max(values.values()) - min(values.values())) / max(values.values())
+            best = max(values, key=lambda k: values[k])
+            notes.append(f"at RTT {level}: best {best}; variants within {spread * 100:.0f} % of each other")
+    return notes
+
+
+def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    """Seed 000: the initial window barely matters for any variant."""
+    notes = []
+    for s in (CUBIC, PLUS, PLUS_K):
+        ys = [p.y for lv in fig.levels if (p := _point(points, s, str(lv)))]
+        if len(ys) >= 2:
+            change = (max(ys) - min(ys)) / max(ys)
+            notes.append(
+                f"{s.label}: throughput varies by {change * 100:.0f} % across windows "
+                f"(seed 000: barely matters; {_verdict(change < 0.2)} taking 'barely' as under 20 %)"
+            )
+    return notes
+
+
+def annotate_reno(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    """Seed 000: a smaller reduction factor r loads pages faster under high loss."""
+    notes = []
+    top = str(fig.levels[-1])
+    plts = [(s.label, p.y) for s in fig.series if (p := _point(points, s, top))]
+    if len(plts) >= 2:
+        ordered = all(a[1] <= b[1] for a, b in itertools.pairwise(plts))
+        notes.append(
+            f"at {top} loss, PLT by r: "
+            + ", ".join(f"{label} {y:.0f} ms" for label, y in plts)
+            + f"; seed 000: smaller r is faster at high loss: {_verdict(ordered)}"
+        )
+    return notes
+
+
+def _figure(name: str, title: str, x: str, levels: tuple[Any, ...], page: str, y: str, **kw: Any) -> Figure:
+    fixed = {**{k: v for k, v in DEFAULTS.items() if k != x}, "page": page}
+    y_label = {"throughput_mbit": "throughput (Mbit/s): page bytes / PLT", "page_load_time_ms": "page load time (ms)"}
+    return Figure(
+        study="cubicplus",
+        name=name,
+        title=title,
+        workload="page_load",
+        x=x,
+        levels=levels,
+        y=y,
+        y_label=y_label[y],
+        fixed=fixed,
+        deviations=DEVIATIONS,
+        trial_timeout=timeout,
+        **{"series": VARIANTS, "trials": 10, "quick_trials": 2, **kw},
+    )
+
+
+LOSS = ("0%", "2%", "6%", "8%", "10%")
+RTTS = ("20ms", "100ms", "200ms")
+IWS = (3, 10, 21, 32)
+LOSS_FINDING = (
+    "seed 000: CUBIC+ gives higher throughput than CUBIC as loss grows, most for large objects, little for small"
+)
+RTT_FINDING = (
+    "seed 000: under added delay the variants are close for small and medium objects; default CUBIC is better for large"
+)
+IW_FINDING = "seed 000: the initial window barely matters for any variant"
+
+FIGURES = (
+    _figure("fig3", "Throughput vs loss, large page", "loss", LOSS, "large", "throughput_mbit",
+            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)"),
+    _figure("fig4", "Throughput vs loss, medium page", "loss", LOSS, "medium", "throughput_mbit",
+            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)"),
+    _figure("fig5", "Throughput vs loss, small page", "loss", LOSS, "small", "throughput_mbit",
+            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)"),
+    _figure("fig6", "Page load time vs loss, large page", "loss", LOSS, "large", "page_load_time_ms",
+            quick_levels=("0%", "6%"), annotate=annotate_loss, x_label="loss (%)",
+            finding="seed 000: PLT about equal at low loss and better with CUBIC+ at high loss"),
+    _figure("fig7", "Throughput vs RTT, medium page", "rtt", RTTS, "medium", "throughput_mbit",
+            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, annotate=annotate_rtt, x_label="RTT (ms)"),
+    _figure("fig8", "Throughput vs RTT, small page", "rtt", RTTS, "small", "throughput_mbit",
+            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, annotate=annotate_rtt, x_label="RTT (ms)"),
+    _figure("fig9", "Throughput vs RTT, large page", "rtt", RTTS, "large", "throughput_mbit",
+            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, annotate=annotate_rtt, x_label="RTT (ms)"),
+    _figure("fig10", "Throughput vs initial window, small page", "initcwnd", IWS, "small", "throughput_mbit",
+            quick_levels=(3, 32), finding=IW_FINDING, annotate=annotate_iw, x_label="initial window (segments)"),
+    _figure("fig11", "Throughput vs initial window, medium page", "initcwnd", IWS, "medium", "throughput_mbit",
+            quick_levels=(3, 32), finding=IW_FINDING, annotate=annotate_iw, x_label="initial window (segments)"),
+    _figure("fig12", "Page load time vs loss, large page, Reno with reduction factor r", "loss", LOSS, "large",
+            "page_load_time_ms", quick_levels=("0%", "8%"), x_label="loss (%)",
+            series=tuple(Series(f"Reno r={r / 1000:g} (HTTP/2)", {"cc": "reno_beta", "r": r, "protocol": "h2"})
+                         for r in (500, 600, 700, 800, 900)),
+            quick_series=("Reno r=0.5 (HTTP/2)", "Reno r=0.9 (HTTP/2)"),
+            finding="seed 000: for Reno, a smaller reduction factor does better at high loss", annotate=annotate_reno),
+)  # fmt: skip

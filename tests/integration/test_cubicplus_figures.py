@@ -1,0 +1,60 @@
+"""Study cubicplus end to end (quick): every figure runs, records each trial, and shows the physics.
+
+Seed 000's findings are stated beside ours in each figure's notes; what is
+asserted here is only what physics demands whatever the algorithm: page
+throughput falls (and page load time rises) as loss rises, every trial is
+recorded (timeouts included), and the variant that ran is in the manifest.
+"""
+
+import json
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from expts import cubicplus
+from netrepro.results import REPO
+from netrepro.spec import Figure
+from netrepro.trials import read_rows
+
+pytestmark = pytest.mark.root
+
+
+def run_quick(name: str, out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "netrepro", name, "--quick", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    manifest = json.loads((out / "cubicplus" / f"{name}.manifest.json").read_text())
+    return read_rows(out / "cubicplus" / f"{name}.csv"), manifest
+
+
+@pytest.mark.parametrize("fig", cubicplus.FIGURES, ids=lambda f: f.name)
+def test_quick_figure(fig: Figure, tmp_path: Path) -> None:
+    rows, manifest = run_quick(fig.name, tmp_path)
+    series = [s for s in fig.series if fig.quick_series is None or s.label in fig.quick_series]
+    assert len(rows) == len(fig.quick_levels or ()) * len(series) * fig.quick_trials
+    assert {r["status"] for r in rows} <= {"ok", "timeout"}, [r["error"] for r in rows if r["status"] == "failed"]
+    assert sum(r["status"] == "ok" for r in rows) >= 0.8 * len(rows)
+    assert manifest["notes"] and manifest["finding_of_the_source"]
+    if any(s.params.get("cc") == "cubic_plus" for s in series):
+        assert "cubic_plus (bpf)" in manifest["congestion_control"]  # type: ignore[operator]
+    if fig.x == "loss":
+        by: dict[tuple[str, str], list[float]] = defaultdict(list)
+        for r in rows:
+            if r["status"] == "ok":
+                by[(r["series"], r["loss"])].append(float(r[fig.y]))
+        low, high = (str(level) for level in (fig.quick_levels or ())[:2])
+        for s in series:
+            a, b = statistics.median(by[(s.label, low)]), statistics.median(by[(s.label, high)])
+            if fig.y == "throughput_mbit":
+                assert a > b, (s.label, a, b)
+            else:
+                assert a < b, (s.label, a, b)
