@@ -20,6 +20,7 @@ import os
 import re
 import select
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
@@ -87,6 +88,7 @@ class TcpProbe:
         self.samples: list[ProbeSample] = []
         self._stop = threading.Event()
         self._flush_asked = threading.Event()
+        self._flush_time = 0.0
         self._flushed = threading.Event()
         self._reader: threading.Thread | None = None
         self._wake_r, self._wake_w = os.pipe()  # wakes the reader for a flush or the stop
@@ -125,7 +127,9 @@ class TcpProbe:
                 got = self._drain(fd)
                 if stopping and not got:
                     return
-                if flushing and not got:
+                # Caught up: nothing left to read, or (under other traffic on
+                # the same ports) an event recorded after the flush was asked.
+                if flushing and (not got or (self.samples and self.samples[-1].time >= self._flush_time)):
                     self._flush_asked.clear()
                     self._flushed.set()
         finally:
@@ -153,6 +157,7 @@ class TcpProbe:
     def flush(self, timeout: float = 2.0) -> list[ProbeSample]:
         """Wait until every event recorded so far has been read; return all samples."""
         self._flushed.clear()
+        self._flush_time = time.monotonic()  # the trace clock is CLOCK_MONOTONIC too
         self._flush_asked.set()
         os.write(self._wake_w, b"f")
         if not self._flushed.wait(timeout):

@@ -12,6 +12,7 @@ rate-limited (with the bottleneck buffer) where it leaves.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from types import TracebackType
 from typing import Any
@@ -29,6 +30,15 @@ from topologies.emulation import DelayLineStage, DelayLossStage, NetemStage, Sta
 log = logging.getLogger("netrepro.lab")
 
 CLIENT_PORT, SERVER_PORT = "s1-eth1", "s1-eth2"
+
+
+def ip_base() -> str:
+    """A /24 of 10.0.0.0/8 for this run's hosts, chosen by process id.
+
+    Tracepoints such as tcp:tcp_probe see every namespace; distinct addresses
+    keep two labs running side by side from reading each other's flows.
+    """
+    return f"10.{os.getpid() % 250 + 1}.{os.getpid() // 250 % 250 + 1}.0/24"
 
 
 class LabError(RuntimeError):
@@ -103,6 +113,7 @@ class Lab:
         self.ledger.allow_congestion_control(self.cc)
         self.net = Mininet(
             topo=ClientSwitchServer(),
+            ipBase=ip_base(),
             switch=NamespacedBridge,
             controller=None,
             autoStaticArp=True,
