@@ -208,7 +208,8 @@ def annotate_fig5(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
             twin.plot([x for x, _ in pairs], [y for _, y in pairs], ":", marker="x", label=f"IW 3 -> {target[3:]} (ms)")
             notes.append(f"IW 3 -> {target[3:]}, absolute (ms): " + ", ".join(f"{x:g}: {y:.0f}" for x, y in pairs))
     twin.set_ylabel("improvement (ms), dotted")
-    twin.legend(fontsize=7, loc="lower right")
+    twin.legend(fontsize=7, loc="center right")
+    ax.legend(fontsize=7, loc="upper left")
     best = max((p for p in points if p.series.endswith("26")), key=lambda p: p.y, default=None)
     if best is not None:
         notes.append(f"largest IW 3 -> 26 gain: {best.y:.0f} % at {fig.x} = {best.x} (seed 001: up to about 40 %)")

@@ -95,6 +95,8 @@ def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = 
                     f"n={p.n} ({p.failed} failed)", (x, p.y), fontsize=7, xytext=(3, -10), textcoords="offset points"
                 )
     notes = fig.annotate(fig, points, rows, ax) if fig.annotate is not None else []
+    if ax.get_legend() is None:  # an annotation may have placed it already
+        ax.legend(fontsize=8)
     if fig.x_log:
         ax.set_xscale("log")
     ax.set_xlabel(fig.x_label or fig.x)
@@ -103,7 +105,6 @@ def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = 
     title = f"{fig.full_name}: {fig.title}" + ("  [quick]" if quick else "")
     ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
     caption = f"median and interquartile range; trials per point: {', '.join(map(str, counts))}"
     text = "\n".join(textwrap.fill(t, 130) for t in [caption, *notes])
     figure.text(0.01, 0.01, text, fontsize=7, va="bottom", ha="left")
