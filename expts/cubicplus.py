@@ -96,7 +96,10 @@ def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[s
 def annotate_reno(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
     """Seed 000: a smaller reduction factor r loads pages faster under high loss."""
     notes = []
-    top = str(fig.levels[-1])
+    present = [str(lv) for lv in fig.levels if any(str(p.x) == str(lv) and p.n for p in points)]
+    if not present:
+        return ["no level has a successful trial"]
+    top = present[-1]  # the highest loss that ran
     plts = [(s.label, p.y) for s in fig.series if (p := _point(points, s, top))]
     if len(plts) >= 2:
         ordered = all(a[1] <= b[1] for a, b in itertools.pairwise(plts))

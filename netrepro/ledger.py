@@ -165,11 +165,23 @@ def _undo_netns(e: Entry) -> None:
         proc.run(["ip", "netns", "del", e["name"]])
 
 
-def _undo_struct_ops(e: Entry) -> None:
+def _struct_ops_names() -> set[str]:
     listed = _quiet(["bpftool", "-j", "struct_ops", "list"])
-    names = {m.get("name") for m in json.loads(listed.stdout or "[]")} if listed.returncode == 0 else set()
-    if e["name"] in names:
-        proc.run(["bpftool", "struct_ops", "unregister", "name", e["name"]])
+    return {m.get("name") for m in json.loads(listed.stdout or "[]")} if listed.returncode == 0 else set()
+
+
+def _undo_struct_ops(e: Entry, settle: float = 20.0) -> None:
+    if e["name"] in _struct_ops_names():
+        # A second unregister of a map already on its way out fails; what
+        # counts is that it goes, checked below.
+        _quiet(["bpftool", "struct_ops", "unregister", "name", e["name"]])
+    # Sockets of namespaces being torn down still hold the algorithm for a
+    # moment; it is gone only when the kernel has freed it.
+    deadline = time.monotonic() + settle
+    while e["name"] in _struct_ops_names():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"struct_ops {e['name']} still registered {settle:g} s after unregistering it")
+        time.sleep(0.2)
 
 
 def _undo_module(e: Entry) -> None:
