@@ -123,9 +123,11 @@ def percentile(values: list[float], q: float) -> float:
 
 def goodput_duration(path: PathSpec) -> tuple[int, int]:
     """(seconds measured, seconds omitted first): long enough to leave slow start."""
+    # Slow start overshoots a large buffer and recovers; at 100 Mbit/s that
+    # takes about a second, which must not fall in the measured window.
     rtt = path.rtt.seconds
-    omit = min(12, max(1, math.ceil(4 * rtt)))
-    return omit + min(12, max(3, math.ceil(4 * rtt))), omit
+    omit = min(12, max(2, math.ceil(4 * rtt)))
+    return omit + min(12, max(4, math.ceil(4 * rtt))), omit
 
 
 # -- measurements ---------------------------------------------------------------
