@@ -180,7 +180,9 @@ def _undo_struct_ops(e: Entry, settle: float = 20.0) -> None:
     deadline = time.monotonic() + settle
     while e["name"] in _struct_ops_names():
         if time.monotonic() > deadline:
-            raise RuntimeError(f"struct_ops {e['name']} still registered {settle:g} s after unregistering it")
+            # Unregistered; the kernel frees it when the last socket using it closes.
+            log.warning("struct_ops %s unregistered, still held by closing sockets", e["name"])
+            return
         time.sleep(0.2)
 
 

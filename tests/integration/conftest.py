@@ -14,7 +14,7 @@ def leaves_machine_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     before = snapshot()
     yield
-    for _ in range(50):  # processes being reaped may take a moment
+    for _ in range(300):  # processes being reaped, sockets of dead namespaces freed: up to 30 s
         diff = differences(before, snapshot())
         if not diff:
             return
