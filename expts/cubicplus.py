@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from netrepro.plot import point_at
 from netrepro.spec import Figure, Params, Point, Rows, Series
 
 DEFAULTS: dict[str, Any] = {"rtt": "20ms", "rate": "100mbit", "loss": "0%", "initcwnd": 10}
@@ -33,10 +34,6 @@ def timeout(params: Params) -> float:
     return 240.0 if params.get("page") == "large" else 120.0
 
 
-def _point(points: list[Point], series: Series, x: str) -> Point | None:
-    return next((p for p in points if p.series == series.label and str(p.x) == x and p.n), None)
-
-
 def _verdict(agree: bool) -> str:
     return "agrees" if agree else "DIFFERS"
 
@@ -46,7 +43,7 @@ def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
     notes = []
     higher_is_better = fig.y == "throughput_mbit"
     for level in fig.levels:
-        a, b = _point(points, CUBIC, str(level)), _point(points, PLUS, str(level))
+        a, b = point_at(points, CUBIC.label, str(level)), point_at(points, PLUS.label, str(level))
         if a and b:
             better = b.y > a.y if higher_is_better else b.y < a.y
             notes.append(
@@ -57,7 +54,7 @@ def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
     wins = [
         (a.y < b.y) == higher_is_better
         for lv in high
-        if (a := _point(points, CUBIC, str(lv))) and (b := _point(points, PLUS, str(lv)))
+        if (a := point_at(points, CUBIC.label, str(lv))) and (b := point_at(points, PLUS.label, str(lv)))
     ]
     if wins:
         notes.append(
@@ -71,7 +68,7 @@ def annotate_rtt(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[
     """Seed 000: under delay the variants are close for small and medium pages; CUBIC is better for large."""
     notes = []
     for level in fig.levels:
-        values = {s.label: p.y for s in (CUBIC, PLUS, PLUS_K) if (p := _point(points, s, str(level)))}
+        values = {s.label: p.y for s in (CUBIC, PLUS, PLUS_K) if (p := point_at(points, s.label, str(level)))}
         if len(values) == 3:
             spread = (max(values.values()) - min(values.values())) / max(values.values())
             best = max(values, key=lambda k: values[k])
@@ -83,7 +80,7 @@ def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[s
     """Seed 000: the initial window barely matters for any variant."""
     notes = []
     for s in (CUBIC, PLUS, PLUS_K):
-        ys = [p.y for lv in fig.levels if (p := _point(points, s, str(lv)))]
+        ys = [p.y for lv in fig.levels if (p := point_at(points, s.label, str(lv)))]
         if len(ys) >= 2:
             change = (max(ys) - min(ys)) / max(ys)
             notes.append(
@@ -100,7 +97,7 @@ def annotate_reno(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
     if not present:
         return ["no level has a successful trial"]
     top = present[-1]  # the highest loss that ran
-    plts = [(s.label, p.y) for s in fig.series if (p := _point(points, s, top))]
+    plts = [(s.label, p.y) for s in fig.series if (p := point_at(points, s.label, top))]
     if len(plts) >= 2:
         ordered = all(a[1] <= b[1] for a, b in itertools.pairwise(plts))
         notes.append(

@@ -13,6 +13,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from netrepro.plot import point_at
 from netrepro.spec import Figure, Point, Rows, Series
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "spdy_beta_table.csv"
@@ -54,10 +55,6 @@ def reference_table() -> list[dict[str, int]]:
         ]
 
 
-def _by(points: list[Point], series: str, x: str) -> Point | None:
-    return next((p for p in points if p.series == series and str(p.x) == x and p.n), None)
-
-
 # -- betatable ----------------------------------------------------------------------
 
 
@@ -68,7 +65,7 @@ def annotate_betatable(fig: Figure, points: list[Point], rows: Rows, ax: Any) ->
         ns = [r["n"] for r in ref if r["beta"] == beta]
         ax.plot(ns, [r["beta_effective"] for r in ref if r["beta"] == beta], "kx", ms=9, label=f"seed 003, beta {beta}")
     for r in ref:
-        p = _by(points, f"beta {r['beta']}", str(r["n"]))
+        p = point_at(points, f"beta {r['beta']}", str(r["n"]))
         backoff = next(
             (
                 row.get("backoff_pct")
@@ -116,9 +113,9 @@ BETATABLE = Figure(
 
 def annotate_conns(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
     notes = []
-    h1 = _by(points, "HTTP/1.1 x6, n=1", "0.1%")
-    h2n1 = _by(points, "HTTP/2 x1, n=1", "0.1%")
-    h2n6 = _by(points, "HTTP/2 x1, n=6", "0.1%")
+    h1 = point_at(points, "HTTP/1.1 x6, n=1", "0.1%")
+    h2n1 = point_at(points, "HTTP/2 x1, n=1", "0.1%")
+    h2n6 = point_at(points, "HTTP/2 x1, n=6", "0.1%")
     if h1 and h2n1 and h2n6:
         loss1 = 1 - h2n1.y / h1.y
         loss6 = 1 - h2n6.y / h1.y
@@ -139,7 +136,7 @@ def high_loss_gains(fig: Figure, points: list[Point], base: str, better: str) ->
     """n = 6 against n = 1 at each loss level, judged against seed 003's 'small gain at 0.5 % and above'."""
     notes = []
     for level in fig.levels:
-        a, b = _by(points, base, str(level)), _by(points, better, str(level))
+        a, b = point_at(points, base, str(level)), point_at(points, better, str(level))
         if not (a and b) or str(level) in ("0%",):
             continue
         gain = b.y / a.y - 1

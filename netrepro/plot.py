@@ -58,6 +58,11 @@ def numeric(level: Any) -> float:
         return float(text)
 
 
+def point_at(points: list[Point], series: str, x: object) -> Point | None:
+    """The summarised point of a series at a level, if any trial there succeeded."""
+    return next((p for p in points if p.series == series and str(p.x) == str(x) and p.n), None)
+
+
 def summarize(fig: Figure, rows: Rows) -> list[Point]:
     if fig.summarize is not None:
         return fig.summarize(fig, rows)
