@@ -225,7 +225,8 @@ def cmd_cc(args: argparse.Namespace) -> int:
     variant = loader.VARIANTS[args.name]
     values = loader.parse_params(variant, dict(_pairs("cc", args.params)))
     if args.action == "load":
-        held = Ledger()  # not unwound here: `cc unload` or `clean` ends the algorithm's stay
+        # Not unwound here: `cc unload` or `clean` ends the algorithm's stay.
+        held = Ledger(purpose=f"cc load {args.name}")
         algorithm = loader.load(args.name, held, args.impl)
         print(json.dumps(algorithm.set(**values) if values else algorithm.read()))
         print(f"{args.name} loaded as {algorithm.impl}; `run.sh cc unload {args.name}` (or `run.sh clean`) removes it")
@@ -233,8 +234,8 @@ def cmd_cc(args: argparse.Namespace) -> int:
     if args.action == "set":
         print(json.dumps(loader.attach(args.name).set(**values)))
         return 0
-    names = {args.name}
-    lines = ledger.clean(only=lambda entries: any(e.get("name") in names for e in entries))
+    # Only what `cc load` left: other dead runs' ledgers are for `clean`.
+    lines = ledger.clean(only=ledger.with_purpose(f"cc load {args.name}"))
     print("\n".join(lines) if lines else f"no ledger holds {args.name}; nothing unloaded")
     return 0 if lines else 1
 

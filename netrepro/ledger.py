@@ -61,10 +61,13 @@ class LedgerError(RuntimeError):
 class Ledger:
     """The journal of one run, backed by one file."""
 
-    def __init__(self, directory: Path = LEDGER_DIR) -> None:
+    def __init__(self, directory: Path = LEDGER_DIR, purpose: str = "") -> None:
+        """`purpose` names a ledger meant to outlive its process (`cc load NAME`)."""
         directory.mkdir(parents=True, exist_ok=True)
         me = os.getpid()
-        self.owner = {"pid": me, "start": proc.start_time(me)}
+        self.owner: Entry = {"pid": me, "start": proc.start_time(me)}
+        if purpose:
+            self.owner["purpose"] = purpose
         self.file = directory / f"run-{me}-{self.owner['start']}.jsonl"
         self._entries: list[Entry] = []
         self._append({"kind": "owner", **self.owner, "time": time.time()})
@@ -254,6 +257,11 @@ def stale_ledgers(directory: Path = LEDGER_DIR) -> Iterator[tuple[Path, list[Ent
         if owner is not None and owner.get("start") is not None and proc.is_alive(owner["pid"], owner["start"]):
             continue
         yield file, entries
+
+
+def with_purpose(purpose: str) -> Callable[[list[Entry]], bool]:
+    """Select, for `clean`, the ledgers made with `Ledger(purpose=purpose)`."""
+    return lambda entries: any(e.get("kind") == "owner" and e.get("purpose") == purpose for e in entries)
 
 
 def clean(directory: Path = LEDGER_DIR, only: Callable[[list[Entry]], bool] | None = None) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from netrepro.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping
 from netrepro.path import PathSpec
 from netrepro.proc import CommandError, Netns, Process, run
-from netrepro.units import Rate
+from netrepro.units import Duration, Rate
 
 log = logging.getLogger("netrepro.verify")
 
@@ -38,6 +38,7 @@ class PathUnderTest(Protocol):
 
     path: PathSpec
     ledger: Any
+    base_rtt: Duration  # the lab's own RTT, deducted from the emulated delay
 
     @property
     def client(self) -> Netns: ...
@@ -153,7 +154,12 @@ def measure_rtt(lab: PathUnderTest, count: int = 30, interval: float = 0.05) -> 
         statistics.median(samples),
         rtt_ms - tol,
         rtt_ms + tol,
-        {"min": min(samples), "p99": percentile(samples, 99), "replies": len(samples)},
+        {
+            "min": min(samples),
+            "p99": percentile(samples, 99),
+            "replies": len(samples),
+            "lab_base": round(lab.base_rtt.ms, 3),
+        },
     )
 
 

@@ -79,3 +79,22 @@ def test_clean_undoes_ledgers_of_dead_runs_only(tmp_path: Path) -> None:
     assert alive.file.exists() and (tmp_path / "mine").exists()
     alive.unwind()
     assert not (tmp_path / "mine").exists()
+
+
+def test_clean_by_purpose_leaves_other_dead_runs_alone(tmp_path: Path) -> None:
+    """`cc unload NAME` undoes what `cc load NAME` left, not another dead run's changes."""
+    dead = subprocess.Popen(["true"])
+    dead_start = start_time(dead.pid) or 1
+    dead.wait()
+    for name, purpose in (("run-1-1.jsonl", "cc load cubic_plus"), ("run-2-2.jsonl", None)):
+        made = tmp_path / name.replace(".jsonl", ".made")
+        made.write_text("x")
+        owner = {"kind": "owner", "pid": dead.pid, "start": dead_start, **({"purpose": purpose} if purpose else {})}
+        entries = [owner, {"kind": "path", "path": str(made)}]
+        (tmp_path / name).write_text("".join(json.dumps(e) + "\n" for e in entries))
+
+    report = ledger_mod.clean(tmp_path, only=ledger_mod.with_purpose("cc load cubic_plus"))
+
+    assert report == ["run-1-1.jsonl: undid 1 change(s)"]
+    assert not (tmp_path / "run-1-1.made").exists()
+    assert (tmp_path / "run-2-2.jsonl").exists() and (tmp_path / "run-2-2.made").exists()
