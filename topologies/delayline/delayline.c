@@ -55,10 +55,10 @@
  *    the (virtual) CPU: 5 us after 100 us, 80 us after 25 ms on the
  *    project's VMs, which added up to +0.5 ms on a 40 ms RTT.  So the loop
  *    keeps an estimate of that lateness (a moving average of what each
- *    timer wake-up measured) and asks to be woken that much early; the
- *    rest of the wait is spent polling without blocking, packets still
- *    being read as they come.  The spin lasts about one lateness per due
- *    time, a few us when busy, and never happens when nothing is held.
+ *    long sleep measured) and asks to be woken that much early; the short
+ *    rest of the wait is a second sleep, late by a few us only.  It does
+ *    not spin: a spinning SCHED_FIFO task would hold off, on its CPU, the
+ *    very senders and receivers whose packets it times.
  *  - Packets are read in bursts with recvmmsg() and stamped with
  *    CLOCK_MONOTONIC when read.  Releases use NFQNL_MSG_VERDICT_BATCH: one
  *    message accepts every packet of a queue up to an id, which is exactly the
@@ -797,9 +797,8 @@ static int setup_signals(void)
 }
 
 /* Run ahead of ordinary tasks, so a release is not late because a busy
- * CPU let us wait for a time slice.  We spin only for the learnt wake-up
- * lateness before a due time, so this costs nothing when idle; the
- * kernel's RT throttling still bounds a runaway. */
+ * CPU let us wait for a time slice.  We never spin, so this costs nothing
+ * when idle; the kernel's RT throttling still bounds a runaway. */
 static void set_realtime(void)
 {
 	struct sched_param sp = { .sched_priority = rt_priority };
@@ -868,11 +867,13 @@ static int run(int sig_fd)
 			/* Re-read the clock: sending verdicts re-injects the
 			 * packets in our context and can take a while. */
 			now = now_ns();
-			int64_t wait = due - wake_early_ns - now;
-			if (wait > 0)
+			int64_t wait = due > now ? due - now : 0;
+			if (wait > 2 * wake_early_ns) {
+				/* A long sleep: end it early by its expected
+				 * lateness, and learn that lateness. */
+				wait -= wake_early_ns;
 				wake_at = now + wait;
-			else
-				wait = 0;       /* the last stretch: poll, don't sleep */
+			}       /* else the short rest, which comes on time */
 			ts.tv_sec = wait / 1000000000;
 			ts.tv_nsec = wait % 1000000000;
 			tsp = &ts;
