@@ -17,11 +17,12 @@ import pytest
 
 from kmod import loader
 from netrepro import kernel
+from netrepro.cwnd import cubic_fit, epochs
 from netrepro.ledger import Ledger
 from netrepro.parsers import parse_iperf3_tcp
 from netrepro.path import PathSpec
 from netrepro.proc import Process, run
-from netrepro.tcpprobe import TcpProbe, reductions, sender_samples
+from netrepro.tcpprobe import ProbeSample, TcpProbe, reductions, sender_samples
 from topologies.lab import Lab
 
 pytestmark = pytest.mark.root
@@ -76,8 +77,8 @@ def lossy_lab() -> Iterator[tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]
         yield lab, ledger, variants
 
 
-def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 10) -> list[float]:
-    """Run iperf3 server to client with `cc` and return ssthresh-after / cwnd-before per reduction."""
+def data_trace(lab: Lab, ledger: Ledger, cc: str, seconds: int) -> list[ProbeSample]:
+    """Run iperf3 server to client with `cc`; the tcp_probe samples of its data connection."""
     server = Process(["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", "5201"], lab.server, ledger=ledger)
     try:
         time.sleep(0.3)
@@ -86,12 +87,15 @@ def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 10) -> list[float
                 lab.client, timeout=seconds + 30)  # fmt: skip
     finally:
         server.stop()
-    flows: dict[str, list[float]] = {}
+    flows: dict[str, list[ProbeSample]] = {}
     for s in sender_samples(probe.samples, f"{lab.ip('server')}:5201"):
-        flows.setdefault(s.flow, []).append(0)
-    data_flow = max(flows, key=lambda f: len(flows[f]))  # the data connection, not iperf3's control one
-    trace = [s for s in probe.samples if s.flow == data_flow]
-    return [after / before for before, after in reductions(trace) if before >= 20]
+        flows.setdefault(s.flow, []).append(s)
+    return max(flows.values(), key=len)  # the data connection, not iperf3's control one
+
+
+def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 10) -> list[float]:
+    """ssthresh-after / cwnd-before at each reduction of an iperf3 transfer with `cc`."""
+    return [after / before for before, after in reductions(data_trace(lab, ledger, cc, seconds)) if before >= 20]
 
 
 @pytest.mark.parametrize(
@@ -160,3 +164,25 @@ def test_cubic_plus_with_n_1_is_as_fast_as_the_kernels_cubic() -> None:
                 goodput[cc].append(parse_iperf3_tcp(out).goodput_bps)
     cubic, plus = statistics.mean(goodput["cubic"]), statistics.mean(goodput["cubic_plus"])
     assert plus == pytest.approx(cubic, rel=0.05), goodput
+
+
+def test_cubic_plus_window_follows_the_cubic_curve() -> None:
+    """Between losses the window of `cubic_plus` (n = 1) is W_origin + C (t - K)^3 with C ~ 0.4.
+
+    A long path with a drop-tail buffer, so that the window is large, losses
+    come from the buffer filling (few, clean epochs) and the growth is
+    CUBIC's own, not its Reno-friendly region.  The kernel's `cubic` on the
+    same path is the control: the same fit must find its C too.
+    """
+    path = PathSpec.parse(rtt="200ms", rate="20mbit", queue="60p")
+    fits: dict[str, list[float]] = {}
+    with Ledger() as ledger, Lab(path, ledger, seed=5) as lab:
+        loader.load("cubic_plus", ledger, "bpf").set(n=1)
+        for cc in ("cubic", "cubic_plus"):
+            phases = [cubic_fit(p) for p in epochs(data_trace(lab, ledger, cc, seconds=30))]
+            long_ones = [f for f in phases if f.seconds >= 3]
+            assert len(long_ones) >= 2, (cc, phases)
+            assert all(f.rms < 2 for f in long_ones), (cc, phases)  # a cubic, not some other curve
+            fits[cc] = [f.c for f in long_ones]
+    for cc, cs in fits.items():
+        assert statistics.median(cs) == pytest.approx(0.4, rel=0.10), (cc, fits)
