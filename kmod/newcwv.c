@@ -103,6 +103,10 @@ MODULE_PARM_DESC(pacing, "enable kernel-internal pacing for new connections (0/1
 #define NC_F_NONVAL	0x2	/* in the non-validated phase (4.3) */
 #define NC_F_NV_LOSS	0x4	/* recovering from congestion detected while non-validated */
 #define NC_F_RESTART	0x8	/* kernel restart-after-idle pending undo */
+#define NC_F_INIT	0x10	/* init has run: an active open's SYN-ACK is
+				 * processed (in_ack_event) before init, on a
+				 * zeroed state whose NVP would seem to have
+				 * started at jiffy 0 */
 
 /* Per-connection state, in icsk_ca_priv */
 struct newcwv {
@@ -226,6 +230,7 @@ static void newcwv_init(struct sock *sk)
 	struct newcwv *nc = inet_csk_ca(sk);
 
 	memset(nc, 0, sizeof(*nc));
+	nc->flags = NC_F_INIT;
 	nc_reset_pipeack(nc, tp);
 	/* IW for 4.4.3: the window this connection started with, or the
 	 * standard 10 if we are attached to a connection already sending.
@@ -246,6 +251,8 @@ static void newcwv_in_ack_event(struct sock *sk, u32 flags)
 	struct newcwv *nc = inet_csk_ca(sk);
 	u32 now = tcp_jiffies32, psp = nc_psp(tp);
 
+	if (!(nc->flags & NC_F_INIT))
+		return;
 	tp->snd_cwnd_stamp = now;
 
 	/* 4.2: samples measure the data acknowledged over one RTT; a round
@@ -326,6 +333,8 @@ static void newcwv_cwnd_event(struct sock *sk, enum tcp_ca_event ev)
 	struct newcwv *nc = inet_csk_ca(sk);
 	u32 now = tcp_jiffies32;
 
+	if (!(nc->flags & NC_F_INIT))
+		return;
 	switch (ev) {
 	case CA_EVENT_CWND_RESTART:
 		/* Sent before tcp_cwnd_restart() shrinks cwnd after idle. */

@@ -91,6 +91,10 @@ class Session:
         keep = {*variant.outputs, *(f"{p.name}_in_use" for p in variant.params), "ss_repairs"}
         return {"cc_impl": algorithm.impl, **{f"cc_{k}": v for k, v in reported.items() if k in keep}}
 
+    def algorithm(self, name: str) -> loader.LoadedAlgorithm | None:
+        """The netrepro variant this session loaded under that name, if any."""
+        return self._algorithms.get(name)
+
     def ss_repairs(self, params: Mapping[str, Any]) -> int | None:
         """How often the BPF program has repaired a corrupted ssthresh so far (see kmod/README.md)."""
         algorithm = self._algorithms.get(str(params.get("cc")))

@@ -84,6 +84,7 @@ struct {
 #define NC_F_NONVAL	0x2	/* non-validated phase */
 #define NC_F_NV_LOSS	0x4	/* recovering from congestion seen while non-validated */
 #define NC_F_RESTART	0x8	/* kernel restart-after-idle pending undo */
+#define NC_F_INIT	0x10	/* init has run (see kmod/newcwv.c) */
 
 /* Per-connection state, in icsk_ca_priv (same as kmod/newcwv.c plus the
  * guard's two fields).
@@ -359,7 +360,7 @@ void BPF_PROG(ncwv_init, struct sock *sk)
 	struct ncwv_params *p = params_map();
 
 	nvp_jiffies();	/* validate and publish the parameters */
-	nc->flags = 0;
+	nc->flags = NC_F_INIT;
 	nc_reset_pipeack(nc, tp);
 	nc->loss_flight = nc->loss_pipeack = nc->loss_retrans = 0;
 	nc->saved_cwnd = nc->saved_ssthresh = 0;
@@ -384,6 +385,8 @@ void BPF_PROG(ncwv_in_ack_event, struct sock *sk, __u32 flags)
 	struct ncwv_params *p;
 	__u32 now = tcp_jiffies32, psp = nc_psp(tp);
 
+	if (!(nc->flags & NC_F_INIT))
+		return;
 	ss_guard(sk);
 	tp->snd_cwnd_stamp = now;	/* keep RFC 2861 decay from firing */
 
@@ -452,6 +455,8 @@ void BPF_PROG(ncwv_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 	struct ncwv_ca *nc = nc_ca(sk);
 	__u32 now = tcp_jiffies32;
 
+	if (!(nc->flags & NC_F_INIT))
+		return;
 	ss_guard(sk);
 	if (ev == CA_EVENT_CWND_RESTART) {
 		/* before tcp_cwnd_restart() shrinks cwnd after idle */
