@@ -15,11 +15,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 from netrepro.spec import Figure, Point, Rows
 from netrepro.trials import numbers
 from netrepro.units import Duration, Probability, Rate, parse_duration, parse_probability, parse_rate
@@ -84,6 +79,13 @@ def summarize(fig: Figure, rows: Rows) -> list[Point]:
 
 def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = False) -> list[str]:
     """Plot the points (median, IQR bars), let the spec annotate, write the PNG; return the notes."""
+    # Imported here: matplotlib takes half a second to load, which every
+    # other command (list, doctor, cc, a trial's own work) would pay.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     figure, ax = plt.subplots(figsize=(8, 5.2))
     by_series: dict[str, list[Point]] = defaultdict(list)
     for p in points:

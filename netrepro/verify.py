@@ -122,19 +122,51 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+# Socket buffers iperf3 may ask for without exceeding net.core.[rw]mem_max's
+# default (212992), above which the kernel would silently cap them.
+WINDOW_LIMIT = 200 * 1024
+
+
+def goodput_window(path: PathSpec) -> int | None:
+    """A window of four bandwidth-delay products, when that fits the socket
+    buffers' limit: enough to fill the pipe, while the bottleneck queue (a
+    1000-packet queue is 4 s at 3 Mbit/s) holds at most three BDPs, so that
+    iperf3's closing exchange is not stuck behind seconds of queued data,
+    and slow start cannot overshoot the buffer and spend the test recovering."""
+    window = max(4 * path.bdp_bytes, 64 * 1024)
+    return window if window <= WINDOW_LIMIT else None
+
+
 def goodput_duration(path: PathSpec) -> tuple[int, int]:
-    """(seconds measured, seconds omitted first): long enough to leave slow start."""
-    # Slow start overshoots a large buffer and recovers; at 100 Mbit/s that
-    # takes about a second, which must not fall in the measured window.
-    rtt = path.rtt.seconds
-    omit = min(12, max(2, math.ceil(4 * rtt)))
-    return omit + min(12, max(4, math.ceil(4 * rtt))), omit
+    """(seconds measured, seconds omitted before them): long enough to leave slow start."""
+    rounds = math.ceil(4 * path.rtt.seconds)
+    if goodput_window(path) is None:
+        # Uncapped, slow start overshoots a large buffer and the recovery
+        # (about a second at 100 Mbit/s) must not dominate the measurement.
+        return min(12, max(6, rounds)), min(12, max(2, rounds))
+    return min(12, max(4, rounds)), min(12, max(1, rounds))
+
+
+def goodput_args(path: PathSpec) -> list[str]:
+    """iperf3 client options for the goodput check, server to client.
+
+    iperf3 runs `-O` seconds on top of `-t`, and reports only the `-t` part.
+    """
+    measured, omitted = goodput_duration(path)
+    window = goodput_window(path)
+    return ["-R", "-t", str(measured), "-O", str(omitted), *(["-w", str(window)] if window else [])]
+
+
+def loss_seconds(set_loss: float) -> int:
+    """UDP test length: 2 s gives a lossy path's binomial check its power; on
+    a loss-free path any single lost datagram fails the check, and 1 s will do."""
+    return 2 if set_loss > 0 else 1
 
 
 # -- measurements ---------------------------------------------------------------
 
 
-def measure_rtt(lab: PathUnderTest, count: int = 30, interval: float = 0.05) -> Check:
+def measure_rtt(lab: PathUnderTest, count: int = 30, interval: float = 0.02) -> Check:
     rtt_ms = lab.path.rtt.ms
     deadline = math.ceil(count * interval + 2 * lab.path.rtt.seconds + 3)
     out = run(
@@ -188,8 +220,8 @@ def _iperf3(lab: PathUnderTest, client_args: list[str], timeout: float) -> str:
 
 
 def measure_goodput(lab: PathUnderTest) -> Check:
-    seconds, omit = goodput_duration(lab.path)
-    out = _iperf3(lab, ["-R", "-t", str(seconds), "-O", str(omit)], timeout=seconds + omit + 30)
+    measured, omitted = goodput_duration(lab.path)
+    out = _iperf3(lab, goodput_args(lab.path), timeout=measured + omitted + 30)
     result = parse_iperf3_tcp(out)
     ideal = lab.path.ideal_goodput_down.bps
     return Check(
@@ -203,9 +235,10 @@ def measure_goodput(lab: PathUnderTest) -> Check:
     )
 
 
-def measure_loss(lab: PathUnderTest, direction: str, seconds: int = 2) -> Check:
+def measure_loss(lab: PathUnderTest, direction: str, seconds: int | None = None) -> Check:
     path = lab.path
     set_loss = (path.loss_down if direction == "down" else path.loss_up).fraction
+    seconds = seconds or loss_seconds(set_loss)
     rate = path.rate_down if direction == "down" else path.rate_up
     # Half the bottleneck: no datagram may be lost to the queue, only to the emulation.
     offered = Rate(min(rate.bps / 2, 20e6))

@@ -119,8 +119,10 @@ class Session:
             receive_buffer=params.get("receive_buffer"),
         )
         for host, settings, peer in (("server", server, "client"), ("client", client, "server")):
-            if self._applied.get(host) != settings:
-                apply_host_tcp(self.lab.ns(host), settings, self.lab.ip(peer), self.ledger)
+            previous = self._applied.get(host)
+            if previous != settings:
+                ns, dev = self.lab.ns(host), f"{host}-eth0"  # the lab's one interface per host
+                apply_host_tcp(ns, settings, self.lab.ip(peer), self.ledger, previous=previous, dev=dev)
                 self._applied[host] = settings
 
     def stop(self) -> None:

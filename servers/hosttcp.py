@@ -85,17 +85,23 @@ def route_argv(peer: str, dev: str, *, initcwnd: int | None = None, initrwnd: in
     return argv
 
 
-def host_tcp_commands(settings: HostTcp, peer: str, dev: str) -> list[list[str]]:
-    """Every command that puts a host's TCP into `settings`, in order."""
+def host_tcp_commands(settings: HostTcp, peer: str, dev: str, previous: HostTcp | None = None) -> list[list[str]]:
+    """Every command that puts a host's TCP into `settings`, in order; with
+    `previous` (what the host was last set to), only those that change it."""
+
+    def changed(*names: str) -> bool:
+        return previous is None or any(getattr(settings, n) != getattr(previous, n) for n in names)
+
     commands = []
-    if settings.congestion_control is not None:
+    if settings.congestion_control is not None and changed("congestion_control"):
         commands.append(sysctl_argv("net.ipv4.tcp_congestion_control", settings.congestion_control))
-    commands.append(sysctl_argv("net.ipv4.tcp_no_metrics_save", int(settings.no_metrics_save)))
-    if settings.slow_start_after_idle is not None:
+    if changed("no_metrics_save"):
+        commands.append(sysctl_argv("net.ipv4.tcp_no_metrics_save", int(settings.no_metrics_save)))
+    if settings.slow_start_after_idle is not None and changed("slow_start_after_idle"):
         commands.append(sysctl_argv("net.ipv4.tcp_slow_start_after_idle", int(settings.slow_start_after_idle)))
-    if settings.receive_buffer is not None:
+    if settings.receive_buffer is not None and changed("receive_buffer"):
         commands.append(sysctl_argv("net.ipv4.tcp_rmem", tcp_rmem_value(settings.receive_buffer)))
-    if settings.initcwnd is not None or settings.initrwnd is not None:
+    if (settings.initcwnd is not None or settings.initrwnd is not None) and changed("initcwnd", "initrwnd"):
         commands.append(route_argv(peer, dev, initcwnd=settings.initcwnd, initrwnd=settings.initrwnd))
     return commands
 
@@ -118,12 +124,18 @@ def read_route_metrics(ns: Netns, peer: str) -> dict[str, int]:
     return metrics
 
 
-def apply_host_tcp(ns: Netns, settings: HostTcp, peer: str, ledger: Ledger) -> None:
-    """Set a lab host's TCP; its namespace keeps the settings until the lab goes."""
+def apply_host_tcp(
+    ns: Netns, settings: HostTcp, peer: str, ledger: Ledger, previous: HostTcp | None = None, dev: str | None = None
+) -> None:
+    """Set a lab host's TCP; its namespace keeps the settings until the lab goes.
+
+    `previous` is what this host was last set to (only the differences are
+    applied), `dev` its interface towards the peer (looked up if not given).
+    """
     if ns.pid is None:
         raise ValueError("per-host TCP settings go into an emulated host, never the root namespace")
     if settings.congestion_control is not None:
         # A namespace may select only what the root namespace allows; the ledger undoes the widening.
         ledger.allow_congestion_control(settings.congestion_control)
-    for argv in host_tcp_commands(settings, peer, route_device(ns, peer)):
+    for argv in host_tcp_commands(settings, peer, dev or route_device(ns, peer), previous):
         run(argv, ns)

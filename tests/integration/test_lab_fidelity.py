@@ -10,7 +10,7 @@ import pytest
 
 from netrepro.ledger import Ledger
 from netrepro.path import PathSpec
-from netrepro.verify import verify
+from netrepro.verify import measure_loss, verify
 from topologies.lab import Lab
 
 pytestmark = pytest.mark.root
@@ -50,8 +50,6 @@ def test_loss_is_seeded_and_reproducible() -> None:
         path = PathSpec.parse(rtt="2ms", rate="20mbit", loss="5%")
         with Ledger() as ledger, Lab(path, ledger, seed=42) as lab:
             assert lab.stage is not None
-            from netrepro.verify import measure_loss
-
             check = measure_loss(lab, "down", seconds=2)
             counts.append((check.detail["datagrams"], check.detail["lost"]))
     assert counts[0][1] > 0

@@ -35,6 +35,19 @@ def test_nothing_asked_only_metrics_off() -> None:
     assert host_tcp_commands(HostTcp(), "10.0.0.1", "x") == [["sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1"]]
 
 
+def test_only_what_changed_is_applied_again() -> None:
+    before = HostTcp(congestion_control="cubic", initcwnd=10, slow_start_after_idle=False)
+    after = HostTcp(congestion_control="cubic", initcwnd=26, slow_start_after_idle=False)
+    assert host_tcp_commands(after, "10.0.0.1", "server-eth0", previous=before) == [
+        route_argv("10.0.0.1", "server-eth0", initcwnd=26)
+    ]
+    assert host_tcp_commands(after, "10.0.0.1", "server-eth0", previous=after) == []
+    reno = HostTcp(congestion_control="reno", initcwnd=26, slow_start_after_idle=False)
+    assert host_tcp_commands(reno, "10.0.0.1", "server-eth0", previous=after) == [
+        sysctl_argv("net.ipv4.tcp_congestion_control", "reno")
+    ]
+
+
 def test_bad_values_refused() -> None:
     with pytest.raises(ValueError, match="initcwnd"):
         HostTcp(initcwnd=0)

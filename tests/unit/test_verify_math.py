@@ -3,7 +3,15 @@
 import pytest
 
 from netrepro.path import PathSpec
-from netrepro.verify import Check, binomial_interval, goodput_duration, percentile, rtt_tolerance_ms
+from netrepro.verify import (
+    Check,
+    binomial_interval,
+    goodput_args,
+    goodput_duration,
+    goodput_window,
+    percentile,
+    rtt_tolerance_ms,
+)
 
 
 def test_rtt_tolerance() -> None:
@@ -35,8 +43,21 @@ def test_percentile_nearest_rank() -> None:
 def test_goodput_duration_grows_with_rtt() -> None:
     short = goodput_duration(PathSpec.parse(rtt="20ms"))
     long = goodput_duration(PathSpec.parse(rtt="3000ms"))
-    assert short == (6, 2)
+    assert short == (6, 2)  # 20 ms at the default 100 Mbit/s: too large a BDP to cap the window
     assert long[0] > short[0] and long[1] > short[1]
+
+
+def test_goodput_args_measure_after_the_omitted_seconds() -> None:
+    # iperf3 adds -O to -t: 2 s omitted then 6 s measured is "-t 6 -O 2", 8 s in all
+    assert goodput_args(PathSpec.parse(rtt="20ms", rate="100mbit")) == ["-R", "-t", "6", "-O", "2"]
+
+
+def test_goodput_window_is_four_bdp_where_the_socket_buffers_allow() -> None:
+    slow = PathSpec.parse(rtt="100ms", rate="3mbit")  # BDP 37.5 KB
+    assert goodput_window(slow) == 4 * 37_500
+    assert goodput_args(slow) == ["-R", "-t", "4", "-O", "1", "-w", "150000"]
+    assert goodput_window(PathSpec.parse(rtt="1ms", rate="1mbit")) == 64 * 1024
+    assert goodput_window(PathSpec.parse(rtt="50ms", rate="10mbit")) is None  # 250 KB
 
 
 def test_check_verdict() -> None:
