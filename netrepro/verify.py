@@ -144,7 +144,8 @@ def goodput_duration(path: PathSpec) -> tuple[int, int]:
         # Uncapped, slow start overshoots a large buffer and the recovery
         # (about a second at 100 Mbit/s) must not dominate the measurement.
         return min(12, max(6, rounds)), min(12, max(2, rounds))
-    return min(12, max(4, rounds)), min(12, max(1, rounds))
+    # Capped, the flow is at the bottleneck rate, loss-free, within a few RTTs.
+    return min(12, max(3, rounds)), min(12, max(1, rounds))
 
 
 def goodput_args(path: PathSpec) -> list[str]:

@@ -184,15 +184,13 @@ class Lab:
         log.info("lab base RTT %.3f ms, deducted from the emulated delay", base.ms)
         return base
 
-    def _wait_until_forwarding(self, attempts: int = 50) -> None:
+    def _wait_until_forwarding(self, within: float = 10.0) -> None:
         """Return once a ping crosses the path: bridge ports take a moment to forward."""
-        wait = str(max(1, int(self.path.rtt.seconds * 2 + 1)))
-        argv = ["ping", "-n", "-c", "1", "-W", wait, self.ip("server")]
-        for _ in range(attempts):
-            if run(argv, self.client, check=False).returncode == 0:
-                return
-            time.sleep(0.05)
-        raise LabError(f"no ping crossed the path client -> server after {attempts} attempts")
+        # One echo request every 50 ms until the first reply (-c 1) or the deadline (-w).
+        deadline = str(max(1, round(within + 2 * self.path.rtt.seconds)))
+        argv = ["ping", "-n", "-c", "1", "-i", "0.05", "-w", deadline, self.ip("server")]
+        if run(argv, self.client, check=False).returncode != 0:
+            raise LabError(f"no ping crossed the path client -> server within {deadline} s")
 
     def reconfigure(self, path: PathSpec) -> None:
         """Apply a new path in place: rates, buffer, delay and loss."""

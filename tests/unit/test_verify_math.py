@@ -55,7 +55,7 @@ def test_goodput_args_measure_after_the_omitted_seconds() -> None:
 def test_goodput_window_is_four_bdp_where_the_socket_buffers_allow() -> None:
     slow = PathSpec.parse(rtt="100ms", rate="3mbit")  # BDP 37.5 KB
     assert goodput_window(slow) == 4 * 37_500
-    assert goodput_args(slow) == ["-R", "-t", "4", "-O", "1", "-w", "150000"]
+    assert goodput_args(slow) == ["-R", "-t", "3", "-O", "1", "-w", "150000"]
     assert goodput_window(PathSpec.parse(rtt="1ms", rate="1mbit")) == 64 * 1024
     assert goodput_window(PathSpec.parse(rtt="50ms", rate="10mbit")) is None  # 250 KB
 
