@@ -174,7 +174,7 @@ class Lab:
         self.base_rtt = self._measure_base_rtt()
         self.reconfigure(wanted)
 
-    def _measure_base_rtt(self, count: int = 20) -> Duration:
+    def _measure_base_rtt(self, count: int = 10) -> Duration:
         """The median ping RTT through the lab with zero delay: its own cost."""
         argv = ["ping", "-n", "-c", str(count), "-i", "0.02", "-W", "1", self.ip("server")]
         samples = parse_ping(run(argv, self.client, check=False).stdout).rtts_ms
