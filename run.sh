@@ -26,6 +26,10 @@ packages=(
     python3 python3-venv python3-matplotlib
 )
 
+# The stock-kernel lane (`run.sh --vm ...`): QEMU, Debian's own kernel and
+# its exact headers, busybox for virtme-ng's initramfs.  Installed on first use.
+vm_packages=(qemu-system-x86 linux-image-amd64 linux-headers-amd64 busybox-static)
+
 fingerprint() {
     cat "$here/run.sh" "$here/pyproject.toml" \
         "$here/topologies/delayline/delayline.c" "$here/topologies/delayline/Makefile" \
@@ -34,7 +38,7 @@ fingerprint() {
 
 install_packages() {
     local missing=() p
-    for p in "${packages[@]}"; do
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
     # Kernel headers for the modules in kmod/: the running kernel's where the
@@ -54,7 +58,7 @@ install_packages() {
 }
 
 setup() {
-    install_packages
+    install_packages "${packages[@]}"
     if [[ ! -x $venv/bin/python ]]; then
         /usr/bin/python3 -m venv --system-site-packages "$venv"
     fi
@@ -65,6 +69,10 @@ setup() {
 
 if [[ ! -f $stamp || $(cat "$stamp") != "$(fingerprint)" ]]; then
     setup
+fi
+if [[ ${1:-} == --vm || (${1:-} == doctor && " $* " == *" --vm "*) ]]; then
+    install_packages "${vm_packages[@]}"
+    [[ -x $venv/bin/vng ]] || "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$here[dev,vm]" >&2
 fi
 # Files a root run writes under results/ are handed back to the sudo caller.
 cd "$here"

@@ -69,6 +69,7 @@ static unsigned int n = 1;
 static unsigned int rtt_scaled;
 static unsigned int rtt_ref_us = 100000;
 static unsigned int beta_effective = 717;
+static unsigned int backoff_pct = 70;	/* beta_effective * 100 / 1024, truncated */
 
 static u32 cube_rtt_scale __read_mostly;
 static u64 cube_factor __read_mostly;
@@ -121,6 +122,7 @@ static int param_set_ranged(const char *val, const struct kernel_param *kp)
 	WRITE_ONCE(*(unsigned int *)kp->arg, v);
 	WRITE_ONCE(beta_effective,
 		   calc_beta_effective(READ_ONCE(beta), READ_ONCE(n)));
+	WRITE_ONCE(backoff_pct, READ_ONCE(beta_effective) * 100 / 1024);
 	report_params();
 	return 0;
 }
@@ -140,6 +142,8 @@ module_param_cb(rtt_ref_us, &ranged_ops, &rtt_ref_us, 0644);
 MODULE_PARM_DESC(rtt_ref_us, "reference RTT at which the K scaling is 1, us (1000..10000000)");
 module_param(beta_effective, uint, 0444);
 MODULE_PARM_DESC(beta_effective, "1024 - (1024 - beta) / n, in use (read only)");
+module_param(backoff_pct, uint, 0444);
+MODULE_PARM_DESC(backoff_pct, "share of cwnd kept on loss, beta_effective * 100 / 1024 in % (read only)");
 
 /* Per-connection state: tcp_cubic's struct bictcp */
 struct cplus {

@@ -27,6 +27,7 @@
 #define RB_R_MAX	999U
 
 static unsigned int r = 500;
+static unsigned int backoff_permille = 500;	/* 1000 - r: share of cwnd kept */
 
 static int param_set_r(const char *val, const struct kernel_param *kp)
 {
@@ -39,6 +40,7 @@ static int param_set_r(const char *val, const struct kernel_param *kp)
 	if (v < RB_R_MIN || v > RB_R_MAX)
 		return -EINVAL;
 	WRITE_ONCE(r, v);
+	WRITE_ONCE(backoff_permille, 1000 - v);
 	pr_info("r: %u/1000, backoff: %u%% of cwnd kept\n", v, (1000 - v) / 10);
 	return 0;
 }
@@ -50,6 +52,8 @@ static const struct kernel_param_ops r_ops = {
 
 module_param_cb(r, &r_ops, &r, 0644);
 MODULE_PARM_DESC(r, "window reduction factor on loss, per mille (1..999, default 500 = Reno)");
+module_param(backoff_permille, uint, 0444);
+MODULE_PARM_DESC(backoff_permille, "share of cwnd kept on loss, 1000 - r, per mille (read only)");
 
 static u32 reno_beta_ssthresh(struct sock *sk)
 {

@@ -284,6 +284,24 @@ COMMANDS = {
 }
 
 
+def _in_vm(argv: list[str]) -> int:
+    """`run.sh --vm <command ...>`: the command inside the distribution's stock kernel (netrepro.vm)."""
+    from netrepro import vm
+
+    if not argv or argv[0] == "--vm":
+        print("run.sh --vm <command ...>: e.g. run.sh --vm check --rtt 50ms --shaper netem", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return vm.run_in_vm(argv)
+    except (vm.VmError, CommandError) as e:
+        print(f"run.sh --vm: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("run.sh --vm: interrupted; the guest was stopped", file=sys.stderr)
+        return 130
+
+
 def _terminate(signum: int, frame: FrameType | None) -> None:
     # SystemExit, not KeyboardInterrupt: Mininet's CLI swallows the latter.
     # Either way every `finally` and `with` unwinds what the run made.
@@ -293,6 +311,8 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--vm"] or (argv[:1] == ["doctor"] and "--vm" in argv):
+        return _in_vm([a for a in argv if a != "--vm"])
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv.insert(0, "run")  # `run.sh fig2` is `run.sh run fig2`
     if argv[:1] == ["test"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netrepro import kernel
+from netrepro import kernel, vm
 from netrepro.results import TOOLS
 from topologies.emulation import ShaperUnavailable, choose_backend, nfqueue_works
 
@@ -27,6 +27,8 @@ def report() -> dict[str, Any]:
     except ShaperUnavailable:
         shaper = None
     advice = []
+    if (guest := vm.guest_info()) is not None:
+        advice.append(f"this is the stock-kernel lane's guest ({guest['accel']}): timing is coarse under tcg")
     if not features["sch_netem"]:
         advice.append(
             "no sch_netem here: the delay line emulates delay and loss; `run.sh --vm` uses netem in a stock kernel"
@@ -38,7 +40,11 @@ def report() -> dict[str, Any]:
     return {
         "kernel": kernel.release(),
         "features": features,
-        "congestion_control": {"available": available, "allowed_in_namespaces": allowed},
+        "congestion_control": {
+            "available": available,
+            "allowed_in_namespaces": allowed,
+            "loadable_modules": kernel.loadable_congestion_controls() if kernel.modules_supported() else [],
+        },
         "tools": {t: kernel.tool_version(t) for t in (*TOOLS, "mnexec", "nsenter")},
         "backends": {
             "shaper": shaper,
@@ -58,6 +64,7 @@ def render(doc: dict[str, Any]) -> str:
         "",
         f"congestion control: available {' '.join(cc['available'])}",
         f"                    allowed in namespaces {' '.join(cc['allowed_in_namespaces'])}",
+        f"                    shipped as modules {' '.join(cc['loadable_modules']) or '(none)'}",
         "",
         "tools:",
     ]

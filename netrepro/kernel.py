@@ -81,6 +81,12 @@ def congestion_controls() -> tuple[list[str], list[str]]:
     )
 
 
+def loadable_congestion_controls() -> list[str]:
+    """Congestion controls this kernel ships as modules (tcp_<name>.ko*), loaded or not."""
+    base = Path("/lib/modules", release(), "kernel/net/ipv4")
+    return sorted({p.name.split(".")[0].removeprefix("tcp_") for p in base.glob("tcp_*.ko*")} - {"diag"})
+
+
 def release() -> str:
     return Path("/proc/sys/kernel/osrelease").read_text().strip()
 

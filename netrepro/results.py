@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netrepro import kernel
+from netrepro import kernel, vm
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
@@ -53,6 +53,8 @@ def provenance() -> dict[str, Any]:
         "python": platform.python_version(),
         "git": git_state(),
         "tools": {t: kernel.tool_version(t) for t in TOOLS},
+        # In the stock-kernel lane: the guest's kernel and its acceleration (kvm or tcg).
+        **({"vm": guest} if (guest := vm.guest_info()) is not None else {}),
     }
 
 

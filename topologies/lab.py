@@ -218,6 +218,8 @@ class Lab:
             if self.net is not None:
                 for node in (*self.net.hosts, *self.net.switches):
                     _interrupt(node)
+                for host in self.net.hosts:
+                    _destroy_sockets(Netns(host.name, host.pid))
                 self.net.stop()
                 self.net = None
 
@@ -226,6 +228,18 @@ class Lab:
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+
+def _destroy_sockets(ns: Netns) -> None:
+    """Close every TCP socket left in a host (`ss -K`, SOCK_DESTROY).
+
+    A socket still sending its FIN, or data, when its namespace goes keeps
+    retransmitting into nowhere for a minute or more, and with it its
+    congestion control stays referenced: an unregistered BPF algorithm then
+    lingers in `bpftool struct_ops list`.  Kernels without
+    CONFIG_INET_DIAG_DESTROY refuse; their sockets time out on their own.
+    """
+    run(["ss", "-K", "-t", "-a"], ns, check=False)
 
 
 def _interrupt(node: Any, timeout: float = 5.0) -> None:

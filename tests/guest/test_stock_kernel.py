@@ -1,0 +1,141 @@
+"""In Debian's stock kernel: the modules, the netem backend, the congestion controls Linux ships.
+
+Software emulation (TCG) makes timing coarse, so what is asserted here is
+what does not depend on it: modules load, register, take and report their
+parameters, unload; the backoff a module applied, read from tcp_probe as a
+ratio of windows; the netem backend in place and measured; the inventory of
+congestion controls.  The measurements are written to results/vm/ for the
+README's record of the lane.
+"""
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from expts import spdy
+from kmod import loader
+from netrepro import doctor, kernel
+from netrepro.ledger import Ledger
+from netrepro.path import PathSpec
+from netrepro.proc import Process, run
+from netrepro.results import REPO, write_json
+from netrepro.tcpprobe import TcpProbe, reductions, sender_samples
+from netrepro.trials import read_rows
+from topologies.lab import Lab
+
+RECORD = REPO / "results" / "vm"
+# Seed 004's congestion controls that Linux ships (it also ran Compound, which Linux never had).
+SEED_004_LINUX = {"bic", "cubic", "highspeed", "htcp", "hybla", "illinois", "lp", "reno", "scalable", "vegas", "veno",
+                  "westwood", "yeah"}  # fmt: skip
+
+
+def netrepro(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "netrepro", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "expected"),
+    [
+        ("cubic_plus", {"n": 6}, {"beta_effective": 973, "backoff_pct": 95}),
+        ("reno_beta", {"r": 700}, {"backoff_permille": 300}),
+        ("newcwv", {"nvp_ms": 1000}, {"nvp_ms": 1000}),
+    ],
+)
+def test_module_loads_registers_takes_parameters_and_unloads(
+    name: str, params: dict[str, int], expected: dict[str, int]
+) -> None:
+    with Ledger() as ledger:
+        algorithm = loader.load(name, ledger, "lkm")
+        assert algorithm.impl == "lkm"
+        assert Path(f"/sys/module/{name}").is_dir()
+        available, allowed = kernel.congestion_controls()
+        assert name in available and name in allowed
+        values = algorithm.set(**params)
+        assert {k: values[k] for k in expected} == expected, values
+        with pytest.raises(OSError):  # out of range: refused by the module itself
+            Path(f"/sys/module/{name}/parameters/{next(iter(params))}").write_text("0\n")
+        assert algorithm.read()[next(iter(params))] == next(iter(params.values()))
+    assert not Path(f"/sys/module/{name}").exists()
+    assert name not in kernel.congestion_controls()[0]
+
+
+def test_beta_table_from_the_module_equals_seed_003(tmp_path: Path) -> None:
+    done = netrepro("betatable", "--impl", "lkm", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = read_rows(tmp_path / "spdy" / "betatable.csv")
+    ours = {(int(r["n"]), int(r["beta"])): (int(r["beta_effective"]), int(r["backoff_pct"])) for r in rows}
+    ref = {(r["n"], r["beta"]): (r["beta_effective"], r["backoff_pct"]) for r in spdy.reference_table()}
+    assert ours == ref
+    manifest = json.loads((tmp_path / "spdy" / "betatable.manifest.json").read_text())
+    assert manifest["congestion_control"] == ["cubic_plus (lkm)"]
+    assert manifest["vm"]["kernel"] == kernel.release() and manifest["vm"]["accel"] in ("kvm", "tcg")
+
+
+def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 20) -> list[tuple[int, int]]:
+    """(cwnd before, ssthresh after) at each reduction of an iperf3 transfer server -> client with `cc`."""
+    server = Process(["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", "5201"], lab.server, ledger=ledger)
+    try:
+        time.sleep(0.5)
+        with TcpProbe(ledger, [5201]) as probe:
+            run(["iperf3", "-c", lab.ip("server"), "-p", "5201", "-R", "-t", str(seconds), "-C", cc],
+                lab.client, timeout=seconds + 60)  # fmt: skip
+    finally:
+        server.stop()
+    flows: dict[str, list[object]] = {}
+    for s in sender_samples(probe.samples, f"{lab.ip('server')}:5201"):
+        flows.setdefault(s.flow, []).append(s)
+    data = max(flows, key=lambda f: len(flows[f]))
+    return [(b, a) for b, a in reductions([s for s in probe.samples if s.flow == data]) if b >= 10]
+
+
+def test_module_backoff_read_from_tcp_probe_matches_the_setting() -> None:
+    """The ssthresh a module set against the window it was computed from: 5 Mbit/s, 100 ms, netem loss.
+
+    The window is small here (tens of segments), so the ratio carries the
+    truncation of an integer ssthresh: the tolerance is 0.02 plus one
+    segment in the median window.
+    """
+    path = PathSpec.parse(rtt="100ms", rate="5mbit", loss="1%", queue="60p")
+    cases = [("cubic_plus", {"n": 1}, 717 / 1024), ("cubic_plus", {"n": 6}, 973 / 1024), ("reno_beta", {"r": 500}, 0.5),
+             ("reno_beta", {"r": 800}, 0.2)]  # fmt: skip
+    record = []
+    with Ledger() as ledger, Lab(path, ledger, shaper="auto", seed=7) as lab:
+        assert lab.backend == "netem"
+        variants = {name: loader.load(name, ledger, "lkm") for name in ("cubic_plus", "reno_beta")}
+        for cc, params, expected in cases:
+            variants[cc].set(**params)
+            events = backoffs(lab, ledger, cc)
+            assert len(events) >= 3, (cc, params, events)
+            ratio = statistics.median(a / b for b, a in events)
+            window = statistics.median(b for b, _ in events)
+            record.append({"cc": cc, **params, "expected": round(expected, 4), "median_ratio": round(ratio, 4),
+                           "events": len(events), "median_cwnd_before": window})  # fmt: skip
+            assert ratio == pytest.approx(expected, abs=0.02 + 1 / window), record[-1]
+    RECORD.mkdir(parents=True, exist_ok=True)
+    write_json(RECORD / "module_backoff.json", {"path": str(path), "cases": record})
+
+
+def test_check_with_netem_runs_and_reports() -> None:
+    """`check --shaper netem`: configured against measured, recorded (software emulation: timing is coarse)."""
+    done = netrepro("check", "--shaper", "netem", "--rtt", "50ms", "--rate", "10mbit", "--loss", "2%", "--json")
+    doc = json.loads(done.stdout)
+    assert doc["backend"] == "netem"
+    assert {c["name"] for c in doc["checks"]} == {"rtt", "goodput", "loss_down"}
+    assert done.returncode == (0 if all(c["low"] <= c["measured"] <= c["high"] for c in doc["checks"]) else 1)
+    RECORD.mkdir(parents=True, exist_ok=True)
+    write_json(RECORD / "check_netem.json", doc)
+
+
+def test_doctor_lists_the_congestion_controls_linux_ships() -> None:
+    doc = doctor.report()
+    assert doc["features"]["sch_netem"] and doc["features"]["loadable_modules"]
+    assert doc["backends"] == {"shaper": "netem", "congestion_control": "lkm"}
+    cc = doc["congestion_control"]
+    assert (set(cc["available"]) | set(cc["loadable_modules"])).issuperset(SEED_004_LINUX)
