@@ -13,6 +13,7 @@ def report() -> dict[str, Any]:
     available, allowed = kernel.congestion_controls()
     features = {
         "sch_netem": kernel.netem_works(),
+        "netem_seed": kernel.netem_seed_works(),
         "sch_htb": kernel.qdisc_works("htb"),
         "sch_tbf": kernel.qdisc_works("tbf", "rate", "1mbit", "burst", "32kbit", "latency", "50ms"),
         "ifb": kernel.ifb_works(),

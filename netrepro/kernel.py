@@ -35,6 +35,11 @@ def netem_works() -> bool:
     return qdisc_works("netem", "delay", "1ms")
 
 
+def netem_seed_works() -> bool:
+    """netem with a PRNG seed for its loss (Linux and iproute2 6.3 and later)."""
+    return qdisc_works("netem", "loss", "1%", "seed", "1")
+
+
 def ifb_works() -> bool:
     return works_in_scratch_netns("ip", "link", "add", "nrprobe0", "type", "ifb")
 

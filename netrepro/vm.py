@@ -146,14 +146,21 @@ def run_in_vm(netrepro_args: list[str]) -> int:
     build_modules(kernel)
     accel = detect_accel(kernel)
     print(f"--vm: acceleration {accel['accel']} ({accel['why']})", file=sys.stderr, flush=True)
+    # The guest's console is copied through a pipe: handed our own stdout,
+    # QEMU writes at offset 0 of a file it is redirected to, over what we printed.
     guest = Process(
         vng_argv(kernel, accel["accel"], guest_command(netrepro_args, accel["accel"])),
         stdin=subprocess.DEVNULL,
-        stdout=None,
-        stderr=None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         label="vng",
     )
     try:
+        assert guest.popen.stdout is not None
+        console = guest.popen.stdout.fileno()
+        for chunk in iter(lambda: os.read(console, 65536), b""):
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()
         return guest.wait()
     finally:
         guest.stop()

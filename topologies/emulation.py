@@ -9,6 +9,7 @@ why both matter), and before the bottleneck queue on the way out.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -19,6 +20,8 @@ from netrepro.units import Duration, Probability
 from topologies import shaping
 from topologies.delayline import BINARY as DELAYLINE_BINARY
 from topologies.delayline import DelayLine
+
+log = logging.getLogger("netrepro.emulation")
 
 DIRECTIONS = ("down", "up")
 BACKENDS = ("netem", "delayline")
@@ -81,15 +84,23 @@ class NetemStage:
     def __init__(self, switch: Netns, stages: list[Stage]) -> None:
         self.switch = switch
         self.stages = {s.direction: s for s in stages}
+        # netem's `seed` came with Linux 6.3 and iproute2 6.3; older ones draw
+        # loss from the kernel's PRNG, unrepeatable from run to run.
+        self.seeded = kernel.netem_seed_works()
+        if not self.seeded:
+            log.warning("netem here takes no seed (Linux/iproute2 older than 6.3): loss is not repeatable")
+
+    def _seed(self, s: Stage) -> int | None:
+        return s.seed if self.seeded else None
 
     def install(self) -> None:
         for s in self.stages.values():
-            for argv in shaping.netem_stage(s.ingress_port, s.ifb, Duration(0), Probability(0), s.seed):
+            for argv in shaping.netem_stage(s.ingress_port, s.ifb, Duration(0), Probability(0), self._seed(s)):
                 run(argv, self.switch)
 
     def set(self, direction: str, delay: Duration, loss: Probability) -> None:
         s = self.stages[direction]
-        run(shaping.netem_qdisc(s.ifb, delay, loss, s.seed), self.switch)
+        run(shaping.netem_qdisc(s.ifb, delay, loss, self._seed(s)), self.switch)
 
     def counters(self) -> dict[str, object]:
         return {
