@@ -189,8 +189,14 @@ def _undo_struct_ops(e: Entry, settle: float = 20.0) -> None:
         time.sleep(0.2)
 
 
-def _undo_module(e: Entry) -> None:
-    if Path("/sys/module", e["name"], "refcnt").exists():
+def _undo_module(e: Entry, settle: float = 30.0) -> None:
+    refcnt = Path("/sys/module", e["name"], "refcnt")
+    # A deleted namespace holds its default congestion control until the
+    # kernel's asynchronous namespace cleanup has run; wait for the last user.
+    deadline = time.monotonic() + settle
+    while refcnt.exists() and int(refcnt.read_text()) > 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if refcnt.exists():
         proc.run(["rmmod", e["name"]])
 
 
