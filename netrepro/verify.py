@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from netrepro.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping
-from netrepro.path import PathSpec
+from netrepro.path import FRAME, PathSpec
 from netrepro.proc import CommandError, Netns, Process, run
 from netrepro.units import Duration, Rate
 
@@ -132,20 +132,26 @@ def goodput_window(path: PathSpec) -> int | None:
     buffers' limit: enough to fill the pipe, while the bottleneck queue (a
     1000-packet queue is 4 s at 3 Mbit/s) holds at most three BDPs, so that
     iperf3's closing exchange is not stuck behind seconds of queued data,
-    and slow start cannot overshoot the buffer and spend the test recovering."""
-    window = max(4 * path.bdp_bytes, 64 * 1024)
+    and slow start cannot overshoot the buffer and spend the test recovering.
+    At least four full frames, so that a tiny BDP still fills the pipe (at
+    8 kbit/s those four frames are already 6 s of queue)."""
+    window = max(4 * path.bdp_bytes, 4 * FRAME)
     return window if window <= WINDOW_LIMIT else None
 
 
 def goodput_duration(path: PathSpec) -> tuple[int, int]:
     """(seconds measured, seconds omitted before them): long enough to leave slow start."""
     rounds = math.ceil(4 * path.rtt.seconds)
+    # At least 40 frames measured where that takes under 30 s: at 8 kbit/s a
+    # 4 s window holds under three frames, too coarse for a 5 % tolerance.
+    frames = min(30, math.ceil(40 * FRAME * 8 / path.rate_down.bps))
+    rounds = max(rounds, frames)
     if goodput_window(path) is None:
         # Uncapped, slow start overshoots a large buffer and the recovery
         # (about a second at 100 Mbit/s) must not dominate the measurement.
-        return min(12, max(6, rounds)), min(12, max(2, rounds))
+        return min(30, max(6, rounds)), min(12, max(2, math.ceil(4 * path.rtt.seconds)))
     # Capped, the flow is at the bottleneck rate, loss-free, within a few RTTs.
-    return min(12, max(3, rounds)), min(12, max(1, rounds))
+    return min(30, max(3, rounds)), min(12, max(1, math.ceil(4 * path.rtt.seconds)))
 
 
 def goodput_args(path: PathSpec) -> list[str]:
@@ -221,8 +227,12 @@ def _iperf3(lab: PathUnderTest, client_args: list[str], timeout: float) -> str:
 
 
 def measure_goodput(lab: PathUnderTest) -> Check:
-    measured, omitted = goodput_duration(lab.path)
-    out = _iperf3(lab, goodput_args(lab.path), timeout=measured + omitted + 30)
+    path = lab.path
+    measured, omitted = goodput_duration(path)
+    # iperf3's closing exchange waits behind what the queue holds, and takes a few RTTs itself.
+    queued = goodput_window(path) or (path.queue.packets * FRAME if path.queue.packets else path.queue.bytes or 0)
+    drain = 8 * queued / path.rate_down.bps
+    out = _iperf3(lab, goodput_args(path), timeout=measured + omitted + 30 + drain + 20 * path.rtt.seconds)
     result = parse_iperf3_tcp(out)
     ideal = lab.path.ideal_goodput_down.bps
     return Check(

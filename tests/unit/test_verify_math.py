@@ -52,11 +52,16 @@ def test_goodput_args_measure_after_the_omitted_seconds() -> None:
     assert goodput_args(PathSpec.parse(rtt="20ms", rate="100mbit")) == ["-R", "-t", "6", "-O", "2"]
 
 
+def test_goodput_measures_enough_frames_at_low_rates() -> None:
+    # 8 kbit/s: 40 frames would take 61 s; capped at 30 s (about 20 frames)
+    assert goodput_duration(PathSpec.parse(rtt="1000ms", rate="8kbit"))[0] == 30
+
+
 def test_goodput_window_is_four_bdp_where_the_socket_buffers_allow() -> None:
     slow = PathSpec.parse(rtt="100ms", rate="3mbit")  # BDP 37.5 KB
     assert goodput_window(slow) == 4 * 37_500
     assert goodput_args(slow) == ["-R", "-t", "3", "-O", "1", "-w", "150000"]
-    assert goodput_window(PathSpec.parse(rtt="1ms", rate="1mbit")) == 64 * 1024
+    assert goodput_window(PathSpec.parse(rtt="1ms", rate="1mbit")) == 4 * 1514  # four frames at least
     assert goodput_window(PathSpec.parse(rtt="50ms", rate="10mbit")) is None  # 250 KB
 
 
