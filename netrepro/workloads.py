@@ -10,6 +10,7 @@ returns the trial's metrics; an exception fails the trial.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -161,10 +162,19 @@ def download(session: Session, params: Mapping[str, Any]) -> Metrics:
     probe = session.probe(_port(protocol))
     earlier = list(probe.flush())
     d = clients.download(lab.client, server_ip, obj.path, protocol, cacert=session.apache.config.cert_file)
-    # The last ACKs of the previous trial's connection may still arrive now:
-    # keep only connections this trial opened.
+    # Keep only connections this trial opened.  The server's first sample is
+    # the first ACK of its response (see first_flight), which can reach it
+    # after curl is done: with the whole response in one flight it leaves
+    # the client with the last byte and takes half an RTT to arrive.  Wait
+    # for it, or it would count as the next trial's.
     old = {s.flow for s in earlier}
-    samples = [s for s in probe.flush()[len(earlier) :] if s.flow not in old]
+    sender = f"{server_ip}:{_port(protocol)}>"
+    deadline = time.monotonic() + lab.path.rtt.seconds + 1.0
+    while True:
+        samples = [s for s in probe.flush()[len(earlier) :] if s.flow not in old]
+        if any(s.flow.startswith(sender) for s in samples) or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
     return {
         "download_time_ms": round(d.total * 1e3, 3),
         "connect_ms": round(d.connect * 1e3, 3),
