@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netrepro import kernel, vm
+from netrepro import kernel
 from netrepro.results import TOOLS
 from topologies.emulation import ShaperUnavailable, choose_backend, nfqueue_works
 
@@ -28,7 +28,7 @@ def report() -> dict[str, Any]:
     except ShaperUnavailable:
         shaper = None
     advice = []
-    if (guest := vm.guest_info()) is not None:
+    if (guest := kernel.guest_info()) is not None:
         advice.append(f"this is the stock-kernel lane's guest ({guest['accel']}): timing is coarse under tcg")
     if not features["sch_netem"]:
         advice.append(

@@ -9,6 +9,7 @@ first use, which is exactly what a real run would do.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -113,3 +114,15 @@ def tool_version(tool: str) -> str | None:
     done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=10)
     text = (done.stdout or done.stderr).strip()
     return text.splitlines()[0] if text else "present"
+
+
+# Set by the stock-kernel lane (netrepro.vm) in the guest's environment.
+VM_ACCEL_ENV = "NETREPRO_VM_ACCEL"
+
+
+def guest_info() -> dict[str, str] | None:
+    """Inside the stock-kernel lane's guest: its kernel and acceleration (for manifests); else None."""
+    accel = os.environ.get(VM_ACCEL_ENV)
+    if accel is None:
+        return None
+    return {"accel": accel, "kernel": release(), "via": "virtme-ng"}

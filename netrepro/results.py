@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netrepro import kernel, vm
+from netrepro import kernel
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
@@ -54,7 +54,7 @@ def provenance() -> dict[str, Any]:
         "git": git_state(),
         "tools": {t: kernel.tool_version(t) for t in TOOLS},
         # In the stock-kernel lane: the guest's kernel and its acceleration (kvm or tcg).
-        **({"vm": guest} if (guest := vm.guest_info()) is not None else {}),
+        **({"vm": guest} if (guest := kernel.guest_info()) is not None else {}),
     }
 
 

@@ -27,12 +27,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from netrepro.kernel import VM_ACCEL_ENV
 from netrepro.proc import Process, run
 
 REPO = Path(__file__).resolve().parent.parent
-ACCEL_ENV = "NETREPRO_VM_ACCEL"
 KVM_PROBE_SECONDS = 45
 # The guest's own view of its machine: 2 CPUs as on the host, memory for Apache and Mininet.
 GUEST_CPUS, GUEST_MEMORY = "2", "2G"
@@ -134,7 +133,7 @@ def build_modules(kernel: StockKernel) -> None:
 
 def guest_command(netrepro_args: list[str], accel: str) -> list[str]:
     """What the guest runs: netrepro from this repository's environment, told how it was booted."""
-    passed = [f"{ACCEL_ENV}={accel}"]
+    passed = [f"{VM_ACCEL_ENV}={accel}"]
     passed += [f"{k}={os.environ[k]}" for k in ("SUDO_UID", "SUDO_GID") if k in os.environ]
     return ["env", *passed, sys.executable, "-m", "netrepro", *netrepro_args]
 
@@ -164,11 +163,3 @@ def run_in_vm(netrepro_args: list[str]) -> int:
         return guest.wait()
     finally:
         guest.stop()
-
-
-def guest_info() -> dict[str, Any] | None:
-    """Inside the lane's guest: its kernel and acceleration (for manifests); else None."""
-    accel = os.environ.get(ACCEL_ENV)
-    if accel is None:
-        return None
-    return {"accel": accel, "kernel": Path("/proc/sys/kernel/osrelease").read_text().strip(), "via": "virtme-ng"}

@@ -6,11 +6,11 @@ runs them there (tests/integration/test_stock_kernel_lane.py).
 
 import pytest
 
-from netrepro import vm
+from netrepro import kernel
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if vm.guest_info() is not None:
+    if kernel.guest_info() is not None:
         return
     skip = pytest.mark.skip(reason="runs in the stock-kernel guest: run.sh --vm test tests/guest")
     for item in items:
