@@ -18,7 +18,8 @@ from typing import Any
 from kmod import loader
 from netrepro.ledger import Ledger
 from netrepro.path import MSS
-from netrepro.tcpprobe import ProbeSample, TcpProbe
+from netrepro.proc import Process, run
+from netrepro.tcpprobe import ProbeSample, TcpProbe, sender_samples
 from servers import clients, content
 from servers.apache import HTTP_PORT, TLS_PORT, Apache
 from servers.hosttcp import HostTcp, apply_host_tcp
@@ -236,3 +237,19 @@ WORKLOADS: dict[str, Callable[[Session, Mapping[str, Any]], Metrics]] = {
     "page_load": page_load,
     "bulk": bulk,
 }
+
+
+def iperf3_trace(lab: Lab, ledger: Ledger, cc: str, seconds: int) -> list[ProbeSample]:
+    """An iperf3 transfer server -> client with `cc`; the tcp_probe samples of its data connection."""
+    server = Process(["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", "5201"], lab.server, ledger=ledger)
+    try:
+        time.sleep(0.5)  # until it listens
+        with TcpProbe(ledger, [5201]) as probe:
+            run(["iperf3", "-c", lab.ip("server"), "-p", "5201", "-R", "-t", str(seconds), "-C", cc],
+                lab.client, timeout=seconds + 60)  # fmt: skip
+    finally:
+        server.stop()
+    flows: dict[str, list[ProbeSample]] = {}
+    for s in sender_samples(probe.samples, f"{lab.ip('server')}:5201"):
+        flows.setdefault(s.flow, []).append(s)
+    return max(flows.values(), key=len)  # the data connection, not iperf3's control one

@@ -12,7 +12,6 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,10 +21,10 @@ from kmod import loader
 from netrepro import doctor, kernel
 from netrepro.ledger import Ledger
 from netrepro.path import PathSpec
-from netrepro.proc import Process, run
 from netrepro.results import REPO, write_json
-from netrepro.tcpprobe import TcpProbe, reductions, sender_samples
+from netrepro.tcpprobe import reductions
 from netrepro.trials import read_rows
+from netrepro.workloads import iperf3_trace
 from topologies.lab import Lab
 
 RECORD = REPO / "results" / "vm"
@@ -80,19 +79,7 @@ def test_beta_table_from_the_module_equals_seed_003(tmp_path: Path) -> None:
 
 def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 20) -> list[tuple[int, int]]:
     """(cwnd before, ssthresh after) at each reduction of an iperf3 transfer server -> client with `cc`."""
-    server = Process(["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", "5201"], lab.server, ledger=ledger)
-    try:
-        time.sleep(0.5)
-        with TcpProbe(ledger, [5201]) as probe:
-            run(["iperf3", "-c", lab.ip("server"), "-p", "5201", "-R", "-t", str(seconds), "-C", cc],
-                lab.client, timeout=seconds + 60)  # fmt: skip
-    finally:
-        server.stop()
-    flows: dict[str, list[object]] = {}
-    for s in sender_samples(probe.samples, f"{lab.ip('server')}:5201"):
-        flows.setdefault(s.flow, []).append(s)
-    data = max(flows, key=lambda f: len(flows[f]))
-    return [(b, a) for b, a in reductions([s for s in probe.samples if s.flow == data]) if b >= 10]
+    return [(b, a) for b, a in reductions(iperf3_trace(lab, ledger, cc, seconds)) if b >= 10]
 
 
 def test_module_backoff_read_from_tcp_probe_matches_the_setting() -> None:

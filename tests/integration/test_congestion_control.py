@@ -22,7 +22,8 @@ from netrepro.ledger import Ledger
 from netrepro.parsers import parse_iperf3_tcp
 from netrepro.path import PathSpec
 from netrepro.proc import Process, run
-from netrepro.tcpprobe import ProbeSample, TcpProbe, reductions, sender_samples
+from netrepro.tcpprobe import reductions
+from netrepro.workloads import iperf3_trace
 from topologies.lab import Lab
 
 pytestmark = pytest.mark.root
@@ -77,25 +78,9 @@ def lossy_lab() -> Iterator[tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]
         yield lab, ledger, variants
 
 
-def data_trace(lab: Lab, ledger: Ledger, cc: str, seconds: int) -> list[ProbeSample]:
-    """Run iperf3 server to client with `cc`; the tcp_probe samples of its data connection."""
-    server = Process(["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", "5201"], lab.server, ledger=ledger)
-    try:
-        time.sleep(0.3)
-        with TcpProbe(ledger, [5201]) as probe:
-            run(["iperf3", "-c", lab.ip("server"), "-p", "5201", "-R", "-t", str(seconds), "-C", cc],
-                lab.client, timeout=seconds + 30)  # fmt: skip
-    finally:
-        server.stop()
-    flows: dict[str, list[ProbeSample]] = {}
-    for s in sender_samples(probe.samples, f"{lab.ip('server')}:5201"):
-        flows.setdefault(s.flow, []).append(s)
-    return max(flows.values(), key=len)  # the data connection, not iperf3's control one
-
-
 def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 10) -> list[float]:
     """ssthresh-after / cwnd-before at each reduction of an iperf3 transfer with `cc`."""
-    return [after / before for before, after in reductions(data_trace(lab, ledger, cc, seconds)) if before >= 20]
+    return [after / before for before, after in reductions(iperf3_trace(lab, ledger, cc, seconds)) if before >= 20]
 
 
 @pytest.mark.parametrize(
@@ -179,7 +164,7 @@ def test_cubic_plus_window_follows_the_cubic_curve() -> None:
     with Ledger() as ledger, Lab(path, ledger, seed=5) as lab:
         loader.load("cubic_plus", ledger, "bpf").set(n=1)
         for cc in ("cubic", "cubic_plus"):
-            phases = [cubic_fit(p) for p in epochs(data_trace(lab, ledger, cc, seconds=30))]
+            phases = [cubic_fit(p) for p in epochs(iperf3_trace(lab, ledger, cc, seconds=30))]
             long_ones = [f for f in phases if f.seconds >= 3]
             assert len(long_ones) >= 2, (cc, phases)
             assert all(f.rms < 2 for f in long_ones), (cc, phases)  # a cubic, not some other curve
