@@ -20,7 +20,10 @@ DEVIATIONS = (
     "pages are the project's page set of STUDIES.md (seed 000: four pages of images of the same size classes)",
     "the objects' requests leave with the HTML's (h2load cannot hold a request until the HTML arrives)",
     "HTTP/2 over TLS with h2load (seed 000: SPDY in a browser)",
-    "CUBIC+'s RTT-scaled K: K x clamp(100 ms / RTT, 1/2, 2) (seed 000 defines no function; kmod/README.md)",
+    "CUBIC+'s RTT-scaled K: each epoch's curve stretched in time by f = clamp(100 ms / RTT, 1/2, 2), so W_max "
+    "is regained after f x K (seed 000 defines no function; kmod/README.md)",
+    "CUBIC+ cuts cwnd and ssthresh by beta' and keeps CUBIC's TCP-friendly slope from beta = 0.7 "
+    "(seed 000 names only cwnd and ssthresh; kmod/README.md)",
 )
 
 CUBIC = Series("CUBIC (HTTP/2)", {"cc": "cubic", "protocol": "h2"})

@@ -7,12 +7,14 @@
  *
  *  - seed 003 / seed 000: the multiplicative decrease uses
  *        beta_effective = 1024 - (1024 - beta) / n      (integer arithmetic)
- *    everywhere tcp_cubic uses beta (ssthresh, W_max under fast convergence,
- *    the TCP-friendly slope beta_scale), so one connection backs off like
- *    one of n parallel ones;
+ *    for cwnd and ssthresh (and W_max under fast convergence), so one
+ *    connection backs off like one of n parallel ones; the TCP-friendly
+ *    slope beta_scale stays CUBIC's, from beta (kmod/README.md says why);
  *  - seed 000 section V (after Kozu et al., CANDAR 2013): with rtt_scaled=1
- *    the recovery time K is multiplied by
- *        f(RTT) = clamp(rtt_ref_us / min_rtt, 1/2, 2)  (fixed point, 1/1024).
+ *    each epoch's cubic curve is stretched in time by
+ *        f(RTT) = clamp(rtt_ref_us / min_rtt, 1/2, 2)  (fixed point, 1/1024)
+ *    so that it starts from the reduced window and regains W_max after
+ *    K' = f * K.
  *
  * With n = 1 and rtt_scaled = 0 it computes exactly what tcp_cubic computes.
  *
@@ -157,6 +159,7 @@ struct cplus {
 	u32	epoch_start;	/* jiffies when the current epoch began */
 	u32	ack_cnt;	/* packets ACKed in the epoch (friendliness) */
 	u32	tcp_cwnd;	/* estimated Reno cwnd */
+	u32	k_factor;	/* CUBIC+: this epoch's time stretch f, 1/1024 */
 	u16	unused;
 	u8	sample_cnt;	/* HyStart: RTT samples in this round */
 	u8	found;		/* HyStart: exit point found */
@@ -267,7 +270,7 @@ static u32 k_rtt_factor(const struct sock *sk, const struct cplus *ca)
 
 /* tcp_cubic's bictcp_update(): compute ca->cnt for this ACK */
 static void cplus_update(struct sock *sk, struct cplus *ca, u32 cwnd,
-			 u32 acked, u32 beta_eff)
+			 u32 acked, u32 beta_base)
 {
 	u32 delta, bic_target, max_cnt;
 	u64 offs, t;
@@ -301,11 +304,11 @@ static void cplus_update(struct sock *sk, struct cplus *ca, u32 cwnd,
 			ca->bic_K = cubic_root(cube_factor
 					       * (ca->last_max_cwnd - cwnd));
 			ca->bic_origin_point = ca->last_max_cwnd;
-			/* CUBIC+: RTT-scaled recovery time K' = K * f(RTT) */
-			if (READ_ONCE(rtt_scaled))
-				ca->bic_K = (u32)(((u64)ca->bic_K *
-						   k_rtt_factor(sk, ca)) >> 10);
 		}
+		/* CUBIC+: this epoch's clock runs f(RTT) times slower, so W_max
+		 * is regained after K' = f * K, from the same starting window.
+		 */
+		ca->k_factor = READ_ONCE(rtt_scaled) ? k_rtt_factor(sk, ca) : 1024;
 	}
 
 	/* time since epoch start plus one min RTT, in 2^-10 s */
@@ -313,6 +316,8 @@ static void cplus_update(struct sock *sk, struct cplus *ca, u32 cwnd,
 	t += usecs_to_jiffies(ca->delay_min);
 	t <<= BICTCP_HZ;
 	do_div(t, HZ);
+	if (ca->k_factor && ca->k_factor != 1024)	/* CUBIC+: t / f */
+		t = div_u64(t << 10, ca->k_factor);
 
 	if (t < ca->bic_K)		/* t - K */
 		offs = ca->bic_K - t;
@@ -338,13 +343,14 @@ static void cplus_update(struct sock *sk, struct cplus *ca, u32 cwnd,
 		ca->cnt = 20;	/* increase cwnd 5% per RTT */
 
 tcp_friendliness:
-	/* TCP-friendly region: follow Reno (with this beta) if it is faster.
-	 * beta_scale = 8*(1024+beta)/3/(1024-beta) as in tcp_cubic, but from
-	 * the beta in use now instead of a load-time constant.
+	/* TCP-friendly region: follow the Reno estimate if it is faster.
+	 * beta_scale = 8*(1024+beta)/3/(1024-beta) as in tcp_cubic, from beta
+	 * (not beta_effective: seed 000 changes only cwnd and ssthresh), read
+	 * now instead of once at load.
 	 */
 	if (tcp_friendliness) {
-		u32 scale = 8 * (BICTCP_BETA_SCALE + beta_eff) / 3 /
-			    (BICTCP_BETA_SCALE - beta_eff);
+		u32 scale = 8 * (BICTCP_BETA_SCALE + beta_base) / 3 /
+			    (BICTCP_BETA_SCALE - beta_base);
 
 		delta = (cwnd * scale) >> 3;
 		while (ca->ack_cnt > delta) {		/* update tcp cwnd */
@@ -377,7 +383,7 @@ static void cplus_cong_avoid(struct sock *sk, u32 ack, u32 acked)
 		if (!acked)
 			return;
 	}
-	cplus_update(sk, ca, tcp_snd_cwnd(tp), acked, READ_ONCE(beta_effective));
+	cplus_update(sk, ca, tcp_snd_cwnd(tp), acked, READ_ONCE(beta));
 	tcp_cong_avoid_ai(tp, ca->cnt, acked);
 }
 

@@ -9,11 +9,14 @@
  *
  *  - the multiplicative decrease uses
  *        beta_effective = 1024 - (1024 - beta) / n      (integer arithmetic)
- *    instead of the fixed beta (717/1024), everywhere tcp_cubic uses beta:
- *    ssthresh, W_max under fast convergence, and the TCP-friendly slope;
- *  - optionally (rtt_scaled = 1) the time K to regain W_max is multiplied by
- *        f(RTT) = clamp(rtt_ref_us / min_rtt, 1/2, 2)    (fixed point, 1/1024)
- *    so that long-RTT flows regain W_max sooner (after Kozu et al., 2013).
+ *    instead of beta for cwnd and ssthresh (and W_max under fast
+ *    convergence), as seed 000 says; the TCP-friendly slope stays CUBIC's,
+ *    from beta itself, as in seed 003's copy of tcp_cubic (kmod/README.md);
+ *  - optionally (rtt_scaled = 1) the epoch's cubic curve is stretched in
+ *    time by f(RTT) = clamp(rtt_ref_us / min_rtt, 1/2, 2) (fixed point,
+ *    1/1024): it still starts from the reduced window, and regains W_max
+ *    after K' = f * K, so long-RTT flows regain it sooner (after Kozu et
+ *    al., 2013).
  *
  * With n = 1 and rtt_scaled = 0 it computes exactly what tcp_cubic computes.
  *
@@ -108,7 +111,7 @@ struct {
 /* What one callback works with: validated inputs and derived constants. */
 struct cplus_cfg {
 	__u32 beta_eff;		/* 1/1024 */
-	__u32 beta_scale;	/* TCP-friendly slope, as tcp_cubic's beta_scale */
+	__u32 beta_scale;	/* TCP-friendly slope, tcp_cubic's beta_scale of beta */
 	__u32 rtt_scaled;
 	__u32 rtt_ref_us;
 };
@@ -169,9 +172,11 @@ static __always_inline void cfg_load(struct cplus_cfg *c)
 	if (c->beta_eff > CP_BETA_MAX)
 		c->beta_eff = CP_BETA_MAX;
 	/* tcp_cubic: beta_scale = 8*(1024+beta)/3/(1024-beta), the ACK count
-	 * per cwnd after which Reno with this beta would have grown by one.
+	 * per cwnd after which the Reno estimate grows by one. From beta, not
+	 * beta_effective: seed 000 changes only cwnd and ssthresh, and seed
+	 * 003's module computes this once, from beta, as tcp_cubic does.
 	 */
-	c->beta_scale = 8 * (1024 + c->beta_eff) / 3 / (1024 - c->beta_eff);
+	c->beta_scale = 8 * (1024 + beta) / 3 / (1024 - beta);
 	c->rtt_scaled = rs;
 	c->rtt_ref_us = ref;
 
@@ -238,6 +243,7 @@ struct cplus_ca {
 	__u32 epoch_start;	/* jiffies when the current epoch began */
 	__u32 ack_cnt;		/* packets ACKed in the epoch (friendliness) */
 	__u32 tcp_cwnd;		/* estimated Reno cwnd */
+	__u32 k_factor;		/* CUBIC+: this epoch's time stretch f, 1/1024 */
 	__u16 unused;
 	__u8 sample_cnt;	/* HyStart: RTT samples in this round */
 	__u8 found;		/* HyStart: exit point found */
@@ -332,6 +338,7 @@ static __always_inline void bictcp_reset(struct cplus_ca *ca)
 	ca->epoch_start = 0;
 	ca->ack_cnt = 0;
 	ca->tcp_cwnd = 0;
+	ca->k_factor = 0;
 	ca->found = 0;
 }
 
@@ -465,18 +472,20 @@ static __always_inline void bictcp_update(struct sock *sk, struct cplus_ca *ca,
 			ca->bic_K = cubic_root(CUBE_FACTOR *
 					       (ca->last_max_cwnd - cwnd));
 			ca->bic_origin_point = ca->last_max_cwnd;
+		}
 
-			/* CUBIC+: RTT-scaled recovery time K' = K * f(RTT) */
-			if (c->rtt_scaled) {
-				struct cplus_params *p = params_map();
-				__u32 rtt = 0;
-				__u32 f = k_rtt_factor(sk, ca, c, &rtt);
+		/* CUBIC+: this epoch's clock runs f(RTT) times slower, so W_max
+		 * is regained after K' = f * K, from the same starting window.
+		 */
+		ca->k_factor = 1024;
+		if (c->rtt_scaled) {
+			struct cplus_params *p = params_map();
+			__u32 rtt = 0;
 
-				ca->bic_K = (__u32)(((__u64)ca->bic_K * f) >> 10);
-				if (p) {
-					WR_IF_CHANGED(last_k_factor, f);
-					WR_IF_CHANGED(last_rtt_us, rtt);
-				}
+			ca->k_factor = k_rtt_factor(sk, ca, c, &rtt);
+			if (p) {
+				WR_IF_CHANGED(last_k_factor, ca->k_factor);
+				WR_IF_CHANGED(last_rtt_us, rtt);
 			}
 		}
 	}
@@ -486,6 +495,8 @@ static __always_inline void bictcp_update(struct sock *sk, struct cplus_ca *ca,
 	t += usecs_to_jiffies(ca->delay_min);
 	t <<= BICTCP_HZ;
 	t /= HZ;
+	if (ca->k_factor && ca->k_factor != 1024)	/* CUBIC+: t / f */
+		t = (t << 10) / ca->k_factor;
 
 	if (t < ca->bic_K)		/* t - K */
 		offs = ca->bic_K - t;

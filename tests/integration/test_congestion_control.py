@@ -152,22 +152,30 @@ def test_cubic_plus_with_n_1_is_as_fast_as_the_kernels_cubic() -> None:
 
 
 def test_cubic_plus_window_follows_the_cubic_curve() -> None:
-    """Between losses the window of `cubic_plus` (n = 1) is W_origin + C (t - K)^3 with C ~ 0.4.
+    """Between losses the window of `cubic_plus` (n = 1) is W_origin + C (t - K)^3 with C ~ 0.4,
+    and with the RTT-scaled K its clock runs 1/f times as fast: C' = C / f^3.
 
     A long path with a drop-tail buffer, so that the window is large, losses
     come from the buffer filling (few, clean epochs) and the growth is
     CUBIC's own, not its Reno-friendly region.  The kernel's `cubic` on the
-    same path is the control: the same fit must find its C too.
+    same path is the control: the same fit must find its C too.  At 200 ms,
+    twice the reference RTT, f = 1/2: W_max is regained in half of K, and
+    the fitted C is 8 x 0.4.
     """
     path = PathSpec.parse(rtt="200ms", rate="20mbit", queue="60p")
+    cases = (("cubic", "cubic", {}, 0.4), ("cubic_plus", "cubic_plus", {"n": 1, "rtt_scaled": 0}, 0.4),
+             ("cubic_plus rtt_scaled", "cubic_plus", {"n": 1, "rtt_scaled": 1}, 0.4 * 8))  # fmt: skip
     fits: dict[str, list[float]] = {}
     with Ledger() as ledger, Lab(path, ledger, seed=5) as lab:
-        loader.load("cubic_plus", ledger, "bpf").set(n=1)
-        for cc in ("cubic", "cubic_plus"):
+        plus = loader.load("cubic_plus", ledger, "bpf")
+        for label, cc, params, _ in cases:
+            if params:
+                plus.set(**params)
             phases = [cubic_fit(p) for p in epochs(iperf3_trace(lab, ledger, cc, seconds=30))]
-            long_ones = [f for f in phases if f.seconds >= 3]
-            assert len(long_ones) >= 2, (cc, phases)
-            assert all(f.rms < 2 for f in long_ones), (cc, phases)  # a cubic, not some other curve
-            fits[cc] = [f.c for f in long_ones]
-    for cc, cs in fits.items():
-        assert statistics.median(cs) == pytest.approx(0.4, rel=0.10), (cc, fits)
+            long_ones = [f for f in phases if f.seconds >= 2]
+            assert len(long_ones) >= 2, (label, phases)
+            assert all(f.rms < 2 for f in long_ones), (label, phases)  # a cubic, not some other curve
+            fits[label] = [f.c for f in long_ones]
+        assert plus.read()["last_k_factor"] == 512
+    for label, _, _, c in cases:
+        assert statistics.median(fits[label]) == pytest.approx(c, rel=0.10), (label, fits)
