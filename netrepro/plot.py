@@ -124,9 +124,10 @@ def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = 
 
 
 def table(fig: Figure, points: list[Point]) -> str:
-    lines = [f"{'series':<28} {fig.x:>12} {fig.y:>22} {'IQR':>22} {'n':>4} {'failed':>6}"]
+    w = max([len("series"), *(len(p.series) for p in points)])
+    lines = [f"{'series':<{w}} {fig.x:>12} {fig.y:>22} {'IQR':>22} {'n':>4} {'failed':>6}"]
     for p in points:
         lines.append(
-            f"{p.series:<28} {p.x!s:>12} {p.y:>22.4g} {f'{p.low:.4g}..{p.high:.4g}':>22} {p.n:>4} {p.failed:>6}"
+            f"{p.series:<{w}} {p.x!s:>12} {p.y:>22.4g} {f'{p.low:.4g}..{p.high:.4g}':>22} {p.n:>4} {p.failed:>6}"
         )
     return "\n".join(lines)

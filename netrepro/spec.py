@@ -70,10 +70,18 @@ class Figure:
     annotate: Callable[[Figure, list[Point], Rows, Any], list[str]] | None = None
     # Trial time limit in seconds, from the trial's parameters.
     trial_timeout: Callable[[Params], float] = lambda params: 120.0
+    # Another figure of the study with the same grid whose trials this one
+    # plots (another metric of the same page loads): its CSV is shared, and
+    # running either one runs only the trials the CSV lacks.
+    trials_of: str = ""
 
     @property
     def full_name(self) -> str:
         return f"{self.study}/{self.name}"
+
+    @property
+    def csv_name(self) -> str:
+        return f"{self.trials_of or self.name}.csv"
 
     def grid(self, quick: bool = False, overrides: Mapping[str, Any] | None = None) -> list[Params]:
         """Every parameter setting of the figure, in declaration order."""

@@ -158,7 +158,7 @@ def run_figure(fig: Figure, opts: Options) -> Path:
     """Run (or resume) a figure, then write its plot, manifest and table; return the CSV's path."""
     began = time.monotonic()
     out_dir = opts.out / fig.study
-    csv_path = out_dir / f"{fig.name}.csv"
+    csv_path = out_dir / fig.csv_name
     trial_log = TrialLog(csv_path, fresh=opts.fresh)
     trials = fig.trial_count(opts.quick, opts.trials)
     grid = fig.grid(opts.quick, opts.overrides)

@@ -163,8 +163,11 @@ def test_cubic_plus_window_follows_the_cubic_curve() -> None:
     the fitted C is 8 x 0.4.
     """
     path = PathSpec.parse(rtt="200ms", rate="20mbit", queue="60p")
-    cases = (("cubic", "cubic", {}, 0.4), ("cubic_plus", "cubic_plus", {"n": 1, "rtt_scaled": 0}, 0.4),
-             ("cubic_plus rtt_scaled", "cubic_plus", {"n": 1, "rtt_scaled": 1}, 0.4 * 8))  # fmt: skip
+    cases: tuple[tuple[str, str, dict[str, int], float], ...] = (
+        ("cubic", "cubic", {}, 0.4),
+        ("cubic_plus", "cubic_plus", {"n": 1, "rtt_scaled": 0}, 0.4),
+        ("cubic_plus rtt_scaled", "cubic_plus", {"n": 1, "rtt_scaled": 1}, 0.4 * 8),
+    )
     fits: dict[str, list[float]] = {}
     with Ledger() as ledger, Lab(path, ledger, seed=5) as lab:
         plus = loader.load("cubic_plus", ledger, "bpf")

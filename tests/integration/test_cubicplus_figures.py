@@ -24,22 +24,22 @@ from netrepro.trials import read_rows
 pytestmark = pytest.mark.root
 
 
-def run_quick(name: str, out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
+def run_quick(fig: Figure, out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
     done = subprocess.run(
-        [sys.executable, "-m", "netrepro", name, "--quick", "--out", str(out)],
+        [sys.executable, "-m", "netrepro", fig.name, "--quick", "--out", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=1800,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    manifest = json.loads((out / "cubicplus" / f"{name}.manifest.json").read_text())
-    return read_rows(out / "cubicplus" / f"{name}.csv"), manifest
+    manifest = json.loads((out / "cubicplus" / f"{fig.name}.manifest.json").read_text())
+    return read_rows(out / "cubicplus" / fig.csv_name), manifest
 
 
 @pytest.mark.parametrize("fig", cubicplus.FIGURES, ids=lambda f: f.name)
 def test_quick_figure(fig: Figure, tmp_path: Path) -> None:
-    rows, manifest = run_quick(fig.name, tmp_path)
+    rows, manifest = run_quick(fig, tmp_path)
     series = [s for s in fig.series if fig.quick_series is None or s.label in fig.quick_series]
     assert len(rows) == len(fig.quick_levels or ()) * len(series) * fig.quick_trials
     assert {r["status"] for r in rows} <= {"ok", "timeout"}, [r["error"] for r in rows if r["status"] == "failed"]

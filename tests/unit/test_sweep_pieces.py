@@ -96,3 +96,16 @@ def test_fig5_improvements_pair_trials() -> None:
 
 def test_numeric_levels() -> None:
     assert numeric("100ms") == 100 and numeric("56kbit") == pytest.approx(0.056) and numeric(26) == 26
+
+
+def test_a_figure_sharing_trials_has_the_same_grid() -> None:
+    """`trials_of` shares a CSV, so both figures must ask for exactly the same trials."""
+    sharing = [f for f in expts.all_figures() if f.trials_of]
+    assert sharing  # cubicplus fig6 plots fig3's page loads
+    for fig in sharing:
+        owner = expts.find(f"{fig.study}/{fig.trials_of}")
+        assert fig.csv_name == owner.csv_name
+        for quick in (False, True):
+            keys = {trial_key(p, i) for p in fig.grid(quick) for i in range(fig.trial_count(quick))}
+            owned = {trial_key(p, i) for p in owner.grid(quick) for i in range(owner.trial_count(quick))}
+            assert keys == owned, (fig.full_name, quick)
