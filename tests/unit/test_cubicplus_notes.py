@@ -1,0 +1,49 @@
+"""Study cubicplus's verdicts: seed 000's findings judged on means and their standard errors."""
+
+from typing import Any
+
+from expts import cubicplus
+from netrepro.spec import Figure
+
+
+def fig(name: str) -> Figure:
+    return next(f for f in cubicplus.FIGURES if f.name == name)
+
+
+def rows(f: Figure, values: dict[tuple[str, str], list[float]]) -> list[dict[str, Any]]:
+    return [
+        {"series": label, f.x: level, "status": "ok", f.y: str(v)} for (label, level), vs in values.items() for v in vs
+    ]
+
+
+def test_loss_verdict_needs_cubic_plus_better_beyond_noise() -> None:
+    f = fig("fig3")
+    clear = {(cubicplus.CUBIC.label, "6%"): [1.9, 2.0, 2.1], (cubicplus.PLUS.label, "6%"): [3.5, 3.6, 3.7]}
+    notes = cubicplus.annotate_loss(f, [], rows(f, clear), None)
+    assert notes[-1].endswith("1 of 1 levels: agrees"), notes
+    noisy = {(cubicplus.CUBIC.label, "6%"): [1.0, 2.0, 3.0], (cubicplus.PLUS.label, "6%"): [1.5, 2.5, 3.5]}
+    notes = cubicplus.annotate_loss(f, [], rows(f, noisy), None)
+    assert "within noise" in notes[0] and notes[-1].endswith("0 of 1 levels: DIFFERS"), notes
+
+
+def test_loss_verdict_on_page_load_time_wants_it_lower() -> None:
+    f = fig("fig6")
+    faster = {
+        (cubicplus.CUBIC.label, "8%"): [900.0, 1000.0, 1100.0],
+        (cubicplus.PLUS.label, "8%"): [400.0, 500.0, 600.0],
+    }
+    assert cubicplus.annotate_loss(f, [], rows(f, faster), None)[-1].endswith("agrees")
+
+
+def test_rtt_verdicts() -> None:
+    large, small = fig("fig9"), fig("fig8")
+    values = {
+        (s.label, rtt): [y, y + 0.1, y - 0.1]
+        for rtt in ("20ms", "200ms")
+        for s, y in ((cubicplus.CUBIC, 30.0), (cubicplus.PLUS, 29.0), (cubicplus.PLUS_K, 28.5))
+    }
+    assert cubicplus.annotate_rtt(large, [], rows(large, values), None)[-1].endswith("1 of 1 added delays: agrees")
+    assert cubicplus.annotate_rtt(small, [], rows(small, values), None)[-1].endswith("2 of 2 RTTs: agrees")
+    values[(cubicplus.PLUS.label, "200ms")] = [40.0, 40.1, 39.9]
+    assert cubicplus.annotate_rtt(large, [], rows(large, values), None)[-1].endswith("DIFFERS")
+    assert cubicplus.annotate_rtt(small, [], rows(small, values), None)[-1].endswith("1 of 2 RTTs: DIFFERS")
