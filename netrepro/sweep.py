@@ -13,6 +13,7 @@ the summary, the figure, the manifest and a short table on the terminal.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import random
 import signal
@@ -154,6 +155,19 @@ def _verification_columns_from(doc: Mapping[str, Any]) -> dict[str, Any]:
     return cols
 
 
+def earlier_verifications(manifest: Path, fresh: bool) -> dict[str, Any]:
+    """The path verifications of the runs that made the CSV's earlier rows (a resumed or re-plotted
+    figure keeps them; this run's own verifications are added over them)."""
+    if fresh or not manifest.exists():
+        return {}
+    try:
+        doc = json.loads(manifest.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    found = doc.get("verification")
+    return dict(found) if isinstance(found, dict) else {}
+
+
 def run_figure(fig: Figure, opts: Options) -> Path:
     """Run (or resume) a figure, then write its plot, manifest and table; return the CSV's path."""
     began = time.monotonic()
@@ -171,7 +185,12 @@ def run_figure(fig: Figure, opts: Options) -> Path:
         + (f", {skipped} already in {csv_path.name} (resuming; --fresh to start over)" if skipped else ""),
         flush=True,
     )
-    verifications = run_trials(fig, todo, opts, trial_log) if todo else {}
+    manifest_path = out_dir / f"{fig.name}.manifest.json"
+    verifications: dict[str, Any] = {}
+    for name in dict.fromkeys([fig.trials_of or fig.name, fig.name]):  # a shared CSV's owner verified it first
+        verifications.update(earlier_verifications(out_dir / f"{name}.manifest.json", opts.fresh))
+    if todo:
+        verifications.update(run_trials(fig, todo, opts, trial_log))
     wanted = {trial_key(p, i) for p in grid for i in range(trials)}
     rows = [r for r in read_rows(csv_path) if r.get("trial_key") in wanted]
     points = plot.summarize(fig, rows)
@@ -202,7 +221,7 @@ def run_figure(fig: Figure, opts: Options) -> Path:
         "wall_seconds_this_run": round(time.monotonic() - began, 1),
         "trial_seconds_all_rows": round(sum(float(r.get("trial_seconds") or 0) for r in rows), 1),
     }
-    results.write_json(out_dir / f"{fig.name}.manifest.json", manifest)
+    results.write_json(manifest_path, manifest)
     print(plot.table(fig, points))
     for note in notes:
         print(f"note: {note}")

@@ -1,5 +1,6 @@
 """The sweep runner's pure parts: grids, the trial log, summaries, figure names."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,7 @@ import expts
 from expts import iw
 from netrepro.plot import numeric, quartiles, summarize
 from netrepro.spec import Figure, Series
+from netrepro.sweep import earlier_verifications
 from netrepro.trials import TrialLog, read_rows, trial_key
 
 
@@ -109,3 +111,13 @@ def test_a_figure_sharing_trials_has_the_same_grid() -> None:
             keys = {trial_key(p, i) for p in fig.grid(quick) for i in range(fig.trial_count(quick))}
             owned = {trial_key(p, i) for p in owner.grid(quick) for i in range(owner.trial_count(quick))}
             assert keys == owned, (fig.full_name, quick)
+
+
+def test_a_resumed_figure_keeps_the_earlier_runs_verification(tmp_path: Path) -> None:
+    manifest = tmp_path / "fig.manifest.json"
+    assert earlier_verifications(manifest, fresh=False) == {}
+    manifest.write_text(json.dumps({"verification": {"rtt 20 ms": {"ok": True}}}))
+    assert earlier_verifications(manifest, fresh=False) == {"rtt 20 ms": {"ok": True}}
+    assert earlier_verifications(manifest, fresh=True) == {}
+    manifest.write_text("{not json")
+    assert earlier_verifications(manifest, fresh=False) == {}
