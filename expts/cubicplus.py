@@ -185,13 +185,13 @@ IW_FINDING = "seed 000: the initial window barely matters for any variant"
 
 FIGURES = (
     _figure("fig3", "Throughput vs loss, large page", "loss", LOSS, "large", "throughput_mbit",
-            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)"),
+            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)", y_log=True),
     _figure("fig4", "Throughput vs loss, medium page", "loss", LOSS, "medium", "throughput_mbit",
-            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)"),
+            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)", y_log=True),
     _figure("fig5", "Throughput vs loss, small page", "loss", LOSS, "small", "throughput_mbit",
-            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)"),
+            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)", y_log=True),
     _figure("fig6", "Page load time vs loss, large page", "loss", LOSS, "large", "page_load_time_ms",
-            quick_levels=("0%", "6%"), annotate=annotate_loss, x_label="loss (%)", trials_of="fig3",
+            quick_levels=("0%", "6%"), annotate=annotate_loss, x_label="loss (%)", trials_of="fig3", y_log=True,
             finding="seed 000: PLT about equal at low loss and better with CUBIC+ at high loss"),
     _figure("fig7", "Throughput vs RTT, medium page", "rtt", RTTS, "medium", "throughput_mbit",
             quick_levels=("20ms", "200ms"), finding=RTT_FINDING, annotate=annotate_rtt, x_label="RTT (ms)"),
@@ -204,7 +204,7 @@ FIGURES = (
     _figure("fig11", "Throughput vs initial window, medium page", "initcwnd", IWS, "medium", "throughput_mbit",
             quick_levels=(3, 32), finding=IW_FINDING, annotate=annotate_iw, x_label="initial window (segments)"),
     _figure("fig12", "Page load time vs loss, large page, Reno with reduction factor r", "loss", LOSS, "large",
-            "page_load_time_ms", quick_levels=("0%", "8%"), x_label="loss (%)",
+            "page_load_time_ms", quick_levels=("0%", "8%"), x_label="loss (%)", y_log=True,
             series=tuple(Series(f"Reno r={r / 1000:g} (HTTP/2)", {"cc": "reno_beta", "r": r, "protocol": "h2"})
                          for r in (500, 600, 700, 800, 900)),
             quick_series=("Reno r=0.5 (HTTP/2)", "Reno r=0.9 (HTTP/2)"),

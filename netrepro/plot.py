@@ -106,6 +106,8 @@ def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = 
         ax.legend(fontsize=8)
     if fig.x_log:
         ax.set_xscale("log")
+    if fig.y_log:
+        ax.set_yscale("log")
     ax.set_xlabel(fig.x_label or fig.x)
     ax.set_ylabel(fig.y_label or fig.y)
     counts = sorted({p.n for p in points})

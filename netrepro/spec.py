@@ -61,6 +61,7 @@ class Figure:
     x_label: str = ""
     y_label: str = ""
     x_log: bool = False
+    y_log: bool = False  # for a metric that spans decades (throughput under 0 to 10 % loss)
     finding: str = ""  # what the source reports, to set beside ours
     deviations: tuple[str, ...] = ()
     # Turns the trial rows into the plotted points (default: median and
