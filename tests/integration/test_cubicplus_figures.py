@@ -20,6 +20,7 @@ from expts import cubicplus
 from netrepro.results import REPO
 from netrepro.spec import Figure
 from netrepro.trials import read_rows
+from netrepro.units import parse_duration, parse_rate
 
 pytestmark = pytest.mark.root
 
@@ -47,6 +48,15 @@ def test_quick_figure(fig: Figure, tmp_path: Path) -> None:
     assert manifest["notes"] and manifest["finding_of_the_source"]
     if any(s.params.get("cc") == "cubic_plus" for s in series):
         assert "cubic_plus (bpf)" in manifest["congestion_control"]  # type: ignore[operator]
+    if fig.x == "initcwnd":
+        # Slow start's rounds and the page's time on the wire bound the load time (see annotate_iw).
+        rtt_ms, rate = parse_duration(fig.fixed["rtt"]).ms, parse_rate(fig.fixed["rate"]).bps
+        for r in rows:
+            if r["series"] == cubicplus.CUBIC.label and r["status"] == "ok":
+                rounds_ms = cubicplus.slow_start_rounds(int(r["bytes"]), int(r["initcwnd"])) * rtt_ms
+                wire_ms = int(r["bytes"]) * 8 / rate * 1e3
+                bounds = max(rounds_ms, wire_ms), rounds_ms + wire_ms
+                assert 0.9 * bounds[0] <= float(r["page_load_time_ms"]) <= 1.15 * bounds[1], (r["initcwnd"], bounds)
     if fig.x == "loss":
         by: dict[tuple[str, str], list[float]] = defaultdict(list)
         for r in rows:

@@ -47,3 +47,9 @@ def test_rtt_verdicts() -> None:
     values[(cubicplus.PLUS.label, "200ms")] = [40.0, 40.1, 39.9]
     assert cubicplus.annotate_rtt(large, [], rows(large, values), None)[-1].endswith("DIFFERS")
     assert cubicplus.annotate_rtt(small, [], rows(small, values), None)[-1].endswith("1 of 2 RTTs: DIFFERS")
+
+
+def test_slow_start_rounds() -> None:
+    # 104 segments of 1448 bytes: IW 3 needs 3+6+12+24+48 = 93 < 104 after five rounds, so six
+    assert [cubicplus.slow_start_rounds(150_000, w) for w in (3, 10, 21, 32)] == [6, 4, 3, 3]
+    assert cubicplus.slow_start_rounds(1_000, 10) == 1
