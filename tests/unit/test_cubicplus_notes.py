@@ -53,3 +53,11 @@ def test_slow_start_rounds() -> None:
     # 104 segments of 1448 bytes: IW 3 needs 3+6+12+24+48 = 93 < 104 after five rounds, so six
     assert [cubicplus.slow_start_rounds(150_000, w) for w in (3, 10, 21, 32)] == [6, 4, 3, 3]
     assert cubicplus.slow_start_rounds(1_000, 10) == 1
+
+
+def test_small_page_verdict_is_about_a_little_gain() -> None:
+    f = fig("fig5")
+    little = {(cubicplus.CUBIC.label, "6%"): [7.0, 7.1, 7.2], (cubicplus.PLUS.label, "6%"): [7.5, 7.6, 7.7]}
+    assert cubicplus.annotate_loss(f, [], rows(f, little), None)[-1].endswith("agrees (taking 'little' as under 20 %)")
+    much = {(cubicplus.CUBIC.label, "6%"): [7.0, 7.1, 7.2], (cubicplus.PLUS.label, "6%"): [9.5, 9.6, 9.7]}
+    assert "+35 %: DIFFERS" in cubicplus.annotate_loss(f, [], rows(f, much), None)[-1]
