@@ -26,12 +26,21 @@ def iperf3_server_argv(address: str, port: int) -> list[str]:
 
 
 def iperf3_client_argv(
-    address: str, port: int, duration_s: int, *, udp_rate: Rate | None = None, datagram: int = 1400
+    address: str,
+    port: int,
+    duration_s: int,
+    *,
+    udp_rate: Rate | None = None,
+    datagram: int = 1400,
+    cc: str | None = None,
 ) -> list[str]:
-    """A flow in the data direction (server to client, -R): bulk TCP, or UDP at a constant rate."""
+    """A flow in the data direction (server to client, -R): bulk TCP (with congestion control `cc`,
+    else the sender's default), or UDP at a constant rate."""
     argv = ["iperf3", "-c", address, "-p", str(port), "-R", "-J", "-t", str(duration_s)]
     if udp_rate is not None:
         argv += ["-u", "-b", str(int(udp_rate.bps)), "-l", str(datagram)]
+    if cc is not None:
+        argv += ["-C", cc]
     return argv
 
 
