@@ -111,6 +111,7 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                     "trial": index,
                     **_cell_params(params),
                     "backend": lab.backend,
+                    "loss_seeded": lab.loss_repeatable,
                     "seed": opts.seed,
                 }
                 began = time.monotonic()
@@ -210,6 +211,8 @@ def run_figure(fig: Figure, opts: Options) -> Path:
         "quick": opts.quick,
         "seed": opts.seed,
         "shaper": sorted({r.get("backend", "") for r in rows}),
+        # false where netem took no seed (Linux or iproute2 older than 6.3)
+        "loss_repeatable": all(r.get("loss_seeded") != "false" for r in rows),
         "congestion_control": sorted({f"{r.get('cc')} ({r.get('cc_impl')})" for r in rows if r.get("cc")}),
         "verification": verifications,
         "finding_of_the_source": fig.finding,

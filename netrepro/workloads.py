@@ -23,6 +23,7 @@ from netrepro.tcpprobe import ProbeSample, TcpProbe, sender_samples
 from servers import clients, content
 from servers.apache import HTTP_PORT, TLS_PORT, Apache
 from servers.hosttcp import HostTcp, apply_host_tcp
+from servers.iperf import iperf3_client_argv, iperf3_server_argv, wait_listening
 from topologies.lab import Lab
 
 Metrics = dict[str, Any]
@@ -241,12 +242,11 @@ WORKLOADS: dict[str, Callable[[Session, Mapping[str, Any]], Metrics]] = {
 
 def iperf3_trace(lab: Lab, ledger: Ledger, cc: str, seconds: int) -> list[ProbeSample]:
     """An iperf3 transfer server -> client with `cc`; the tcp_probe samples of its data connection."""
-    server = Process(["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", "5201"], lab.server, ledger=ledger)
+    server = Process(iperf3_server_argv(lab.ip("server"), 5201), lab.server, ledger=ledger)
     try:
-        time.sleep(0.5)  # until it listens
+        wait_listening(lab.server, lab.ip("server"), 5201, server)
         with TcpProbe(ledger, [5201]) as probe:
-            run(["iperf3", "-c", lab.ip("server"), "-p", "5201", "-R", "-t", str(seconds), "-C", cc],
-                lab.client, timeout=seconds + 60)  # fmt: skip
+            run(iperf3_client_argv(lab.ip("server"), 5201, seconds, cc=cc), lab.client, timeout=seconds + 60)
     finally:
         server.stop()
     flows: dict[str, list[ProbeSample]] = {}

@@ -1,4 +1,4 @@
-"""The client side of the workloads: single downloads, page loads, bursts, bulk, cross traffic.
+"""The HTTP clients of the workloads: single downloads, page loads, bulk.
 
 Command builders are pure functions returning argument lists; the run
 functions execute them in the client's namespace, check every exit code and
@@ -20,78 +20,58 @@ the same for both protocols: the object requests go out with the HTML's
 request instead of after the HTML has arrived (h2load cannot make a request
 wait on another), which saves about one RTT plus the HTML's transfer.
 Page load time is measured from the first request to the last byte of the
-last object, from h2load's per-request log (microseconds); `PacketCapture`
-measures the same span independently from tcpdump's kernel timestamps.
+last object, from h2load's per-request log (microseconds);
+`servers.capture.PacketCapture` measures the same span independently from
+tcpdump's kernel timestamps.
 
-Bursts (study newcwv) use a small HTTP/1.1 client of our own
-(`python -m servers.clients burst`), because the idle period must run from
-the end of one burst to the next request, which no stock tool schedules.
+The burst client is in `servers.bursts`, iperf3 cross traffic in
+`servers.iperf`, packet capture in `servers.capture`.
 """
 
 from __future__ import annotations
 
-import argparse
 import fcntl
-import http.client
-import json
 import os
-import re
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Literal, get_args
 
 from netrepro.ledger import Ledger
-from netrepro.parsers import IperfTcp, IperfUdp, parse_iperf3_tcp, parse_iperf3_udp
 from netrepro.proc import CommandError, Netns, Process, run
-from netrepro.units import Rate
 from servers.apache import HTTP_PORT, TLS_PORT
 from servers.content import Page, WebObject
 from servers.parsers import (
     CurlTiming,
     H2loadRequest,
     H2loadSummary,
-    Packet,
     parse_curl_json,
     parse_h2load,
     parse_h2load_log,
-    parse_pcap,
 )
 
 __all__ = [
     "H1_CONNECTIONS",
     "PROTOCOLS",
     "BulkResult",
-    "Burst",
-    "BurstSeries",
-    "CrossTraffic",
     "Download",
     "ObjectTime",
-    "PacketCapture",
     "PageLoad",
     "Protocol",
     "ProtocolMismatch",
     "WorkloadError",
     "barrier_argv",
-    "burst_client_argv",
     "check_h2load",
     "curl_argv",
     "download",
     "h2load_argv",
-    "iperf3_client_argv",
-    "iperf3_server_argv",
     "is_tls",
     "load_page",
     "page_load_plan",
     "run_bulk",
-    "run_bursts",
-    "tcpdump_argv",
     "url",
-    "wait_listening",
 ]
 
 Protocol = Literal["http/1.1", "h2c", "h2"]
@@ -436,265 +416,3 @@ def run_bulk(
         seconds=summary.finished_in,
         window_bits=window_bits if h2 else None,
     )
-
-
-# -- bursts after idle periods (study newcwv) ----------------------------------------------
-
-
-@dataclass(frozen=True)
-class Burst:
-    path: str
-    size: int  # body bytes received
-    idle_before: float  # seconds from the previous burst's last byte (or the connect) to this request
-    completion_time: float  # seconds from the request to the burst's last byte
-    local_port: int  # the connection it went over
-
-
-@dataclass(frozen=True)
-class BurstSeries:
-    protocol: str
-    negotiated: str
-    bursts: tuple[Burst, ...]
-
-
-def burst_client_argv(address: str, bursts: Sequence[tuple[str, float]], *, port: int = HTTP_PORT) -> list[str]:
-    """Our burst client: one persistent HTTP/1.1 connection, each (path, idle seconds) in turn."""
-    argv = [sys.executable, "-m", "servers.clients", "burst", "--server", address, "--port", str(port)]
-    for path, idle in bursts:
-        argv += ["--burst", f"{idle:g}:{path}"]
-    return argv
-
-
-def run_bursts(
-    ns: Netns, address: str, bursts: Sequence[tuple[str, float]], *, timeout: float | None = None
-) -> BurstSeries:
-    """Request each path after its idle period over one connection; the completion time of each burst."""
-    limit = timeout if timeout is not None else sum(idle for _, idle in bursts) + 30 * len(bursts) + 10
-    doc = json.loads(run(burst_client_argv(address, bursts), ns, timeout=limit).stdout)
-    series = tuple(Burst(**b) for b in doc["bursts"])
-    if len({b.local_port for b in series}) != 1:
-        raise WorkloadError(
-            f"bursts went over more than one connection: ports {sorted({b.local_port for b in series})}"
-        )
-    if doc["http_version"] != "1.1":
-        raise ProtocolMismatch("http/1.1", f"HTTP/{doc['http_version']}", "burst client")
-    return BurstSeries("http/1.1", doc["http_version"], series)
-
-
-def _burst_main(args: argparse.Namespace) -> int:
-    """The burst client itself (runs inside the client's namespace)."""
-    conn = http.client.HTTPConnection(args.server, args.port, timeout=60)
-    conn.connect()
-    sock = conn.sock
-    local_port = sock.getsockname()[1]
-    previous_end = time.monotonic()
-    out = []
-    version = ""
-    for spec in args.burst:
-        idle_text, _, path = spec.partition(":")
-        idle = float(idle_text)
-        time.sleep(max(0.0, previous_end + idle - time.monotonic()))
-        begin = time.monotonic()
-        conn.request("GET", path)
-        response = conn.getresponse()
-        body = response.read()
-        end = time.monotonic()
-        if response.status != 200 or conn.sock is not sock:
-            print(f"burst {path}: status {response.status}, connection reused: {conn.sock is sock}", file=sys.stderr)
-            return 1
-        version = {10: "1.0", 11: "1.1"}.get(response.version, str(response.version))
-        out.append(
-            {
-                "path": path,
-                "size": len(body),
-                "idle_before": begin - previous_end,
-                "completion_time": end - begin,
-                "local_port": local_port,
-            }
-        )
-        previous_end = end
-    conn.close()
-    json.dump({"http_version": version, "bursts": out}, sys.stdout)
-    return 0
-
-
-# -- cross traffic: iperf3 -----------------------------------------------------------------
-
-
-def iperf3_server_argv(address: str, port: int) -> list[str]:
-    return ["iperf3", "-s", "-1", "-B", address, "-p", str(port)]
-
-
-def iperf3_client_argv(
-    address: str, port: int, duration_s: int, *, udp_rate: Rate | None = None, datagram: int = 1400
-) -> list[str]:
-    """A flow in the data direction (server to client, -R): bulk TCP, or UDP at a constant rate."""
-    argv = ["iperf3", "-c", address, "-p", str(port), "-R", "-J", "-t", str(duration_s)]
-    if udp_rate is not None:
-        argv += ["-u", "-b", str(int(udp_rate.bps)), "-l", str(datagram)]
-    return argv
-
-
-def wait_listening(ns: Netns, address: str, port: int, process: Process, timeout: float = 5.0) -> None:
-    """Return once `address:port` listens in ns; raise if the process died or time ran out."""
-    deadline = time.monotonic() + timeout
-    while True:
-        out = run(["ss", "-Hln", f"sport = :{port}"], ns).stdout
-        if any(f"{address}:{port}" in line.split() for line in out.splitlines()):
-            return
-        if not process.running():
-            raise CommandError(process.argv, ns, process.wait(), "exited before listening")
-        if time.monotonic() > deadline:
-            raise CommandError(process.argv, ns, None, f"not listening on {address}:{port} after {timeout:g} s")
-        time.sleep(0.02)
-
-
-class CrossTraffic:
-    """A competing flow from server to client for `duration_s`: bulk TCP, or UDP at `udp_rate`."""
-
-    def __init__(
-        self,
-        client: Netns,
-        server: Netns,
-        server_address: str,
-        ledger: Ledger,
-        work_dir: Path,
-        *,
-        duration_s: int,  # whole seconds: iperf3 -t
-        udp_rate: Rate | None = None,
-        port: int = 5202,
-    ) -> None:
-        self.client, self.server, self.address = client, server, server_address
-        self.ledger, self.duration_s, self.udp_rate, self.port = ledger, duration_s, udp_rate, port
-        self.output = work_dir / f"iperf3-{'udp' if udp_rate else 'tcp'}-{port}.json"
-        self._server: Process | None = None
-        self._client: Process | None = None
-
-    def start(self) -> CrossTraffic:
-        try:
-            self._server = Process(
-                iperf3_server_argv(self.address, self.port), self.server, ledger=self.ledger, label="iperf3 server"
-            )
-            wait_listening(self.server, self.address, self.port, self._server)
-            with open(self.output, "wb") as out:
-                self._client = Process(
-                    iperf3_client_argv(self.address, self.port, self.duration_s, udp_rate=self.udp_rate),
-                    self.client,
-                    ledger=self.ledger,
-                    stdout=out,
-                    label="iperf3 client",
-                )
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def result(self) -> IperfTcp | IperfUdp:
-        """Wait for the flow to end and return what the receiver measured."""
-        assert self._client is not None, "start() first"
-        try:
-            code = self._client.wait(timeout=self.duration_s + 15)
-        except subprocess.TimeoutExpired:
-            raise CommandError(self._client.argv, self.client, None, "cross traffic did not end") from None
-        text = self.output.read_text(errors="replace")
-        if code != 0:
-            raise CommandError(self._client.argv, self.client, code, text[-1000:])
-        return parse_iperf3_udp(text) if self.udp_rate is not None else parse_iperf3_tcp(text)
-
-    def stop(self) -> None:
-        for proc in (self._client, self._server):
-            if proc is not None:
-                proc.stop()
-        self._client = self._server = None
-
-    def __enter__(self) -> CrossTraffic:
-        return self.start()
-
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
-
-
-# -- an independent clock: tcpdump in the client's namespace -------------------------------------
-
-
-_TCPDUMP_COUNT = re.compile(r"^(\d+) packets (captured|received by filter|dropped by kernel)$", re.M)
-
-
-def tcpdump_argv(dev: str, pcap: Path, port: int, snaplen: int = 128) -> list[str]:
-    """Headers only, each packet handed over and written at once, nanosecond kernel timestamps, as root."""
-    return [
-        "tcpdump", "-i", dev, "-w", str(pcap), "-U", "--immediate-mode", "-n", "-Z", "root", "-s", str(snaplen),
-        "--time-stamp-precision=nano", "tcp", "port", str(port),
-    ]  # fmt: skip
-
-
-class PacketCapture:
-    """tcpdump on a host's interface for the duration of a `with` block; `packets` afterwards."""
-
-    def __init__(self, ns: Netns, dev: str, pcap: Path, port: int, ledger: Ledger | None) -> None:
-        self.ns, self.dev, self.pcap, self.port, self.ledger = ns, dev, pcap, port, ledger
-        self.log = pcap.with_suffix(".log")
-        self.packets: list[Packet] = []
-        self._proc: Process | None = None
-
-    def start(self, timeout: float = 5.0) -> PacketCapture:
-        with open(self.log, "wb") as err:
-            self._proc = Process(
-                tcpdump_argv(self.dev, self.pcap, self.port),
-                self.ns,
-                ledger=self.ledger,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                label="tcpdump",
-            )
-        deadline = time.monotonic() + timeout
-        while "listening on" not in self.log.read_text(errors="replace"):
-            if not self._proc.running() or time.monotonic() > deadline:
-                text = self.log.read_text(errors="replace")
-                self._proc.stop()
-                self._proc = None
-                raise CommandError(tcpdump_argv(self.dev, self.pcap, self.port), self.ns, None, text)
-            time.sleep(0.01)
-        return self
-
-    def stop(self, settle: float = 0.1) -> list[Packet]:
-        """Stop tcpdump (after `settle` seconds for the last packets) and read the capture.
-
-        Fails if tcpdump saw a packet it did not write, or the kernel dropped one.
-        """
-        if self._proc is None:
-            return self.packets
-        time.sleep(settle)
-        self._proc.stop()
-        self._proc = None
-        text = self.log.read_text(errors="replace")
-        counts = dict((m.group(2), int(m.group(1))) for m in _TCPDUMP_COUNT.finditer(text))
-        if counts.get("captured") != counts.get("received by filter") or counts.get("dropped by kernel"):
-            raise WorkloadError(f"tcpdump did not capture every packet: {counts}")
-        self.packets = parse_pcap(self.pcap.read_bytes())
-        return self.packets
-
-    def __enter__(self) -> PacketCapture:
-        return self.start()
-
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        if e is None:
-            self.stop()
-        elif self._proc is not None:
-            self._proc.stop()
-            self._proc = None
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m servers.clients", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    burst = sub.add_parser("burst", help="request each path after its idle period over one HTTP/1.1 connection")
-    burst.add_argument("--server", required=True)
-    burst.add_argument("--port", type=int, default=HTTP_PORT)
-    burst.add_argument("--burst", action="append", required=True, metavar="IDLE_S:PATH")
-    args = parser.parse_args(argv)
-    return _burst_main(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -44,6 +44,7 @@ class Stage:
 
 class DelayLossStage(Protocol):
     backend: str
+    seeded: bool  # the loss pattern is drawn from the stage's seed (repeatable)
 
     def install(self) -> None: ...
     def set(self, direction: str, delay: Duration, loss: Probability) -> None: ...
@@ -114,6 +115,7 @@ class NetemStage:
 
 class DelayLineStage:
     backend = "delayline"
+    seeded = True  # the delay line draws loss from its own seeded generator
 
     def __init__(self, switch: Netns, stages: list[Stage], ledger: Ledger) -> None:
         self.switch = switch

@@ -192,6 +192,12 @@ class Lab:
         if run(argv, self.client, check=False).returncode != 0:
             raise LabError(f"no ping crossed the path client -> server within {deadline} s")
 
+    @property
+    def loss_repeatable(self) -> bool:
+        """Whether emulated loss follows the lab's seed (netem before Linux/iproute2 6.3 takes none)."""
+        assert self.stage is not None, "start() first"
+        return self.stage.seeded
+
     def reconfigure(self, path: PathSpec) -> None:
         """Apply a new path in place: rates, buffer, delay and loss."""
         assert self.stage is not None, "start() first"

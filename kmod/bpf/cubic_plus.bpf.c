@@ -27,16 +27,8 @@
  * `invalid`. The program writes the values it actually uses back into the
  * output fields, so user space can read beta_effective from the kernel.
  *
- * ssthresh guard: on the 6.18 kernel this was developed on, every BPF
- * struct_ops congestion control tested (even a pass-through wrapper around
- * the kernel's own tcp_reno_* kfuncs) intermittently found tp->snd_ssthresh
- * overwritten, between two of its callbacks, with a value like 47506880
- * that no congestion-control code computed; the built-in reno and cubic
- * never showed it under the same test. Each callback therefore checks that
- * ssthresh is still something TCP could have set (infinite, or at most the
- * largest of the last value seen, cwnd, prior_cwnd and the highest cwnd
- * seen) and otherwise puts the last value back and counts it in ss_repairs,
- * so that an experiment can see and discard affected runs. See README.md.
+ * Every callback runs the ssthresh guard of ss_guard.h first; repairs are
+ * counted in ss_repairs.
  *
  * Build: make -C kmod bpf. Load: bpftool struct_ops register cubic_plus.bpf.o
  */
@@ -44,6 +36,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+
+#include "ss_guard.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -251,8 +245,7 @@ struct cplus_ca {
 	__u32 end_seq;		/* HyStart: snd_nxt at start of the round */
 	__u32 last_ack;		/* HyStart: time of the last closely spaced ACK */
 	__u32 curr_rtt;		/* HyStart: min RTT of this round */
-	__u32 ss_last;		/* guard: ssthresh as last seen or set */
-	__u32 cwnd_hi;		/* guard: highest cwnd seen */
+	struct ss_guard guard;	/* the ssthresh guard's state (ss_guard.h) */
 };
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
@@ -288,35 +281,18 @@ static __always_inline bool tcp_is_cwnd_limited(const struct sock *sk)
 	return false;
 }
 
-#define TCP_INFINITE_SSTHRESH	0x7fffffff
 
-/* The ssthresh guard described at the top of this file. */
+/* The ssthresh guard (ss_guard.h), counted in the parameter map. */
 static __always_inline void ss_guard(struct sock *sk)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
 	struct cplus_ca *ca = inet_csk_ca(sk);
-	__u32 ss = tp->snd_ssthresh, bound;
+	struct cplus_params *p;
 
-	if (tp->snd_cwnd > ca->cwnd_hi)
-		ca->cwnd_hi = tp->snd_cwnd;
-	if (ss == ca->ss_last || ss == TCP_INFINITE_SSTHRESH || !ca->ss_last) {
-		ca->ss_last = ss;
+	if (!ss_guard_check(&ca->guard, tcp_sk(sk)))
 		return;
-	}
-	bound = ca->ss_last == TCP_INFINITE_SSTHRESH ? 0 : ca->ss_last;
-	if (ca->cwnd_hi > bound)
-		bound = ca->cwnd_hi;
-	if (tp->prior_cwnd > bound)
-		bound = tp->prior_cwnd;
-	if (ss > bound) {
-		struct cplus_params *p = params_map();
-
-		tp->snd_ssthresh = ca->ss_last;
-		if (p)
-			__sync_fetch_and_add(&p->ss_repairs, 1);
-		return;
-	}
-	ca->ss_last = ss;
+	p = params_map();
+	if (p)
+		__sync_fetch_and_add(&p->ss_repairs, 1);
 }
 
 /* usecs_to_jiffies() rounds up */
@@ -566,8 +542,7 @@ void BPF_PROG(cplus_init, struct sock *sk)
 	bictcp_reset(ca);
 	if (hystart)
 		bictcp_hystart_reset(sk);
-	ca->ss_last = tcp_sk(sk)->snd_ssthresh;
-	ca->cwnd_hi = tcp_sk(sk)->snd_cwnd;
+	ss_guard_start(&ca->guard, tcp_sk(sk));
 }
 
 SEC("struct_ops/cplus_cwnd_event")
@@ -637,7 +612,7 @@ __u32 BPF_PROG(cplus_ssthresh, struct sock *sk)
 	ss = (cwnd * c.beta_eff) / BICTCP_BETA_SCALE;
 	if (ss < 2)
 		ss = 2;
-	ca->ss_last = ss;	/* the kernel stores what we return */
+	ca->guard.ss_last = ss;	/* the kernel stores what we return */
 	return ss;
 }
 
@@ -714,7 +689,7 @@ static __always_inline void hystart_update(struct sock *sk, __u32 delay)
 			if ((__s32)(now - ca->round_start) > (__s32)threshold) {
 				ca->found = 1;
 				tp->snd_ssthresh = tp->snd_cwnd;
-				ca->ss_last = tp->snd_ssthresh;
+				ca->guard.ss_last = tp->snd_ssthresh;
 			}
 		}
 	}
@@ -735,7 +710,7 @@ static __always_inline void hystart_update(struct sock *sk, __u32 delay)
 			if (ca->curr_rtt > ca->delay_min + thr) {
 				ca->found = 1;
 				tp->snd_ssthresh = tp->snd_cwnd;
-				ca->ss_last = tp->snd_ssthresh;
+				ca->guard.ss_last = tp->snd_ssthresh;
 			}
 		}
 	}

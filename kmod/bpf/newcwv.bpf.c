@@ -20,14 +20,16 @@
  *    cwnd = max(cwnd / 2, IW), and a new NVP begins.
  *
  * Parameters and counters live in the one-entry ARRAY map `ncwv_params`
- * (layout below), read at every event. The ssthresh guard of
- * cubic_plus.bpf.c (see README.md) is applied here as well.
+ * (layout below), read at every event. Every callback runs the ssthresh
+ * guard of ss_guard.h first.
  *
  * Build: make -C kmod bpf. Load: bpftool struct_ops register newcwv.bpf.o
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+
+#include "ss_guard.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -38,7 +40,6 @@ char _license[] SEC("license") = "GPL";
 #define NC_UNDEF		(~0U)		/* pipeACK "undefined" (4.1) */
 #define NC_NVP_STEPS_MAX	8		/* NVP expiries applied at once */
 #define TCP_INIT_CWND		10
-#define TCP_INFINITE_SSTHRESH	0x7fffffff
 
 /*
  * Map value, 52 bytes, all __u32, little endian. Byte offsets:
@@ -87,7 +88,7 @@ struct {
 #define NC_F_INIT	0x10	/* init has run (see kmod/newcwv.c) */
 
 /* Per-connection state, in icsk_ca_priv (same as kmod/newcwv.c plus the
- * guard's two fields).
+ * guard's state).
  */
 struct ncwv_ca {
 	__u32 psample[NC_BINS];	/* largest pipeACK sample per bin, segments */
@@ -102,8 +103,7 @@ struct ncwv_ca {
 	__u32 saved_cwnd;	/* cwnd before the kernel's restart-after-idle */
 	__u32 saved_ssthresh;	/* ssthresh before the kernel's restart-after-idle */
 	__u32 iw;		/* initial window, for 4.4.3 */
-	__u32 ss_last;		/* guard: ssthresh as last seen or set */
-	__u32 cwnd_hi;		/* guard: highest cwnd seen */
+	struct ss_guard guard;	/* the ssthresh guard's state (ss_guard.h) */
 	__u8 head;		/* newest bin */
 	__u8 flags;		/* NC_F_* */
 };
@@ -178,30 +178,11 @@ static __always_inline __u32 nvp_jiffies(void)
 	return (__u32)(((__u64)ms * HZ + 999) / 1000);	/* msecs_to_jiffies */
 }
 
-/* The ssthresh guard (see cubic_plus.bpf.c and README.md). */
+/* The ssthresh guard (ss_guard.h), counted in the parameter map. */
 static __always_inline void ss_guard(struct sock *sk)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct ncwv_ca *nc = nc_ca(sk);
-	__u32 ss = tp->snd_ssthresh, bound;
-
-	if (tp->snd_cwnd > nc->cwnd_hi)
-		nc->cwnd_hi = tp->snd_cwnd;
-	if (ss == nc->ss_last || ss == TCP_INFINITE_SSTHRESH || !nc->ss_last) {
-		nc->ss_last = ss;
-		return;
-	}
-	bound = nc->ss_last == TCP_INFINITE_SSTHRESH ? 0 : nc->ss_last;
-	if (nc->cwnd_hi > bound)
-		bound = nc->cwnd_hi;
-	if (tp->prior_cwnd > bound)
-		bound = tp->prior_cwnd;
-	if (ss > bound) {
-		tp->snd_ssthresh = nc->ss_last;
+	if (ss_guard_check(&nc_ca(sk)->guard, tcp_sk(sk)))
 		COUNT(ss_repairs);
-		return;
-	}
-	nc->ss_last = ss;
 }
 
 /* pipeACK sampling period: max(3 * SRTT, 1 s), in jiffies (4.2) */
@@ -341,7 +322,7 @@ static __always_inline void nc_check_phase(struct sock *sk, __u32 now)
 		if ((3 * cwnd) >> 2 > ss)
 			ss = (3 * cwnd) >> 2;
 		tp->snd_ssthresh = ss;
-		nc->ss_last = ss;
+		nc->guard.ss_last = ss;
 		cwnd >>= 1;
 		tp->snd_cwnd = cwnd > nc->iw ? cwnd : nc->iw;
 		tp->snd_cwnd_stamp = now;
@@ -365,8 +346,7 @@ void BPF_PROG(ncwv_init, struct sock *sk)
 	nc->loss_flight = nc->loss_pipeack = nc->loss_retrans = 0;
 	nc->saved_cwnd = nc->saved_ssthresh = 0;
 	nc->iw = tp->data_segs_out ? TCP_INIT_CWND : tp->snd_cwnd;
-	nc->ss_last = tp->snd_ssthresh;
-	nc->cwnd_hi = tp->snd_cwnd;
+	ss_guard_start(&nc->guard, tp);
 	if (p) {
 		__sync_fetch_and_add(&p->conns, 1);
 		/* RFC 7661 4.4.2: pacing mitigates the bursts a preserved cwnd
@@ -444,7 +424,7 @@ __u32 BPF_PROG(ncwv_ssthresh, struct sock *sk)
 	}
 	if (ss < 2)
 		ss = 2;
-	nc->ss_last = ss;	/* the kernel stores what we return */
+	nc->guard.ss_last = ss;	/* the kernel stores what we return */
 	return ss;
 }
 
@@ -471,7 +451,7 @@ void BPF_PROG(ncwv_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 			if (nc->saved_cwnd > tp->snd_cwnd)
 				tp->snd_cwnd = nc->saved_cwnd;
 			tp->snd_ssthresh = nc->saved_ssthresh;
-			nc->ss_last = nc->saved_ssthresh;
+			nc->guard.ss_last = nc->saved_ssthresh;
 			nc->flags &= ~NC_F_RESTART;
 			COUNT(restarts_undone);
 		}
@@ -493,7 +473,7 @@ void BPF_PROG(ncwv_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 				cwnd = 1;
 			tp->snd_cwnd = cwnd;
 			tp->snd_ssthresh = cwnd > 2 ? cwnd : 2;
-			nc->ss_last = tp->snd_ssthresh;
+			nc->guard.ss_last = tp->snd_ssthresh;
 			nc->flags &= ~NC_F_NV_LOSS;
 			nc_reset_pipeack(nc, tp);
 			COUNT(nv_recoveries);

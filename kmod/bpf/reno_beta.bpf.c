@@ -16,11 +16,11 @@
  * loss. 0 means the default (500); a non-zero value outside 1..999 is
  * ignored (default used) and flagged in `invalid`.
  *
- * ssthresh guard: as in cubic_plus.bpf.c (see README.md), every callback
- * checks that tp->snd_ssthresh still holds a value TCP could have set, and
- * otherwise restores the last one and counts it in `ss_repairs`: on the 6.18
- * kernel used here, BPF congestion controls intermittently found it
- * overwritten with an unrelated value between two of their callbacks.
+ * Every callback runs the ssthresh guard of ss_guard.h first: on the 6.18
+ * kernel used here, BPF congestion controls intermittently found
+ * tp->snd_ssthresh overwritten with an unrelated value between two of their
+ * callbacks; the guard restores the last plausible one and counts it in
+ * `ss_repairs`.
  *
  * Build: make -C kmod bpf. Load: bpftool struct_ops register reno_beta.bpf.o
  */
@@ -28,13 +28,14 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "ss_guard.h"
+
 char _license[] SEC("license") = "GPL";
 
 #define RB_R_DEFAULT	500U	/* per mille: standard Reno halves cwnd */
 #define RB_R_MIN	1U
 #define RB_R_MAX	999U
 
-#define TCP_INFINITE_SSTHRESH	0x7fffffff
 
 /*
  * Map value, 24 bytes, all __u32, little endian. Byte offsets:
@@ -63,8 +64,7 @@ struct {
 
 /* Per-connection state (icsk_ca_priv): only the guard's memory. */
 struct rbeta_ca {
-	__u32 ss_last;		/* ssthresh as last seen or set */
-	__u32 cwnd_hi;		/* highest cwnd seen */
+	struct ss_guard guard;	/* the ssthresh guard's state (ss_guard.h) */
 };
 
 #define RD32(x)		(*(volatile __u32 *)&(x))
@@ -112,36 +112,16 @@ static __always_inline __u32 r_load(void)
 	return r;
 }
 
-/* Undo an ssthresh that no TCP code path could have produced: anything
- * above the last value seen, cwnd, prior_cwnd and the highest cwnd seen
- * (undo, restart-after-idle and CWV only raise ssthresh up to about cwnd).
- */
+/* The ssthresh guard (ss_guard.h), counted in the parameter map. */
 static __always_inline void ss_guard(struct sock *sk)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	struct rbeta_ca *ca = rbeta_ca(sk);
-	__u32 ss = tp->snd_ssthresh, bound;
+	struct rbeta_params *p;
 
-	if (tp->snd_cwnd > ca->cwnd_hi)
-		ca->cwnd_hi = tp->snd_cwnd;
-	if (ss == ca->ss_last || ss == TCP_INFINITE_SSTHRESH || !ca->ss_last) {
-		ca->ss_last = ss;
+	if (!ss_guard_check(&rbeta_ca(sk)->guard, tcp_sk(sk)))
 		return;
-	}
-	bound = ca->ss_last == TCP_INFINITE_SSTHRESH ? 0 : ca->ss_last;
-	if (ca->cwnd_hi > bound)
-		bound = ca->cwnd_hi;
-	if (tp->prior_cwnd > bound)
-		bound = tp->prior_cwnd;
-	if (ss > bound) {
-		struct rbeta_params *p = params_map();
-
-		tp->snd_ssthresh = ca->ss_last;
-		if (p)
-			__sync_fetch_and_add(&p->ss_repairs, 1);
-		return;
-	}
-	ca->ss_last = ss;
+	p = params_map();
+	if (p)
+		__sync_fetch_and_add(&p->ss_repairs, 1);
 }
 
 SEC("struct_ops/rbeta_init")
@@ -154,8 +134,7 @@ void BPF_PROG(rbeta_init, struct sock *sk)
 	p = params_map();
 	if (p)
 		__sync_fetch_and_add(&p->conns, 1);
-	ca->ss_last = tcp_sk(sk)->snd_ssthresh;
-	ca->cwnd_hi = tcp_sk(sk)->snd_cwnd;
+	ss_guard_start(&ca->guard, tcp_sk(sk));
 }
 
 SEC("struct_ops/rbeta_ssthresh")
@@ -168,7 +147,7 @@ __u32 BPF_PROG(rbeta_ssthresh, struct sock *sk)
 	ss = (__u64)tp->snd_cwnd * (1000 - r_load()) / 1000;
 	if (ss < 2)
 		ss = 2;
-	rbeta_ca(sk)->ss_last = (__u32)ss;	/* the kernel stores what we return */
+	rbeta_ca(sk)->guard.ss_last = (__u32)ss;	/* the kernel stores what we return */
 	return (__u32)ss;
 }
 

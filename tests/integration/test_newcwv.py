@@ -24,8 +24,8 @@ from netrepro.path import PathSpec
 from netrepro.proc import Process
 from netrepro.tcpprobe import UNSET_SSTHRESH, ProbeSample
 from netrepro.workloads import Session
-from servers import clients
 from servers.apache import HTTP_PORT
+from servers.bursts import burst_client_argv, run_bursts
 from topologies.lab import Lab
 
 pytestmark = pytest.mark.root
@@ -52,7 +52,7 @@ def window_across_idle(session: Session, params: dict[str, Any]) -> tuple[int, i
     obj = session.web_object(600_000)
     probe = session.probe(HTTP_PORT)
     seen = len(probe.flush())
-    clients.run_bursts(session.lab.client, session.lab.ip("server"), [(obj.path, 0.0), (obj.path, IDLE_S)])
+    run_bursts(session.lab.client, session.lab.ip("server"), [(obj.path, 0.0), (obj.path, IDLE_S)])
     server = f"{session.lab.ip('server')}:{HTTP_PORT}>"
     trace: list[ProbeSample] = [s for s in probe.flush()[seen:] if s.flow.startswith(server)]
     gap = max(range(1, len(trace)), key=lambda i: trace[i].time - trace[i - 1].time)
@@ -111,7 +111,7 @@ def first_reduction_when_limited(session: Session, params: dict[str, Any]) -> tu
     server = f"{lab.ip('server')}:{HTTP_PORT}>"
     bursts = [(big.path, 0.0), (small.path, 1.0)] + [(small.path, 0.1)] * 40
     clean_path = lab.path
-    client = Process(clients.burst_client_argv(lab.ip("server"), bursts), lab.client, ledger=session.ledger)
+    client = Process(burst_client_argv(lab.ip("server"), bursts), lab.client, ledger=session.ledger)
     try:
         deadline = time.monotonic() + 30
         while bursts_after_idle([s for s in probe.flush()[seen:] if s.flow.startswith(server)]) < 3:

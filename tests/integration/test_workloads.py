@@ -18,10 +18,12 @@ from netrepro.parsers import IperfTcp, IperfUdp
 from netrepro.path import FRAME, MSS, PathSpec
 from netrepro.tcpprobe import TcpProbe
 from netrepro.units import Rate
-from servers import clients, content
+from servers import bursts, clients, content
 from servers.apache import Apache, ApacheError
-from servers.clients import CrossTraffic, PacketCapture, ProtocolMismatch, WorkloadError
+from servers.capture import PacketCapture
+from servers.clients import ProtocolMismatch, WorkloadError
 from servers.hosttcp import HostTcp, apply_host_tcp, read_route_metrics, route_device
+from servers.iperf import CrossTraffic
 from servers.parsers import request_to_last_byte
 from topologies.lab import Lab
 
@@ -129,7 +131,7 @@ def test_bursts_after_idle_periods(bench: Bench) -> None:
                 bench.client_address,
                 bench.ledger,
             )
-            series = clients.run_bursts(bench.lab.client, bench.address, plan)
+            series = bursts.run_bursts(bench.lab.client, bench.address, plan)
             times = [b.completion_time for b in series.bursts]
             print(
                 f"\ntcp_slow_start_after_idle={int(after_idle)}: "

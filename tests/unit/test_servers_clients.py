@@ -1,15 +1,10 @@
-"""Client command builders, the page-load plan, the protocol checks and the burst client."""
+"""Client command builders, the page-load plan and the protocol checks."""
 
-import http.server
-import json
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from netrepro.proc import ROOT, CommandError
-from netrepro.units import Rate
 from servers import clients
 from servers.clients import (
     ProtocolMismatch,
@@ -17,9 +12,7 @@ from servers.clients import (
     check_h2load,
     curl_argv,
     h2load_argv,
-    iperf3_client_argv,
     page_load_plan,
-    tcpdump_argv,
     url,
 )
 from servers.content import Page, WebObject
@@ -108,16 +101,6 @@ def test_protocol_check_catches_failed_requests() -> None:
         check_h2load(ok, "h2c", 32, "test")
 
 
-def test_cross_traffic_and_capture_commands(tmp_path: Path) -> None:
-    udp = iperf3_client_argv("10.0.0.2", 5202, 6, udp_rate=Rate(5e6))
-    assert udp[:8] == ["iperf3", "-c", "10.0.0.2", "-p", "5202", "-R", "-J", "-t"]
-    assert udp[udp.index("-b") + 1] == "5000000" and "-u" in udp
-    assert "-u" not in iperf3_client_argv("10.0.0.2", 5203, 6)
-    dump = tcpdump_argv("client-eth0", tmp_path / "c.pcap", 80)
-    assert dump[:3] == ["tcpdump", "-i", "client-eth0"] and dump[-3:] == ["tcp", "port", "80"]
-    assert "--immediate-mode" in dump
-
-
 def test_commands_start_together(tmp_path: Path) -> None:
     assert clients.barrier_argv(tmp_path / "l", ["h2load", "x"]) == [
         "flock", "--shared", "--no-fork", str(tmp_path / "l"), "h2load", "x",
@@ -126,39 +109,3 @@ def test_commands_start_together(tmp_path: Path) -> None:
     assert outs == ["a\n", "b\n"]
     with pytest.raises(CommandError, match="exited 1"):
         clients._run_together([["true"], ["false"]], ROOT, None, tmp_path, timeout=10)
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # persistent connections
-
-    def do_GET(self) -> None:
-        body = b"x" * int(self.path.rsplit("/", 1)[-1])
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def local_server() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
-
-
-def test_burst_client_one_connection_and_idle_periods(local_server: int, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = clients.burst_client_argv("127.0.0.1", [("/5000", 0.0), ("/20000", 0.2)], port=local_server)
-    assert argv[1:4] == ["-m", "servers.clients", "burst"]
-    assert clients.main(argv[3:]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert doc["http_version"] == "1.1"
-    first, second = doc["bursts"]
-    assert (first["size"], second["size"]) == (5_000, 20_000)
-    assert first["local_port"] == second["local_port"]
-    assert 0.2 <= second["idle_before"] < 0.3 and second["completion_time"] > 0

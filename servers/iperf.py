@@ -1,0 +1,123 @@
+"""Cross traffic: an iperf3 flow from server to client beside a trial's workload.
+
+`iperf3_server_argv` and `iperf3_client_argv` build the commands (bulk TCP, or
+UDP at a constant rate, in the data direction); `CrossTraffic` runs the pair
+in the hosts' namespaces for a fixed duration and returns what the receiver
+measured.  `wait_listening` waits for a server process to listen.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+from netrepro.ledger import Ledger
+from netrepro.parsers import IperfTcp, IperfUdp, parse_iperf3_tcp, parse_iperf3_udp
+from netrepro.proc import CommandError, Netns, Process, run
+from netrepro.units import Rate
+
+__all__ = ["CrossTraffic", "iperf3_client_argv", "iperf3_server_argv", "wait_listening"]
+
+
+def iperf3_server_argv(address: str, port: int) -> list[str]:
+    return ["iperf3", "-s", "-1", "-B", address, "-p", str(port)]
+
+
+def iperf3_client_argv(
+    address: str,
+    port: int,
+    duration_s: int,
+    *,
+    udp_rate: Rate | None = None,
+    datagram: int = 1400,
+    cc: str | None = None,
+) -> list[str]:
+    """A flow in the data direction (server to client, -R): bulk TCP (with congestion control `cc`,
+    else the sender's default), or UDP at a constant rate."""
+    argv = ["iperf3", "-c", address, "-p", str(port), "-R", "-J", "-t", str(duration_s)]
+    if udp_rate is not None:
+        argv += ["-u", "-b", str(int(udp_rate.bps)), "-l", str(datagram)]
+    if cc is not None:
+        argv += ["-C", cc]
+    return argv
+
+
+def wait_listening(ns: Netns, address: str, port: int, process: Process, timeout: float = 5.0) -> None:
+    """Return once `address:port` listens in ns; raise if the process died or time ran out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = run(["ss", "-Hln", f"sport = :{port}"], ns).stdout
+        if any(f"{address}:{port}" in line.split() for line in out.splitlines()):
+            return
+        if not process.running():
+            raise CommandError(process.argv, ns, process.wait(), "exited before listening")
+        if time.monotonic() > deadline:
+            raise CommandError(process.argv, ns, None, f"not listening on {address}:{port} after {timeout:g} s")
+        time.sleep(0.02)
+
+
+class CrossTraffic:
+    """A competing flow from server to client for `duration_s`: bulk TCP, or UDP at `udp_rate`."""
+
+    def __init__(
+        self,
+        client: Netns,
+        server: Netns,
+        server_address: str,
+        ledger: Ledger,
+        work_dir: Path,
+        *,
+        duration_s: int,  # whole seconds: iperf3 -t
+        udp_rate: Rate | None = None,
+        port: int = 5202,
+    ) -> None:
+        self.client, self.server, self.address = client, server, server_address
+        self.ledger, self.duration_s, self.udp_rate, self.port = ledger, duration_s, udp_rate, port
+        self.output = work_dir / f"iperf3-{'udp' if udp_rate else 'tcp'}-{port}.json"
+        self._server: Process | None = None
+        self._client: Process | None = None
+
+    def start(self) -> CrossTraffic:
+        try:
+            self._server = Process(
+                iperf3_server_argv(self.address, self.port), self.server, ledger=self.ledger, label="iperf3 server"
+            )
+            wait_listening(self.server, self.address, self.port, self._server)
+            with open(self.output, "wb") as out:
+                self._client = Process(
+                    iperf3_client_argv(self.address, self.port, self.duration_s, udp_rate=self.udp_rate),
+                    self.client,
+                    ledger=self.ledger,
+                    stdout=out,
+                    label="iperf3 client",
+                )
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def result(self) -> IperfTcp | IperfUdp:
+        """Wait for the flow to end and return what the receiver measured."""
+        assert self._client is not None, "start() first"
+        try:
+            code = self._client.wait(timeout=self.duration_s + 15)
+        except subprocess.TimeoutExpired:
+            raise CommandError(self._client.argv, self.client, None, "cross traffic did not end") from None
+        text = self.output.read_text(errors="replace")
+        if code != 0:
+            raise CommandError(self._client.argv, self.client, code, text[-1000:])
+        return parse_iperf3_udp(text) if self.udp_rate is not None else parse_iperf3_tcp(text)
+
+    def stop(self) -> None:
+        for proc in (self._client, self._server):
+            if proc is not None:
+                proc.stop()
+        self._client = self._server = None
+
+    def __enter__(self) -> CrossTraffic:
+        return self.start()
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
