@@ -81,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, default=RESULTS, help="results directory (default: results/)")
     r.add_argument("--seed", type=int, default=1, help="seed of the trial order and the emulated loss")
     r.add_argument("--strict", action="store_true", help="stop when a path is measured outside tolerance")
-    r.add_argument("--fresh", action="store_true", help="start over instead of resuming from the CSV")
+    again = r.add_mutually_exclusive_group()
+    again.add_argument("--fresh", action="store_true", help="start over instead of resuming from the CSV")
+    again.add_argument("--plot-only", action="store_true", help="redraw figure, manifest and table from the CSV")
     r.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
     r.add_argument("--impl", choices=["lkm", "bpf"], default=None, help="variants as modules or BPF programs")
 
@@ -194,6 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         seed=args.seed,
         strict=args.strict,
         fresh=args.fresh,
+        plot_only=args.plot_only,
         shaper=args.shaper,
         cc_impl=args.impl,
     )

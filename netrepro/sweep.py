@@ -55,6 +55,7 @@ class Options:
     seed: int = 1
     strict: bool = False
     fresh: bool = False
+    plot_only: bool = False  # redraw from the CSV; run no trial
     shaper: str = "auto"
     cc_impl: str | None = None  # lkm or bpf for netrepro's variants; None: module where possible
 
@@ -190,10 +191,13 @@ def run_figure(fig: Figure, opts: Options) -> Path:
     verifications: dict[str, Any] = {}
     for name in dict.fromkeys([fig.trials_of or fig.name, fig.name]):  # a shared CSV's owner verified it first
         verifications.update(earlier_verifications(out_dir / f"{name}.manifest.json", opts.fresh))
-    if todo:
+    missing = len(todo) if opts.plot_only else 0
+    if missing:
+        print(f"  --plot-only: {missing} trials missing, not run", flush=True)
+    elif todo:
         verifications.update(run_trials(fig, todo, opts, trial_log))
     wanted = {trial_key(p, i) for p in grid for i in range(trials)}
-    rows = [r for r in read_rows(csv_path) if r.get("trial_key") in wanted]
+    rows = [r for r in read_rows(csv_path) if r.get("trial_key") in wanted] if csv_path.exists() else []
     points = plot.summarize(fig, rows)
     png = out_dir / f"{fig.name}.png"
     notes = plot.draw(fig, points, rows, png, quick=opts.quick)
@@ -208,6 +212,7 @@ def run_figure(fig: Figure, opts: Options) -> Path:
         "fixed": {k: str(v) for k, v in {**fig.fixed, **opts.overrides}.items()},
         "overrides": {k: str(v) for k, v in opts.overrides.items()},
         "trials_per_setting": trials,
+        "trials_missing": missing,
         "quick": opts.quick,
         "seed": opts.seed,
         "shaper": sorted({r.get("backend", "") for r in rows}),

@@ -1,5 +1,6 @@
 """The command line refuses bad input before it creates anything."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,17 @@ def test_unknown_shaper_is_refused_by_argparse(capsys: pytest.CaptureFixture[str
         cli.main(["check", "--shaper", "magic"])
     assert exit_.value.code == 2
     assert "--shaper" in capsys.readouterr().err
+
+
+def test_plot_only_runs_no_trial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--plot-only draws from what the CSV holds (nothing here) and counts what is missing."""
+    assert cli.main(["run", "cubicplus/fig10", "--quick", "--plot-only", "--out", str(tmp_path)]) == 0
+    manifest = json.loads((tmp_path / "cubicplus" / "fig10.manifest.json").read_text())
+    assert manifest["trials_missing"] == 2 * 4 * 2 and manifest["rows"] == 0
+    assert "16 trials missing, not run" in capsys.readouterr().out
+
+
+def test_plot_only_and_fresh_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["run", "fig10", "--plot-only", "--fresh"])
+    assert "not allowed with" in capsys.readouterr().err
