@@ -201,8 +201,8 @@ def annotate_reno(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
         if all(a <= b for a, b in itertools.pairwise(ys)):
             ordered_at.append(str(level))
         notes.append(
-            f"at {level} loss, mean PLT: "
-            + ", ".join(f"{label} {m[0] / 1e3:.2f} +/- {m[1] / 1e3:.2f} s" for label, m in means)  # fmt: skip
+            f"at {level} loss, mean PLT (s) by r: "
+            + ", ".join(f"{label.split()[1]} {m[0] / 1e3:.2f} +/- {m[1] / 1e3:.2f}" for label, m in means)
         )
         if float(str(level).rstrip("%")) >= 6:
             (_, small), (_, large) = means[0], means[-1]
