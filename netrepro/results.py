@@ -43,6 +43,13 @@ def git_state() -> dict[str, Any]:
     return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
 
 
+def code_version() -> str:
+    """The commit the code runs from, short, with `+dirty` for uncommitted changes (recorded in every trial row)."""
+    state = git_state()
+    commit = str(state["commit"] or "")
+    return (commit[:12] + ("+dirty" if state["dirty"] else "")) if commit else "unknown"
+
+
 def provenance() -> dict[str, Any]:
     """The machine, kernel, tools and code a result came from."""
     return {

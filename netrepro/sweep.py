@@ -85,6 +85,7 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
     verifications: dict[str, Any] = {}
     progress = Progress(len(todo), fig.full_name)
     workload = WORKLOADS[fig.workload]
+    code = results.code_version()
     first = PathSpec.parse(**path_params(todo[0][0]))
     with (
         Ledger() as ledger,
@@ -112,6 +113,7 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                     "trial": index,
                     **_cell_params(params),
                     "backend": lab.backend,
+                    "code": code,
                     "loss_seeded": lab.loss_repeatable,
                     "seed": opts.seed,
                 }
@@ -215,6 +217,8 @@ def run_figure(fig: Figure, opts: Options) -> Path:
         "trials_missing": missing,
         "quick": opts.quick,
         "seed": opts.seed,
+        # the manifest's `git` is the code that wrote it; the trials may have run earlier, from these
+        "code_of_rows": sorted({r.get("code") or "unrecorded" for r in rows}),
         "shaper": sorted({r.get("backend", "") for r in rows}),
         # false where netem took no seed (Linux or iproute2 older than 6.3)
         "loss_repeatable": all(r.get("loss_seeded") != "false" for r in rows),
