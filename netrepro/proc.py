@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
@@ -136,6 +136,7 @@ class Process:
         stdout: int | IO[bytes] | None = subprocess.PIPE,
         stderr: int | IO[bytes] | None = subprocess.PIPE,
         label: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.argv = list(argv)
         self.ns = ns
@@ -146,6 +147,7 @@ class Process:
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
+            env=env,
             start_new_session=True,  # its own group, so stop() reaches its children
         )
         self.pid = self.popen.pid

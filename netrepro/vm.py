@@ -79,6 +79,12 @@ def vng() -> str:
     return str(path)
 
 
+def vng_env() -> dict[str, str]:
+    """vng starts its sibling `virtme-run` by name: the environment's bin/ must be on PATH,
+    which it is not when run.sh calls the environment's python without activating it."""
+    return {**os.environ, "PATH": os.pathsep.join([str(Path(vng()).parent), os.environ.get("PATH", "")])}
+
+
 def vng_argv(kernel: StockKernel, accel: str, guest_argv: list[str]) -> list[str]:
     """Boot `kernel`, run guest_argv in the repository, power off.
 
@@ -110,7 +116,9 @@ def detect_accel(kernel: StockKernel, cache: Path = ACCEL_CACHE) -> dict[str, st
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         found = {"accel": "tcg", "why": "no usable /dev/kvm"}
     else:
-        probe = Process(vng_argv(kernel, "kvm", ["true"]), stdout=subprocess.DEVNULL, label="vng kvm probe")
+        probe = Process(
+            vng_argv(kernel, "kvm", ["true"]), stdout=subprocess.DEVNULL, label="vng kvm probe", env=vng_env()
+        )
         deadline = time.monotonic() + KVM_PROBE_SECONDS
         while probe.running() and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -153,6 +161,7 @@ def run_in_vm(netrepro_args: list[str]) -> int:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         label="vng",
+        env=vng_env(),
     )
     try:
         assert guest.popen.stdout is not None
