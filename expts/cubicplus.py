@@ -13,6 +13,7 @@ import math
 import statistics
 from typing import Any
 
+from netrepro.cwnd import slow_start_rounds
 from netrepro.path import MSS
 from netrepro.plot import point_at
 from netrepro.spec import Figure, Params, Point, Rows, Series
@@ -103,7 +104,7 @@ def annotate_rtt(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[
 
     "Close" is taken as means within 10 % of each other; "better" as a
     higher mean than both CUBIC+ variants by more than twice the standard
-    error of the difference, at every added delay (RTT above 20 ms).
+    error of the difference, at every added delay (the levels above the first).
     """
     notes, close, cubic_best = [], [], []
     for level in fig.levels:
@@ -115,7 +116,7 @@ def annotate_rtt(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[
         close.append(spread <= 0.10)
         a = means[CUBIC.label]
         wins = [a[0] - m[0] > 2 * math.hypot(a[1], m[1]) for k, m in means.items() if k != CUBIC.label]
-        if str(level) != "20ms":
+        if level != fig.levels[0]:  # an added delay: above the default RTT
             cubic_best.append(all(wins))
         notes.append(
             f"at RTT {level}, mean throughput: "
@@ -135,10 +136,17 @@ def annotate_rtt(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[
     return notes
 
 
-def slow_start_rounds(page_bytes: int, initcwnd: int) -> int:
+def page_rounds(page_bytes: int, initcwnd: int) -> int:
     """Round trips of slow start to deliver a page's bytes from an initial window (no loss, no limit)."""
-    segs = math.ceil(page_bytes / MSS)
-    return next(r for r in range(1, 64) if initcwnd * (2**r - 1) >= segs)
+    return slow_start_rounds(initcwnd, math.ceil(page_bytes / MSS))
+
+
+def page_load_band(page_bytes: int, initcwnd: int, fig: Figure) -> tuple[float, float]:
+    """The slow-start model's page load time, ms: its rounds (R x RTT) and the page's time on the wire
+    overlap, so a load lasts between the larger of the two and their sum."""
+    rounds_ms = page_rounds(page_bytes, initcwnd) * parse_duration(str(fig.fixed["rtt"])).ms
+    wire_ms = page_bytes * 8 / parse_rate(str(fig.fixed["rate"])).bps * 1e3
+    return max(rounds_ms, wire_ms), rounds_ms + wire_ms
 
 
 def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
@@ -151,8 +159,6 @@ def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[s
     lasts between the larger of the two and their sum.
     """
     notes, same = [], []
-    rtt_ms = parse_duration(str(fig.fixed["rtt"])).ms
-    rate = parse_rate(str(fig.fixed["rate"])).bps
     for level in fig.levels:
         ys = [m[0] for s in (CUBIC, PLUS, PLUS_K) if (m := _mean_se(fig, rows, s.label, level))]
         if len(ys) == 3:
@@ -162,12 +168,10 @@ def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[s
         if ok:
             plt = [float(r["page_load_time_ms"]) for r in ok]
             page_bytes = int(ok[0]["bytes"])
-            rounds_ms = slow_start_rounds(page_bytes, int(level)) * rtt_ms
-            wire_ms = page_bytes * 8 / rate * 1e3
+            low, high = page_load_band(page_bytes, int(level), fig)
             notes.append(
                 f"IW {level}: CUBIC loads the page in {statistics.median(plt):.0f} ms; slow start needs "
-                f"{slow_start_rounds(page_bytes, int(level))} round trips ({rounds_ms:.0f} ms) and the page "
-                f"{wire_ms:.0f} ms on the wire: model {max(rounds_ms, wire_ms):.0f}..{rounds_ms + wire_ms:.0f} ms"
+                f"{page_rounds(page_bytes, int(level))} round trips, so the model says {low:.0f}..{high:.0f} ms"
             )
     if same:
         notes.append(

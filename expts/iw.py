@@ -16,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from netrepro.cwnd import slow_start_rounds
 from netrepro.path import MSS
 from netrepro.plot import numeric, quartiles
 from netrepro.spec import Figure, Params, Point, Rows, Series
@@ -55,19 +56,11 @@ def segments(object_bytes: int = OBJECT_BYTES) -> int:
     return math.ceil((object_bytes + RESPONSE_HEADER_BYTES) / MSS)
 
 
-def rounds(initcwnd: int, segs: int) -> int:
-    """The smallest R with w (2^R - 1) >= S: slow-start rounds to deliver S segments."""
-    r = 1
-    while initcwnd * (2**r - 1) < segs:
-        r += 1
-    return r
-
-
 def model_ms(initcwnd: int, rtt_ms: float, rate_bps: float, object_bytes: int = OBJECT_BYTES) -> float:
     """(1 + R) RTT + wire bytes / rate: the handshake, R rounds, and the transfer at the bottleneck."""
     segs = segments(object_bytes)
     wire = object_bytes + RESPONSE_HEADER_BYTES + segs * FRAME_OVERHEAD
-    return (1 + rounds(initcwnd, segs)) * rtt_ms + wire * 8 / rate_bps * 1e3
+    return (1 + slow_start_rounds(initcwnd, segs)) * rtt_ms + wire * 8 / rate_bps * 1e3
 
 
 def timeout(params: Params) -> float:
@@ -107,7 +100,7 @@ def annotate_fig2(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
         w = int(p.x)
         model = model_ms(w, rtt, rate)
         diff = p.y - model
-        exact = rounds(w, segments()) == 1
+        exact = slow_start_rounds(w, segments()) == 1
         # where the model is exact (one round) it must hold within 5 %; elsewhere within the spread
         within = abs(diff) <= 0.05 * model if exact else p.low <= model <= p.high
         over |= not within and not exact and diff < 0

@@ -1,4 +1,4 @@
-"""Window curves in tcp_probe traces: epochs between reductions, and the CUBIC fit.
+"""Window curves: epochs between reductions in tcp_probe traces, the CUBIC fit, and slow start's rounds.
 
 CUBIC (RFC 9438; Linux's tcp_cubic) grows the window after a reduction as
 
@@ -14,6 +14,10 @@ fixed K the model is linear in W_origin and C, so those come by least
 squares, and K is searched on a grid, then refined.  No shape is assumed
 beyond the cubic itself, so the fit also measures an implementation that is
 not CUBIC (its residual says so).
+
+`slow_start_rounds` is the slow-start model the studies set beside their
+measurements: the round trips a window starting at IW, doubling each round,
+needs to deliver S segments.
 """
 
 from __future__ import annotations
@@ -24,6 +28,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from netrepro.tcpprobe import UNSET_SSTHRESH, ProbeSample
+
+
+def slow_start_rounds(initcwnd: int, segs: int) -> int:
+    """The smallest R with IW (2^R - 1) >= S: slow-start rounds to deliver S segments (no loss, no limit)."""
+    r = 1
+    while initcwnd * (2**r - 1) < segs:
+        r += 1
+    return r
 
 
 @dataclass(frozen=True)

@@ -166,7 +166,8 @@ def earlier_verifications(manifest: Path, fresh: bool) -> dict[str, Any]:
         return {}
     try:
         doc = json.loads(manifest.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, json.JSONDecodeError) as e:
+        log.warning("%s unreadable (%s): the earlier runs' path verifications are not carried over", manifest, e)
         return {}
     found = doc.get("verification")
     return dict(found) if isinstance(found, dict) else {}

@@ -20,7 +20,6 @@ from expts import cubicplus
 from netrepro.results import REPO
 from netrepro.spec import Figure
 from netrepro.trials import read_rows
-from netrepro.units import parse_duration, parse_rate
 
 pytestmark = pytest.mark.root
 
@@ -50,13 +49,10 @@ def test_quick_figure(fig: Figure, tmp_path: Path) -> None:
         assert "cubic_plus (bpf)" in manifest["congestion_control"]  # type: ignore[operator]
     if fig.x == "initcwnd":
         # Slow start's rounds and the page's time on the wire bound the load time (see annotate_iw).
-        rtt_ms, rate = parse_duration(fig.fixed["rtt"]).ms, parse_rate(fig.fixed["rate"]).bps
         for r in rows:
             if r["series"] == cubicplus.CUBIC.label and r["status"] == "ok":
-                rounds_ms = cubicplus.slow_start_rounds(int(r["bytes"]), int(r["initcwnd"])) * rtt_ms
-                wire_ms = int(r["bytes"]) * 8 / rate * 1e3
-                bounds = max(rounds_ms, wire_ms), rounds_ms + wire_ms
-                assert 0.9 * bounds[0] <= float(r["page_load_time_ms"]) <= 1.15 * bounds[1], (r["initcwnd"], bounds)
+                band = cubicplus.page_load_band(int(r["bytes"]), int(r["initcwnd"]), fig)
+                assert 0.9 * band[0] <= float(r["page_load_time_ms"]) <= 1.15 * band[1], (r["initcwnd"], band)
     if fig.x == "loss":
         by: dict[tuple[str, str], list[float]] = defaultdict(list)
         for r in rows:

@@ -49,10 +49,10 @@ def test_rtt_verdicts() -> None:
     assert cubicplus.annotate_rtt(small, [], rows(small, values), None)[-1].endswith("1 of 2 RTTs: DIFFERS")
 
 
-def test_slow_start_rounds() -> None:
+def test_page_rounds() -> None:
     # 104 segments of 1448 bytes: IW 3 needs 3+6+12+24+48 = 93 < 104 after five rounds, so six
-    assert [cubicplus.slow_start_rounds(150_000, w) for w in (3, 10, 21, 32)] == [6, 4, 3, 3]
-    assert cubicplus.slow_start_rounds(1_000, 10) == 1
+    assert [cubicplus.page_rounds(150_000, w) for w in (3, 10, 21, 32)] == [6, 4, 3, 3]
+    assert cubicplus.page_rounds(1_000, 10) == 1
 
 
 def test_small_page_verdict_is_about_a_little_gain() -> None:

@@ -7,6 +7,7 @@ import pytest
 
 import expts
 from expts import iw
+from netrepro.cwnd import slow_start_rounds
 from netrepro.plot import numeric, quartiles, summarize
 from netrepro.spec import Figure, Series
 from netrepro.sweep import earlier_verifications
@@ -15,7 +16,7 @@ from netrepro.trials import TrialLog, read_rows, trial_key
 
 def test_slow_start_model_of_studies_md() -> None:
     assert iw.segments() == 26  # 37,000 bytes and Apache's headers
-    assert [iw.rounds(w, 26) for w in (3, 6, 10, 16, 26, 42)] == [4, 3, 2, 2, 1, 1]
+    assert [slow_start_rounds(w, 26) for w in (3, 6, 10, 16, 26, 42)] == [4, 3, 2, 2, 1, 1]
     # IW 26 at 3 Mbit/s and 100 ms: handshake + one round + the wire bytes at the bottleneck
     wire = 37_297 + 26 * 66
     assert iw.model_ms(26, 100, 3e6) == pytest.approx(200 + wire * 8 / 3e6 * 1e3)
