@@ -173,6 +173,44 @@ def earlier_verifications(manifest: Path, fresh: bool) -> dict[str, Any]:
     return dict(found) if isinstance(found, dict) else {}
 
 
+def figure_manifest(
+    fig: Figure,
+    opts: Options,
+    grid: list[Params],
+    trials: int,
+    missing: int,
+    rows: list[dict[str, str]],
+    verifications: dict[str, Any],
+) -> dict[str, Any]:
+    """What a reviewer needs beside the figure: provenance, the design, what the rows ran on."""
+    return {
+        **results.provenance(),
+        "figure": fig.full_name,
+        "title": fig.title,
+        "workload": fig.workload,
+        "factor": {"name": fig.x, "levels": [str(p[fig.x]) for p in grid[:: len(fig.series)]]},
+        "series": [{"label": s.label, "params": dict(s.params)} for s in fig.series],
+        "fixed": {k: str(v) for k, v in {**fig.fixed, **opts.overrides}.items()},
+        "overrides": {k: str(v) for k, v in opts.overrides.items()},
+        "trials_per_setting": trials,
+        "trials_missing": missing,
+        "quick": opts.quick,
+        "seed": opts.seed,
+        # the manifest's `git` is the code that wrote it; the trials may have run earlier, from these
+        "code_of_rows": sorted({r.get("code") or "unrecorded" for r in rows}),
+        "shaper": sorted({r.get("backend", "") for r in rows}),
+        # false where netem took no seed (Linux or iproute2 older than 6.3)
+        "loss_repeatable": all(r.get("loss_seeded") != "false" for r in rows),
+        "congestion_control": sorted({f"{r.get('cc')} ({r.get('cc_impl')})" for r in rows if r.get("cc")}),
+        "verification": verifications,
+        "finding_of_the_source": fig.finding,
+        "deviations": list(fig.deviations) + ([fig.quick_note] if opts.quick and fig.quick_note else []),
+        "rows": len(rows),
+        "failed_trials": sum(1 for r in rows if r.get("status") != "ok"),
+        "trial_seconds_all_rows": round(sum(float(r.get("trial_seconds") or 0) for r in rows), 1),
+    }
+
+
 def run_figure(fig: Figure, opts: Options) -> Path:
     """Run (or resume) a figure, then write its plot, manifest and table; return the CSV's path."""
     began = time.monotonic()
@@ -205,35 +243,10 @@ def run_figure(fig: Figure, opts: Options) -> Path:
     png = out_dir / f"{fig.name}.png"
     notes = plot.draw(fig, points, rows, png, quick=opts.quick)
     results.hand_back(png)
-    manifest = {
-        **results.provenance(),
-        "figure": fig.full_name,
-        "title": fig.title,
-        "workload": fig.workload,
-        "factor": {"name": fig.x, "levels": [str(p[fig.x]) for p in grid[:: len(fig.series)]]},
-        "series": [{"label": s.label, "params": dict(s.params)} for s in fig.series],
-        "fixed": {k: str(v) for k, v in {**fig.fixed, **opts.overrides}.items()},
-        "overrides": {k: str(v) for k, v in opts.overrides.items()},
-        "trials_per_setting": trials,
-        "trials_missing": missing,
-        "quick": opts.quick,
-        "seed": opts.seed,
-        # the manifest's `git` is the code that wrote it; the trials may have run earlier, from these
-        "code_of_rows": sorted({r.get("code") or "unrecorded" for r in rows}),
-        "shaper": sorted({r.get("backend", "") for r in rows}),
-        # false where netem took no seed (Linux or iproute2 older than 6.3)
-        "loss_repeatable": all(r.get("loss_seeded") != "false" for r in rows),
-        "congestion_control": sorted({f"{r.get('cc')} ({r.get('cc_impl')})" for r in rows if r.get("cc")}),
-        "verification": verifications,
-        "finding_of_the_source": fig.finding,
-        "deviations": list(fig.deviations) + ([fig.quick_note] if opts.quick and fig.quick_note else []),
-        "notes": notes,
-        "points": [p.__dict__ for p in points],
-        "rows": len(rows),
-        "failed_trials": sum(1 for r in rows if r.get("status") != "ok"),
-        "wall_seconds_this_run": round(time.monotonic() - began, 1),
-        "trial_seconds_all_rows": round(sum(float(r.get("trial_seconds") or 0) for r in rows), 1),
-    }
+    manifest = figure_manifest(fig, opts, grid, trials, missing, rows, verifications)
+    manifest["notes"] = notes
+    manifest["points"] = [p.__dict__ for p in points]
+    manifest["wall_seconds_this_run"] = round(time.monotonic() - began, 1)
     results.write_json(manifest_path, manifest)
     print(plot.table(fig, points))
     for note in notes:

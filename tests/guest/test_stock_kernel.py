@@ -112,6 +112,7 @@ def test_module_backoff_read_from_tcp_probe_matches_the_setting() -> None:
 def test_check_with_netem_runs_and_reports() -> None:
     """`check --shaper netem`: configured against measured, recorded (software emulation: timing is coarse)."""
     done = netrepro("check", "--shaper", "netem", "--rtt", "50ms", "--rate", "10mbit", "--loss", "2%", "--json")
+    assert done.stdout.startswith("{"), f"exit {done.returncode}: " + done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads(done.stdout)
     assert doc["backend"] == "netem"
     assert {c["name"] for c in doc["checks"]} == {"rtt", "goodput", "loss_down"}

@@ -10,7 +10,7 @@ from expts import iw
 from netrepro.cwnd import slow_start_rounds
 from netrepro.plot import numeric, quartiles, summarize
 from netrepro.spec import Figure, Series
-from netrepro.sweep import earlier_verifications
+from netrepro.sweep import Options, earlier_verifications, figure_manifest
 from netrepro.trials import TrialLog, read_rows, trial_key
 
 
@@ -122,3 +122,23 @@ def test_a_resumed_figure_keeps_the_earlier_runs_verification(tmp_path: Path) ->
     assert earlier_verifications(manifest, fresh=True) == {}
     manifest.write_text("{not json")
     assert earlier_verifications(manifest, fresh=False) == {}
+
+
+def test_the_manifest_says_what_its_rows_ran_on() -> None:
+    """Code, shaper, CC and loss repeatability come from the rows, not from the run that wrote the manifest."""
+    fig = expts.find("cubicplus/fig3")
+    grid = fig.grid(quick=True)
+    rows = [
+        {"code": "10854c6", "backend": "delayline", "loss_seeded": "true", "cc": "cubic", "cc_impl": "builtin",
+         "status": "ok", "trial_seconds": "2.5"},
+        {"backend": "netem", "loss_seeded": "false", "cc": "cubic_plus", "cc_impl": "bpf", "status": "timeout",
+         "trial_seconds": "60"},
+    ]  # fmt: skip
+    doc = figure_manifest(fig, Options(quick=True), grid, 2, 0, rows, {"rtt 20 ms": {"ok": True}})
+    assert doc["code_of_rows"] == ["10854c6", "unrecorded"]
+    assert doc["shaper"] == ["delayline", "netem"] and doc["loss_repeatable"] is False
+    assert doc["congestion_control"] == ["cubic (builtin)", "cubic_plus (bpf)"]
+    assert doc["rows"] == 2 and doc["failed_trials"] == 1 and doc["trial_seconds_all_rows"] == 62.5
+    assert doc["factor"]["levels"] == [str(p[fig.x]) for p in grid[:: len(fig.series)]]
+    assert doc["verification"] == {"rtt 20 ms": {"ok": True}} and doc["git"]
+    assert figure_manifest(fig, Options(quick=True), grid, 2, 0, rows[:1], {})["loss_repeatable"] is True

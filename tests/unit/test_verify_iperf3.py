@@ -1,0 +1,54 @@
+"""verify's iperf3 runs: a UDP test whose handshake was lost to emulated loss runs again, nothing else does."""
+
+import subprocess
+from typing import Any
+
+import pytest
+
+from netrepro import verify
+from netrepro.proc import ROOT, CommandError
+
+LOST = '{"start": {"connected": []}, "error": "unable to read from stream socket: "}'
+GOOD = '{"end": {}}'
+
+
+class FakeLab:
+    def ip(self, host: str) -> str:
+        return {"client": "10.0.0.1", "server": "10.0.0.2"}[host]
+
+    client = ROOT
+
+
+def replay(monkeypatch: pytest.MonkeyPatch, outputs: list[tuple[int, str]]) -> list[list[str]]:
+    calls: list[list[str]] = []
+
+    def once(lab: Any, argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        calls.append(argv)
+        code, out = outputs[len(calls) - 1]
+        return subprocess.CompletedProcess(argv, code, out, "")
+
+    monkeypatch.setattr(verify, "_iperf3_once", once)
+    return calls
+
+
+def test_a_lost_udp_handshake_is_run_again_and_logged(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls = replay(monkeypatch, [(1, LOST), (0, GOOD)])
+    assert verify._iperf3(FakeLab(), ["-u", "-b", "5000000", "-R"], timeout=10) == GOOD  # type: ignore[arg-type]
+    assert len(calls) == 2
+    assert "handshake was lost" in caplog.text
+
+
+def test_three_lost_handshakes_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = replay(monkeypatch, [(1, LOST)] * 3)
+    with pytest.raises(CommandError):
+        verify._iperf3(FakeLab(), ["-u", "-R"], timeout=10)  # type: ignore[arg-type]
+    assert len(calls) == verify.UDP_ATTEMPTS
+
+
+def test_a_tcp_failure_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = replay(monkeypatch, [(1, LOST)])
+    with pytest.raises(CommandError):
+        verify._iperf3(FakeLab(), ["-R", "-t", "3"], timeout=10)  # type: ignore[arg-type]
+    assert len(calls) == 1
