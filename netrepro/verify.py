@@ -30,6 +30,7 @@ from netrepro.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping
 from netrepro.path import FRAME, PathSpec
 from netrepro.proc import CommandError, Netns, Process, run
 from netrepro.units import Duration, Rate
+from servers.iperf import iperf3_server_argv, wait_listening
 
 log = logging.getLogger("netrepro.verify")
 
@@ -215,20 +216,11 @@ UDP_ATTEMPTS = 3
 
 def _iperf3_once(lab: PathUnderTest, argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     """One iperf3 test from client to server, the server started and stopped here."""
-    server = Process(
-        ["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", str(IPERF_PORT)],
-        lab.server,
-        ledger=lab.ledger,
-        label="iperf3 server",
-    )
+    server = Process(iperf3_server_argv(lab.ip("server"), IPERF_PORT), lab.server, ledger=lab.ledger,
+                     label="iperf3 server")  # fmt: skip
     try:
-        give_up = time.monotonic() + 5
-        while True:
-            done = run(argv, lab.client, check=False, timeout=timeout)
-            refused = "refused" in done.stdout or "refused" in done.stderr
-            if not refused or time.monotonic() > give_up:
-                return done
-            time.sleep(0.05)  # the server is not listening yet
+        wait_listening(lab.server, lab.ip("server"), IPERF_PORT, server)
+        return run(argv, lab.client, check=False, timeout=timeout)
     finally:
         server.stop()
 
