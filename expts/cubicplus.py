@@ -15,7 +15,7 @@ from typing import Any
 
 from netrepro.cwnd import slow_start_rounds
 from netrepro.path import MSS
-from netrepro.plot import point_at
+from netrepro.plot import numeric, point_at
 from netrepro.spec import Figure, Params, Point, Rows, Series
 from netrepro.units import parse_duration, parse_rate
 
@@ -56,6 +56,14 @@ def _mean_se(fig: Figure, rows: Rows, label: str, level: Any) -> tuple[float, fl
     return statistics.mean(values), se, len(values)
 
 
+# Seed 000's "high loss": the levels its findings are judged at.
+HIGH_LOSS_PCT = 6
+
+
+def _high_loss(level: Any) -> bool:
+    return numeric(level) >= HIGH_LOSS_PCT
+
+
 def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
     """Seed 000: CUBIC+ beats CUBIC as loss grows, most for large objects, little for small ones.
 
@@ -79,7 +87,7 @@ def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
             f"at {level} loss, mean {fig.y}: CUBIC {a[0]:.4g} +/- {a[1]:.2g}, CUBIC+ n=6 {b[0]:.4g} +/- {b[1]:.2g} "
             f"(n = {a[2]}, {b[2]}): CUBIC+ {gain * 100:+.0f} %" + ("" if separated else ", within noise")
         )
-        if float(str(level).rstrip("%")) >= 6:
+        if _high_loss(level):
             wins.append(better and separated)
             gains.append(gain)
     if not wins:
@@ -87,14 +95,14 @@ def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
     if fig.fixed["page"] in ("small", "tiny"):
         little = all(abs(g) < 0.2 for g in gains)
         notes.append(
-            "seed 000: CUBIC+ gains little over CUBIC for small objects; ours at 6 % and above: "
+            f"seed 000: CUBIC+ gains little over CUBIC for small objects; ours at {HIGH_LOSS_PCT} % and above: "
             + ", ".join(f"{g * 100:+.0f} %" for g in gains)
             + f": {_verdict(little)} (taking 'little' as under 20 %)"
         )
     else:
         notes.append(
-            f"seed 000: CUBIC+ does better than CUBIC as loss grows; ours at 6 % and above: better, beyond noise, at "
-            f"{sum(wins)} of {len(wins)} levels: {_verdict(all(wins))}"
+            f"seed 000: CUBIC+ does better than CUBIC as loss grows; ours at {HIGH_LOSS_PCT} % and above: "
+            f"better, beyond noise, at {sum(wins)} of {len(wins)} levels: {_verdict(all(wins))}"
         )
     return notes
 
@@ -197,29 +205,32 @@ def annotate_reno(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
     from small to large is noted too.
     """
     notes, wins, ordered_at = [], [], []
+    smallest, largest = fig.series[0], fig.series[-1]
     for level in fig.levels:
-        means = [(s.label, m) for s in fig.series if (m := _mean_se(fig, rows, s.label, level))]
+        means = [(s, m) for s in fig.series if (m := _mean_se(fig, rows, s.label, level))]
         if len(means) < 2:
             continue
-        ys = [m[0] for _, m in means]
-        if all(a <= b for a, b in itertools.pairwise(ys)):
+        if all(a[0] <= b[0] for (_, a), (_, b) in itertools.pairwise(means)):
             ordered_at.append(str(level))
         notes.append(
             f"at {level} loss, mean PLT (s) by r: "
-            + ", ".join(f"{label.split()[1]} {m[0] / 1e3:.2f} +/- {m[1] / 1e3:.2f}" for label, m in means)
+            + ", ".join(f"r={_r(s)} {m[0] / 1e3:.2f} +/- {m[1] / 1e3:.2f}" for s, m in means)
         )
-        if float(str(level).rstrip("%")) >= 6:
-            (_, small), (_, large) = means[0], means[-1]
+        if _high_loss(level) and means[0][0] is smallest and means[-1][0] is largest:
+            small, large = means[0][1], means[-1][1]
             wins.append(large[0] - small[0] > 2 * math.hypot(small[1], large[1]))
     if not wins:
         return notes or ["no level has a successful trial"]
     notes.append(
         f"PLT rises with r at every step at: {', '.join(ordered_at) or 'no level'} loss; "
-        f"seed 000: smaller r is faster at high loss; ours at 6 % and above: r = {fig.series[0].params['r'] / 1000:g} "
-        f"faster than r = {fig.series[-1].params['r'] / 1000:g}, beyond noise, at {sum(wins)} of {len(wins)} levels: "
-        f"{_verdict(all(wins))}"
+        f"seed 000: smaller r is faster at high loss; ours at {HIGH_LOSS_PCT} % and above: r = {_r(smallest)} "
+        f"faster than r = {_r(largest)}, beyond noise, at {sum(wins)} of {len(wins)} levels: {_verdict(all(wins))}"
     )
     return notes
+
+
+def _r(series: Series) -> str:
+    return f"{series.params['r'] / 1000:g}"
 
 
 def _figure(name: str, title: str, x: str, levels: tuple[Any, ...], page: str, y: str, **kw: Any) -> Figure:

@@ -29,7 +29,7 @@ from netrepro import plot, results
 from netrepro.ledger import Ledger
 from netrepro.path import PathSpec
 from netrepro.progress import Progress
-from netrepro.spec import Figure, Params, path_params
+from netrepro.spec import Figure, Params, Point, path_params
 from netrepro.trials import TrialLog, read_rows, trial_key
 from netrepro.verify import verify
 from netrepro.workloads import WORKLOADS, Session
@@ -181,8 +181,10 @@ def figure_manifest(
     missing: int,
     rows: list[dict[str, str]],
     verifications: dict[str, Any],
+    points: list[Point],
+    notes: list[str],
 ) -> dict[str, Any]:
-    """What a reviewer needs beside the figure: provenance, the design, what the rows ran on."""
+    """What a reviewer needs beside the figure: provenance, the design, what the rows ran on, the result."""
     return {
         **results.provenance(),
         "figure": fig.full_name,
@@ -205,6 +207,8 @@ def figure_manifest(
         "verification": verifications,
         "finding_of_the_source": fig.finding,
         "deviations": list(fig.deviations) + ([fig.quick_note] if opts.quick and fig.quick_note else []),
+        "notes": notes,
+        "points": [p.__dict__ for p in points],
         "rows": len(rows),
         "failed_trials": sum(1 for r in rows if r.get("status") != "ok"),
         "trial_seconds_all_rows": round(sum(float(r.get("trial_seconds") or 0) for r in rows), 1),
@@ -243,11 +247,8 @@ def run_figure(fig: Figure, opts: Options) -> Path:
     png = out_dir / f"{fig.name}.png"
     notes = plot.draw(fig, points, rows, png, quick=opts.quick)
     results.hand_back(png)
-    manifest = figure_manifest(fig, opts, grid, trials, missing, rows, verifications)
-    manifest["notes"] = notes
-    manifest["points"] = [p.__dict__ for p in points]
-    manifest["wall_seconds_this_run"] = round(time.monotonic() - began, 1)
-    results.write_json(manifest_path, manifest)
+    manifest = figure_manifest(fig, opts, grid, trials, missing, rows, verifications, points, notes)
+    results.write_json(manifest_path, {**manifest, "wall_seconds_this_run": round(time.monotonic() - began, 1)})
     print(plot.table(fig, points))
     for note in notes:
         print(f"note: {note}")

@@ -225,19 +225,19 @@ def _iperf3_once(lab: PathUnderTest, argv: list[str], timeout: float) -> subproc
         server.stop()
 
 
-def _iperf3(lab: PathUnderTest, client_args: list[str], timeout: float) -> str:
-    """iperf3's JSON report of one test; a UDP test whose handshake was lost runs again (at most 3 times)."""
+def _iperf3(lab: PathUnderTest, client_args: list[str], timeout: float, attempts: int = 1) -> tuple[str, int]:
+    """iperf3's JSON report of one test, and how many tests it took: a test whose UDP
+    handshake was lost runs again, up to `attempts` tests in all."""
     argv = ["iperf3", "-c", lab.ip("server"), "-p", str(IPERF_PORT), "-J", *client_args]
-    for attempt in range(1, UDP_ATTEMPTS + 1):
+    for attempt in range(1, attempts + 1):
         done = _iperf3_once(lab, argv, timeout)
-        handshake_lost = "-u" in client_args and UDP_HANDSHAKE_LOST in done.stdout + done.stderr
-        if not handshake_lost or attempt == UDP_ATTEMPTS:
+        if UDP_HANDSHAKE_LOST not in done.stdout + done.stderr or attempt == attempts:
             break
-        log.warning("iperf3's UDP handshake was lost on the emulated path (attempt %d of %d); again", attempt,
-                    UDP_ATTEMPTS)  # fmt: skip
+        log.warning("iperf3's UDP handshake was lost on the emulated path (test %d of at most %d); again", attempt,
+                    attempts)  # fmt: skip
     if done.returncode != 0:
         raise CommandError(argv, lab.client, done.returncode, done.stderr + done.stdout[-500:])
-    return done.stdout
+    return done.stdout, attempt
 
 
 def measure_goodput(lab: PathUnderTest) -> Check:
@@ -246,7 +246,7 @@ def measure_goodput(lab: PathUnderTest) -> Check:
     # iperf3's closing exchange waits behind what the queue holds, and takes a few RTTs itself.
     queued = goodput_window(path) or (path.queue.packets * FRAME if path.queue.packets else path.queue.bytes or 0)
     drain = 8 * queued / path.rate_down.bps
-    out = _iperf3(lab, goodput_args(path), timeout=measured + omitted + 30 + drain + 20 * path.rtt.seconds)
+    out, _ = _iperf3(lab, goodput_args(path), timeout=measured + omitted + 30 + drain + 20 * path.rtt.seconds)
     result = parse_iperf3_tcp(out)
     ideal = lab.path.ideal_goodput_down.bps
     return Check(
@@ -270,7 +270,8 @@ def measure_loss(lab: PathUnderTest, direction: str, seconds: int | None = None)
     args = ["-u", "-b", str(int(offered.bps)), "-l", str(UDP_PAYLOAD), "-t", str(seconds)]
     if direction == "down":
         args.append("-R")
-    result = parse_iperf3_udp(_iperf3(lab, args, timeout=seconds + 2 * path.rtt.seconds + 30))
+    out, tests = _iperf3(lab, args, timeout=seconds + 2 * path.rtt.seconds + 30, attempts=UDP_ATTEMPTS)
+    result = parse_iperf3_udp(out)
     low, high = binomial_interval(result.packets, set_loss)
     n = max(result.packets, 1)
     return Check(
@@ -280,7 +281,8 @@ def measure_loss(lab: PathUnderTest, direction: str, seconds: int | None = None)
         result.lost / n * 100,
         low / n * 100,
         high / n * 100,
-        {"datagrams": result.packets, "lost": result.lost},
+        # a test run again because its handshake was lost says so
+        {"datagrams": result.packets, "lost": result.lost, **({"handshake_retries": tests - 1} if tests > 1 else {})},
     )
 
 

@@ -61,3 +61,23 @@ def test_small_page_verdict_is_about_a_little_gain() -> None:
     assert cubicplus.annotate_loss(f, [], rows(f, little), None)[-1].endswith("agrees (taking 'little' as under 20 %)")
     much = {(cubicplus.CUBIC.label, "6%"): [7.0, 7.1, 7.2], (cubicplus.PLUS.label, "6%"): [9.5, 9.6, 9.7]}
     assert "+35 %: DIFFERS" in cubicplus.annotate_loss(f, [], rows(f, much), None)[-1]
+
+
+def test_reno_verdict_compares_the_ends_of_the_sweep_at_high_loss() -> None:
+    f = fig("fig12")
+    small, middle, large = f.series[0].label, f.series[2].label, f.series[-1].label
+    values = {
+        (small, "2%"): [9.0, 9.1, 8.9],  # below 6 %: noted, not judged
+        (large, "2%"): [7.0, 7.1, 6.9],
+        (small, "6%"): [16.0, 16.2, 15.8],
+        (large, "6%"): [19.0, 19.2, 18.8],
+    }
+    notes = cubicplus.annotate_reno(f, [], rows(f, values), None)
+    assert "at 2% loss, mean PLT (s) by r: r=0.5 0.01" in notes[0], notes
+    assert notes[-1].startswith("PLT rises with r at every step at: 6% loss"), notes
+    assert notes[-1].endswith("r = 0.5 faster than r = 0.9, beyond noise, at 1 of 1 levels: agrees"), notes
+    # Without r = 0.5 at 8 %, that level's smallest r present is not taken for it.
+    values |= {(middle, "8%"): [30.0, 30.1, 29.9], (large, "8%"): [20.0, 20.1, 19.9]}
+    assert cubicplus.annotate_reno(f, [], rows(f, values), None)[-1].endswith("at 1 of 1 levels: agrees")
+    values[(small, "8%")] = [25.0, 25.1, 24.9]
+    assert cubicplus.annotate_reno(f, [], rows(f, values), None)[-1].endswith("at 1 of 2 levels: DIFFERS")

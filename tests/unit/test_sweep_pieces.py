@@ -134,11 +134,12 @@ def test_the_manifest_says_what_its_rows_ran_on() -> None:
         {"backend": "netem", "loss_seeded": "false", "cc": "cubic_plus", "cc_impl": "bpf", "status": "timeout",
          "trial_seconds": "60"},
     ]  # fmt: skip
-    doc = figure_manifest(fig, Options(quick=True), grid, 2, 0, rows, {"rtt 20 ms": {"ok": True}})
+    doc = figure_manifest(fig, Options(quick=True), grid, 2, 0, rows, {"rtt 20 ms": {"ok": True}}, [], ["a note"])
     assert doc["code_of_rows"] == ["10854c6", "unrecorded"]
     assert doc["shaper"] == ["delayline", "netem"] and doc["loss_repeatable"] is False
     assert doc["congestion_control"] == ["cubic (builtin)", "cubic_plus (bpf)"]
     assert doc["rows"] == 2 and doc["failed_trials"] == 1 and doc["trial_seconds_all_rows"] == 62.5
     assert doc["factor"]["levels"] == [str(p[fig.x]) for p in grid[:: len(fig.series)]]
     assert doc["verification"] == {"rtt 20 ms": {"ok": True}} and doc["git"]
-    assert figure_manifest(fig, Options(quick=True), grid, 2, 0, rows[:1], {})["loss_repeatable"] is True
+    assert doc["notes"] == ["a note"] and doc["points"] == []
+    assert figure_manifest(fig, Options(quick=True), grid, 2, 0, rows[:1], {}, [], [])["loss_repeatable"] is True
