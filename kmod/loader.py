@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from netrepro import kernel
-from netrepro.ledger import Ledger
+from netrepro.ledger import Ledger, ledger_files, machine_lock
 from netrepro.proc import run
 
 HERE = Path(__file__).resolve().parent
@@ -127,6 +127,19 @@ def _trigger_init(name: str) -> None:
             conn.close()
 
 
+def _held_by_whom(name: str) -> str:
+    """Why `name` cannot be loaded: which run holds it, and what to do."""
+    for found in ledger_files():
+        if any(e.get("kind") in ("struct_ops", "module") and e.get("name") == name for e in found.effective()):
+            owner = found.owner or {}
+            if found.purpose:
+                return f"{name} is held by `run.sh {found.purpose}`: `run.sh cc unload {name}` releases it"
+            if found.alive:
+                return f"{name} is in use by another run (pid {owner.get('pid')}); wait for it to finish"
+            return f"{name} is still registered by a run that died (pid {owner.get('pid')}): `run.sh clean` removes it"
+    return f"{name} is already registered, not by netrepro; not touching it"
+
+
 class LoadedAlgorithm:
     """One variant loaded for a run; unloaded through the run's ledger."""
 
@@ -141,18 +154,20 @@ class LoadedAlgorithm:
     def load(self) -> LoadedAlgorithm:
         if self.ledger is None:
             raise CongestionControlError("loading needs the run's ledger")
-        available, _ = kernel.congestion_controls()
-        if self.name in available:
-            raise CongestionControlError(f"{self.name} is already registered (by another run?); not touching it")
+        # Build first, outside the machine lock: it takes minutes on a fresh machine.
         if self.impl == "lkm":
             run(["make", "-s", "-C", str(HERE), f"KDIR=/lib/modules/{kernel.release()}/build"], timeout=600)
-            run(["insmod", str(HERE / f"{self.name}.ko")])
-            self.ledger.record({"kind": "module", "name": self.name})
+            kind, argv = "module", ["insmod", str(HERE / f"{self.name}.ko")]
         else:
             run(["make", "-s", "-C", str(HERE), "bpf"], timeout=600)
-            run(["bpftool", "struct_ops", "register", str(HERE / "bpf" / f"{self.name}.bpf.o")])
-            self.ledger.record({"kind": "struct_ops", "name": self.name})
-        self.ledger.allow_congestion_control(self.name)
+            kind, argv = "struct_ops", ["bpftool", "struct_ops", "register", str(HERE / "bpf" / f"{self.name}.bpf.o")]
+        with machine_lock(self.ledger.directory):
+            available, _ = kernel.congestion_controls()
+            if self.name in available:
+                raise CongestionControlError(_held_by_whom(self.name))
+            with self.ledger.change({"kind": kind, "name": self.name}):
+                run(argv)
+            self.ledger.allow_congestion_control(self.name)
         return self
 
     # -- parameters -----------------------------------------------------------------

@@ -17,7 +17,6 @@ import json
 import logging
 import random
 import signal
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -91,9 +90,9 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
         Ledger() as ledger,
         # the hosts start with CUBIC; each trial then sets its own congestion control
         Lab(first, ledger, shaper=opts.shaper, seed=opts.seed, cc="cubic") as lab,
-        tempfile.TemporaryDirectory(prefix="netrepro-trials-") as work,
     ):
-        session = Session(lab, ledger, Path(work), results_dir=opts.out / fig.study / "logs", cc_impl=opts.cc_impl)
+        work = ledger.temp_dir("netrepro-trials-")
+        session = Session(lab, ledger, work, results_dir=opts.out / fig.study / "logs", cc_impl=opts.cc_impl)
         try:
             for params, index in todo:
                 path = PathSpec.parse(**path_params(params))

@@ -26,7 +26,6 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 from netrepro.ledger import Ledger
-from netrepro.proc import run
 
 TRACEFS = Path("/sys/kernel/tracing")
 _counter = itertools.count()
@@ -94,17 +93,11 @@ class TcpProbe:
         self._wake_r, self._wake_w = os.pipe()  # wakes the reader for a flush or the stop
         self._pending = b""
 
-    def _mount(self) -> None:
-        if (TRACEFS / "instances").is_dir():
-            return
-        run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)])
-        self.ledger.record({"kind": "mount", "path": str(TRACEFS)})
-
     def start(self) -> TcpProbe:
-        self._mount()
+        self.ledger.mount(TRACEFS, ["mount", "-t", "tracefs", "nodev", str(TRACEFS)])
         event = self.instance / "events/tcp/tcp_probe"
-        self.instance.mkdir()
-        self.ledger.record({"kind": "tracefs", "path": str(self.instance)})
+        with self.ledger.change({"kind": "tracefs", "path": str(self.instance)}):
+            self.instance.mkdir()
         if not event.is_dir():
             raise TraceError("this kernel has no tcp:tcp_probe tracepoint")
         (self.instance / "buffer_size_kb").write_text(f"{self.buffer_kb}\n")

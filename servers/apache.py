@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,8 +205,7 @@ class Apache:
         self.ns = ns
         self.ledger = ledger
         self.results_dir = results_dir
-        run_dir = Path(tempfile.mkdtemp(prefix="netrepro-apache-"))
-        ledger.record({"kind": "path", "path": str(run_dir)})
+        run_dir = ledger.temp_dir("netrepro-apache-")
         run_dir.chmod(0o755)  # the worker user must reach the document root
         self.config = ApacheConfig(
             run_dir=run_dir,

@@ -31,7 +31,7 @@ from mininet.topo import Topo
 from netrepro.ledger import Ledger
 from netrepro.parsers import parse_ping
 from netrepro.path import PathSpec
-from netrepro.proc import Netns, run, start_time
+from netrepro.proc import Netns, kill_netns_processes, run, start_time
 from netrepro.units import Duration, Probability
 from topologies import shaping
 from topologies.emulation import DelayLineStage, DelayLossStage, NetemStage, Stage, choose_backend
@@ -91,13 +91,18 @@ class Lab:
         self.cc = cc
         self.backend = choose_backend(shaper)  # refuse early: nothing created yet
         self.net: Any = None
+        self._handles: dict[str, Netns] = {}  # each node's namespace, held from the moment it exists
         self.stage: DelayLossStage | None = None
         self.base_rtt = Duration(0)  # measured by start()
 
     # -- names of the parts ---------------------------------------------------
 
     def ns(self, name: str) -> Netns:
-        return Netns(name, self.net[name].pid)
+        """The namespace of a host or switch, entered through the handle the lab holds."""
+        try:
+            return self._handles[name]
+        except KeyError:
+            raise LabError(f"no node {name!r} in the lab (it has {', '.join(self._handles)})") from None
 
     @property
     def client(self) -> Netns:
@@ -135,6 +140,9 @@ class Lab:
                 self.ledger.record(
                     {"kind": "process", "pid": node.pid, "start": start_time(node.pid) or -1, "argv": [node.name]}
                 )
+                handle = Netns.open(node.name, node.pid)
+                self._handles[node.name] = handle
+                self.ledger.namespace(handle)
             self.net.start()
             self._configure_hosts()
             self._install_emulation()
@@ -225,9 +233,19 @@ class Lab:
                 for node in (*self.net.hosts, *self.net.switches):
                     _interrupt(node)
                 for host in self.net.hosts:
-                    _destroy_sockets(Netns(host.name, host.pid))
+                    if host.name in self._handles:
+                        _destroy_sockets(self._handles[host.name])
                 self.net.stop()
                 self.net = None
+            # Whatever still runs inside the lab's namespaces (found by inode, not by name) ends
+            # with it; then the handles go, and with them the namespaces.
+            inodes = [h.inode for h in self._handles.values() if h.inode is not None]
+            stray = kill_netns_processes(inodes)
+            if stray:
+                log.warning("ended %d process(es) left inside the lab's namespaces: %s", len(stray), stray)
+            for handle in self._handles.values():
+                handle.close()
+            self._handles.clear()
 
     def __enter__(self) -> Lab:
         return self.start()
