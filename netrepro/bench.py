@@ -12,6 +12,7 @@ runner's overhead: lab set-up, verification, per-trial set-up, teardown.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 
 from netrepro.ledger import Ledger
 from netrepro.path import PathSpec
-from netrepro.results import RESULTS, hand_back, provenance, write_json
+from netrepro.results import RESULTS, hand_back, provenance, replace_file, write_json
 from netrepro.verify import measure_goodput, measure_rtt
 from topologies.emulation import DelayLineStage
 from topologies.lab import Lab
@@ -61,15 +62,16 @@ def delayline(
             }
             print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
             rows.append(row)
+    tree = out or RESULTS
     target = out or RESULTS / "bench"
-    target.mkdir(parents=True, exist_ok=True)
     csv_path = target / "delayline.csv"
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    hand_back(csv_path)
-    write_json(target / "delayline.manifest.json", {**provenance(), "benchmark": "delayline", "rtt": rtt})
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    replace_file(csv_path, text.getvalue().encode())
+    hand_back(csv_path, tree)
+    write_json(target / "delayline.manifest.json", {**provenance(), "benchmark": "delayline", "rtt": rtt}, tree)
     return rows
 
 
@@ -97,7 +99,7 @@ def runner(out: Path | None = None) -> dict[str, Any]:
         "per_trial_overhead_ms": round((trials - downloads) / len(rows) * 1e3, 1),
         "fixed_seconds": round(wall - trials, 1),
     }
-    write_json(target / "runner.json", doc)
+    write_json(target / "runner.json", doc, out or RESULTS)
     print(
         " ".join(
             f"{k}={doc[k]}"

@@ -15,7 +15,7 @@ from types import FrameType
 
 import expts
 from kmod import loader
-from netrepro import doctor, kernel, ledger, sweep, verify
+from netrepro import doctor, figurelock, kernel, ledger, sweep, verify
 from netrepro.ledger import Ledger, LedgerError
 from netrepro.path import DEFAULT_QUEUE, PathSpec
 from netrepro.proc import CommandError
@@ -82,8 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=1, help="seed of the trial order and the emulated loss")
     r.add_argument("--strict", action="store_true", help="stop when a path is measured outside tolerance")
     again = r.add_mutually_exclusive_group()
-    again.add_argument("--fresh", action="store_true", help="start over instead of resuming from the CSV")
+    again.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start over instead of resuming; the old CSV is kept as <name>.csv.<time>.bak once the first row comes",
+    )
     again.add_argument("--plot-only", action="store_true", help="redraw figure, manifest and table from the CSV")
+    r.add_argument(
+        "--no-retry-failed",
+        dest="retry_failed",
+        action="store_false",
+        help="resume past failed and timed-out trials instead of running them again",
+    )
     r.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
     r.add_argument("--impl", choices=["lkm", "bpf"], default=None, help="variants as modules or BPF programs")
 
@@ -196,6 +206,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         seed=args.seed,
         strict=args.strict,
         fresh=args.fresh,
+        retry_failed=args.retry_failed,
         plot_only=args.plot_only,
         shaper=args.shaper,
         cc_impl=args.impl,
@@ -341,6 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (
         loader.CongestionControlError,
         sweep.VerificationFailed,
+        sweep.RunAborted,
+        figurelock.FigureBusy,
         CommandError,
         LabError,
         LedgerError,

@@ -9,12 +9,14 @@ model or the source's numbers; its notes are printed under the plot.
 
 from __future__ import annotations
 
+import io
 import statistics
 import textwrap
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from netrepro.results import replace_file
 from netrepro.spec import Figure, Point, Rows
 from netrepro.trials import numbers
 from netrepro.units import Duration, Probability, Rate, parse_duration, parse_probability, parse_rate
@@ -119,9 +121,10 @@ def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = 
     figure.text(0.01, 0.01, text, fontsize=7, va="bottom", ha="left")
     lines = text.count("\n") + 1
     figure.subplots_adjust(bottom=0.12 + 0.022 * lines)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(png, dpi=110)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=110)
     plt.close(figure)
+    replace_file(png, image.getvalue())
     return notes
 
 

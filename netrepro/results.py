@@ -1,22 +1,28 @@
 """Result files and their provenance.
 
-Results live in results/<study>/<figure>.{csv,png,manifest.json}.  Files a
-root run writes are handed back to the user who called sudo (SUDO_UID), and
-every manifest carries what a reviewer needs to trust the numbers: kernel,
-tool versions, git commit, and everything the run was told.
+Results live in results/<study>/<figure>.{csv,png,manifest.json}.  A result
+file is replaced whole (`replace_file`: a new file beside it, synced, renamed
+over it), so a crash leaves the old version or the new one, never half of
+either.  Files a root run writes are handed back to the user who called sudo
+(SUDO_UID), and every manifest carries what a reviewer needs to trust the
+numbers: kernel, tool versions, git commit, and everything the run was told.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from netrepro import kernel
+
+log = logging.getLogger("netrepro.results")
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
@@ -24,15 +30,77 @@ MANIFEST_VERSION = 1
 TOOLS = ("ip", "tc", "iptables-legacy", "ethtool", "ping", "iperf3", "apache2", "h2load", "curl", "bpftool", "clang")
 
 
-def hand_back(path: Path) -> None:
-    """Give a file (and the directories up to results/) to the sudo caller."""
+def hand_back(path: Path, tree: Path | None = None) -> None:
+    """Give a file, and the directories between it and `tree`, to the sudo caller.
+
+    `tree` (default: the file's own directory) is the results directory the
+    run was given; nothing at or above it changes owner.  The walk goes down
+    from `tree` one directory at a time without following a link, and a link
+    met on the way is itself chowned (harmless), never what it points to.
+    """
     uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
     if os.geteuid() != 0 or uid is None:
         return
-    for p in (path, *path.parents):
-        if p == REPO or REPO not in p.parents:
-            break
-        os.chown(p, int(uid), int(gid or uid))
+    tree = path.parent if tree is None else tree
+    try:
+        parts = path.relative_to(tree).parts
+    except ValueError:
+        parts = ("..",)
+    if not parts or ".." in parts:
+        log.warning("%s is not inside %s: not handed back", path, tree)
+        return
+    owner, group = int(uid), int(gid or uid)
+    fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for depth, name in enumerate(parts, start=1):
+            os.chown(name, owner, group, dir_fd=fd, follow_symlinks=False)
+            if depth == len(parts):
+                break
+            try:
+                below = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as e:  # a link (ELOOP) or not a directory: go no further
+                log.warning("%s: not handed back below %s (%s)", path, name, e.strerror)
+                return
+            os.close(fd)
+            fd = below
+    finally:
+        os.close(fd)
+
+
+def replace_file(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Put `data` at `path` atomically and durably.
+
+    The bytes go to a new file of a unique name in the same directory
+    (mkstemp: O_EXCL, so a link planted there is never followed), are synced,
+    and the file is renamed over `path` (a link at `path` is replaced, its
+    target untouched); then the directory is synced, so the rename survives a
+    crash too.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    sync_directory(path.parent)
+
+
+def sync_directory(directory: Path) -> None:
+    """fsync a directory, so that the names just made or renamed in it are on disk."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def git_state() -> dict[str, Any]:
@@ -65,9 +133,7 @@ def provenance() -> dict[str, Any]:
     }
 
 
-def write_json(path: Path, doc: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
-    hand_back(path)
+def write_json(path: Path, doc: dict[str, Any], tree: Path | None = None) -> None:
+    """Write a JSON result file (replaced whole) and hand it back; `tree` as in `hand_back`."""
+    replace_file(path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
+    hand_back(path, tree)

@@ -6,8 +6,10 @@ distinct path is verified the first time a trial uses it.  Trials run in an
 order shuffled with the recorded seed, so that drift over time cannot pass
 for an effect.  Every trial appends its row to the figure's CSV (so an
 interrupted figure resumes where it stopped), with its parameters, metrics,
-status (ok, failed, timeout) and the verification of its path.  At the end:
-the summary, the figure, the manifest and a short table on the terminal.
+status (ok, failed, timeout) and the verification of its path; a resumed
+figure runs its failed trials again, and five failures in a row stop a run.
+One run at a time holds a figure's CSV.  At the end: the summary, the
+figure, the manifest and a short table on the terminal.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from netrepro import plot, results
+from netrepro import figurelock, plot, results
 from netrepro.ledger import Ledger
 from netrepro.path import PathSpec
 from netrepro.progress import Progress
-from netrepro.spec import Figure, Params, Point, path_params
-from netrepro.trials import TrialLog, read_rows, trial_key
+from netrepro.spec import Figure, Params, Point, Rows, path_params
+from netrepro.trials import TrialLog, latest_rows, row_seed, trial_key
 from netrepro.verify import verify
 from netrepro.workloads import WORKLOADS, Session
 from topologies.lab import Lab
@@ -45,6 +47,37 @@ class TrialTimeout(Exception):
     """A trial ran past its time limit."""
 
 
+class RunAborted(RuntimeError):
+    """Trial after trial failed: something is wrong beyond one trial, and the run stopped."""
+
+
+FAILURES_IN_A_ROW = 5
+
+
+class FailureStreak:
+    """The failed (or timed-out) trials since the last successful one."""
+
+    def __init__(self, limit: int = FAILURES_IN_A_ROW) -> None:
+        self.limit = limit
+        self.errors: list[str] = []
+
+    def record(self, status: str, error: str = "") -> bool:
+        """Count one trial's outcome; true when the streak has reached the limit."""
+        if status == "ok":
+            self.errors.clear()
+            return False
+        self.errors.append(f"{status}: {error}" if error else status)
+        return len(self.errors) >= self.limit
+
+    def report(self, server_log: str | None = None) -> str:
+        """Why the run stopped: the failures' errors and, where there is one, the tail of the server's error log."""
+        lines = [f"{len(self.errors)} trials in a row failed; the run stopped (their rows are kept):"]
+        lines += [f"  {e}" for e in self.errors]
+        if server_log:
+            lines += ["the server's error log ends:", *(f"  {line}" for line in server_log.splitlines())]
+        return "\n".join(lines)
+
+
 @dataclass
 class Options:
     out: Path = results.RESULTS
@@ -54,6 +87,7 @@ class Options:
     seed: int = 1
     strict: bool = False
     fresh: bool = False
+    retry_failed: bool = True  # a resumed figure runs its failed and timed-out trials again
     plot_only: bool = False  # redraw from the CSV; run no trial
     shaper: str = "auto"
     cc_impl: str | None = None  # lkm or bpf for netrepro's variants; None: module where possible
@@ -80,8 +114,12 @@ def _cell_params(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial_log: TrialLog) -> dict[str, Any]:
-    """Run the trials on one lab; return the verification of each path used."""
+    """Run the trials on one lab; return the verification of each path used.
+
+    Raises RunAborted after FAILURES_IN_A_ROW failed trials in a row.
+    """
     verifications: dict[str, Any] = {}
+    streak = FailureStreak()
     progress = Progress(len(todo), fig.full_name)
     workload = WORKLOADS[fig.workload]
     code = results.code_version()
@@ -135,6 +173,8 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                 row.update(trial_seconds=round(time.monotonic() - began, 3), **v_cols)
                 trial_log.append(row)
                 progress.step(f"{fig.x}={params[fig.x]} {params.get('series', '')}".rstrip())
+                if streak.record(row["status"], row["error"]):
+                    raise RunAborted(streak.report(session.apache.error_log_tail()))
         finally:
             session.stop()
     return verifications
@@ -178,12 +218,17 @@ def figure_manifest(
     grid: list[Params],
     trials: int,
     missing: int,
-    rows: list[dict[str, str]],
+    rows: Rows,
     verifications: dict[str, Any],
     points: list[Point],
     notes: list[str],
+    failed_attempts: int = 0,
 ) -> dict[str, Any]:
-    """What a reviewer needs beside the figure: provenance, the design, what the rows ran on, the result."""
+    """What a reviewer needs beside the figure: provenance, the design, what the rows ran on, the result.
+
+    `rows` are the latest row of each trial; `failed_attempts` counts every failed row the CSV
+    holds for them (retried ones included).
+    """
     return {
         **results.provenance(),
         "figure": fig.full_name,
@@ -210,46 +255,76 @@ def figure_manifest(
         "points": [p.__dict__ for p in points],
         "rows": len(rows),
         "failed_trials": sum(1 for r in rows if r.get("status") != "ok"),
+        "failed_attempts": failed_attempts,
         "trial_seconds_all_rows": round(sum(float(r.get("trial_seconds") or 0) for r in rows), 1),
     }
 
 
-def run_figure(fig: Figure, opts: Options) -> Path:
-    """Run (or resume) a figure, then write its plot, manifest and table; return the CSV's path."""
-    began = time.monotonic()
-    out_dir = opts.out / fig.study
-    csv_path = out_dir / fig.csv_name
-    trial_log = TrialLog(csv_path, fresh=opts.fresh)
-    trials = fig.trial_count(opts.quick, opts.trials)
-    grid = fig.grid(opts.quick, opts.overrides)
-    done = trial_log.done()
+def trials_to_run(grid: list[Params], trials: int, trial_log: TrialLog, opts: Options) -> list[tuple[Params, int]]:
+    """The (setting, trial index) pairs the CSV lacks for this run's seed, in the order the seed shuffles them.
+
+    A failed or timed-out trial is run again unless opts.retry_failed is false."""
+    done = trial_log.done(opts.seed, opts.retry_failed)
     todo = [(p, i) for p in grid for i in range(trials) if trial_key(p, i) not in done]
     random.Random(opts.seed).shuffle(todo)
+    return todo
+
+
+def run_figure(fig: Figure, opts: Options) -> Path:
+    """Run (or resume) a figure, then write its plot, manifest and table; return the CSV's path.
+
+    Raises figurelock.FigureBusy at once when another run holds the figure's CSV.
+    """
+    out_dir = opts.out / fig.study
+    csv_path = out_dir / fig.csv_name
+    with figurelock.holding(csv_path):  # before anything else: nothing is built, read or written unlocked
+        _run_figure(fig, opts, csv_path)
+    return csv_path
+
+
+def _run_figure(fig: Figure, opts: Options, csv_path: Path) -> None:
+    began = time.monotonic()
+    out_dir = csv_path.parent
+    trial_log = TrialLog(csv_path, fresh=opts.fresh, tree=opts.out)
+    trials = fig.trial_count(opts.quick, opts.trials)
+    grid = fig.grid(opts.quick, opts.overrides)
+    todo = trials_to_run(grid, trials, trial_log, opts)
     skipped = len(grid) * trials - len(todo)
+    tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
+    retried = sum(1 for p, i in todo if trial_key(p, i) in tried)
+    again = f", {retried} failed before, run again (--no-retry-failed: keep them)" if retried else ""
     print(
         f"{fig.full_name}: {fig.title}\n  {len(grid)} settings x {trials} trials"
-        + (f", {skipped} already in {csv_path.name} (resuming; --fresh to start over)" if skipped else ""),
+        + (f", {skipped} already in {csv_path.name} (resuming; --fresh to start over)" if skipped else "")
+        + ("" if opts.plot_only else again),
         flush=True,
     )
     manifest_path = out_dir / f"{fig.name}.manifest.json"
     verifications: dict[str, Any] = {}
     for name in dict.fromkeys([fig.trials_of or fig.name, fig.name]):  # a shared CSV's owner verified it first
         verifications.update(earlier_verifications(out_dir / f"{name}.manifest.json", opts.fresh))
-    missing = len(todo) if opts.plot_only else 0
-    if missing:
-        print(f"  --plot-only: {missing} trials missing, not run", flush=True)
+    # A trial with only failed rows is not missing: it failed (the manifest's failed_trials).
+    missing = len(todo) - retried if opts.plot_only else 0
+    if opts.plot_only:
+        if missing:
+            print(f"  --plot-only: {missing} trials missing, not run", flush=True)
     elif todo:
         verifications.update(run_trials(fig, todo, opts, trial_log))
     wanted = {trial_key(p, i) for p in grid for i in range(trials)}
-    rows = [r for r in read_rows(csv_path) if r.get("trial_key") in wanted] if csv_path.exists() else []
+    attempts = [r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == opts.seed]
+    rows = latest_rows(attempts)
     points = plot.summarize(fig, rows)
     png = out_dir / f"{fig.name}.png"
     notes = plot.draw(fig, points, rows, png, quick=opts.quick)
-    results.hand_back(png)
-    manifest = figure_manifest(fig, opts, grid, trials, missing, rows, verifications, points, notes)
-    results.write_json(manifest_path, {**manifest, "wall_seconds_this_run": round(time.monotonic() - began, 1)})
+    results.hand_back(png, opts.out)
+    failed_attempts = sum(1 for r in attempts if r.get("status") != "ok")
+    manifest = figure_manifest(
+        fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
+    )
+    results.write_json(
+        manifest_path, {**manifest, "wall_seconds_this_run": round(time.monotonic() - began, 1)}, opts.out
+    )
     print(plot.table(fig, points))
     for note in notes:
         print(f"note: {note}")
     print(f"wrote {csv_path}, {png.name}, {fig.name}.manifest.json")
-    return csv_path

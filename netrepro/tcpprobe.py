@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import io
 import itertools
 import os
 import re
@@ -26,6 +27,7 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
 from netrepro.ledger import Ledger
+from netrepro.results import replace_file
 
 TRACEFS = Path("/sys/kernel/tracing")
 _counter = itertools.count()
@@ -192,10 +194,11 @@ class TcpProbe:
 
 
 def write_csv(samples: Sequence[ProbeSample], path: Path) -> None:
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow([f.name for f in fields(ProbeSample)])
-        writer.writerows(astuple(s) for s in samples)
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow([f.name for f in fields(ProbeSample)])
+    writer.writerows(astuple(s) for s in samples)
+    replace_file(path, text.getvalue().encode())
 
 
 def sender_samples(samples: Sequence[ProbeSample], sender: str) -> list[ProbeSample]:

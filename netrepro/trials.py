@@ -1,30 +1,58 @@
 """The trial log: one CSV row per trial, appended as each trial ends.
 
 A row holds every parameter the trial ran with, its metrics and its
-verification outcome.  Rows are appended and flushed one at a time, so an
-interrupted figure leaves a valid file; re-running resumes by skipping the
-(parameters, trial index) pairs already present.  When a later row brings a
-column the file does not have yet, the file is rewritten with the wider
-header (atomically), so every row stays readable by any CSV reader.
+verification outcome.  Each row is one write of one complete line, synced
+before the next trial starts, so an interrupted figure leaves a valid file;
+a line cut short (a crash or a full disk mid-write) is dropped when the file
+is next opened.  Re-running resumes by skipping the (parameters, trial
+index) pairs that already have a successful row for the run's seed; a failed
+or timed-out trial is kept as a row and run again, so one trial may have
+several rows, of which the latest counts (`latest_rows`).  When a later row
+brings a column the file does not have yet, the file is rewritten with the
+wider header (atomically), so every row stays readable by any CSV reader.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import logging
 import os
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from netrepro.results import hand_back
+from netrepro.results import hand_back, replace_file, sync_directory
+
+log = logging.getLogger("netrepro.trials")
 
 Row = dict[str, Any]
+DEFAULT_SEED = 1  # the seed of rows written before rows recorded theirs
 
 
 def trial_key(params: Mapping[str, Any], trial: int) -> str:
     """A stable name for one trial of one parameter setting."""
     return json.dumps({"params": {k: params[k] for k in sorted(params)}, "trial": trial}, sort_keys=True, default=str)
+
+
+def row_seed(row: Mapping[str, str]) -> int | None:
+    """The seed a row ran with (None if unreadable, which matches no run)."""
+    try:
+        return int(row.get("seed") or DEFAULT_SEED)
+    except ValueError:
+        return None
+
+
+def latest_rows(rows: Iterable[Mapping[str, str]]) -> list[Mapping[str, str]]:
+    """The last row of each (trial, seed), in file order: a trial run again counts by its latest attempt."""
+    latest: dict[tuple[str, int | None], Mapping[str, str]] = {}
+    for row in rows:
+        key = (row.get("trial_key") or "", row_seed(row))
+        latest.pop(key, None)
+        latest[key] = row
+    return list(latest.values())
 
 
 def _cell(value: Any) -> str:
@@ -35,49 +63,138 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-class TrialLog:
-    """The CSV of one figure."""
+def complete_length(data: bytes) -> int:
+    """How many leading bytes of a CSV file are complete lines.
 
-    def __init__(self, path: Path, fresh: bool = False) -> None:
+    A line is complete when it ends in a newline outside quotes: a quoted
+    cell (an error message) may hold newlines of its own, and a row cut
+    short just after one of those is as torn as one cut anywhere else.
+    """
+    end = 0
+    quotes = 0
+    start = 0
+    while (newline := data.find(b"\n", start)) != -1:
+        quotes += data.count(b'"', start, newline)
+        start = newline + 1
+        if quotes % 2 == 0:
+            end = start
+    return end
+
+
+class TrialLog:
+    """The CSV of one figure.
+
+    `fresh`: resume nothing from the existing file, and move it aside (to a
+    dated backup beside it) only when the first new row is written, so that a
+    run that never gets as far as a trial leaves it as it was.  `tree` is the
+    results directory, up to which written files are handed back.
+    """
+
+    def __init__(self, path: Path, fresh: bool = False, tree: Path | None = None) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if fresh:
-            path.unlink(missing_ok=True)
+        self.tree = tree
+        self.fresh = fresh
+        self.backup: Path | None = None  # where --fresh moved the old file
+        self._move_aside_pending = fresh
+        self.torn_rows_dropped = 0
         self.columns: list[str] = []
         self.rows: list[dict[str, str]] = []
-        if path.exists():
-            with open(path, newline="") as f:
-                reader = csv.DictReader(f)
-                self.columns = list(reader.fieldnames or [])
-                self.rows = list(reader)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fresh or not path.exists():
+            return
+        self._drop_torn_line()
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            self.columns = list(reader.fieldnames or [])
+            self.rows = [{c: row.get(c) or "" for c in self.columns} for row in reader]
 
-    def done(self) -> set[str]:
-        """Keys of the trials already in the file."""
-        return {row["trial_key"] for row in self.rows if row.get("trial_key")}
+    def _drop_torn_line(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            data = b""
+            while chunk := os.read(fd, 1 << 20):
+                data += chunk
+            keep = complete_length(data)
+            if keep == len(data):
+                return
+            log.warning(
+                "%s: dropped a torn last row (%d bytes, cut short by a crash or a full disk): %r",
+                self.path,
+                len(data) - keep,
+                data[keep:][:200],
+            )
+            os.ftruncate(fd, keep)
+            os.fsync(fd)
+            self.torn_rows_dropped += 1
+        finally:
+            os.close(fd)
+
+    def done(self, seed: int = DEFAULT_SEED, retry_failed: bool = True) -> set[str]:
+        """Keys of the trials this run (of `seed`) need not run again: those with a successful row,
+        or with any row at all when failed trials are not to be retried."""
+        return {
+            row["trial_key"]
+            for row in self.rows
+            if row.get("trial_key") and row_seed(row) == seed and (not retry_failed or row.get("status") == "ok")
+        }
 
     def append(self, row: Row) -> None:
+        """Add one row: one write of one complete line, synced."""
+        if self._move_aside_pending:
+            self._move_aside()
+            self._move_aside_pending = False
         cells = {k: _cell(v) for k, v in row.items()}
         new = [k for k in cells if k not in self.columns]
-        self.rows.append(cells)
         if new or not self.path.exists():
             self.columns += new
+            self.rows = [{c: r.get(c, "") for c in self.columns} for r in self.rows]
+            self.rows.append({c: cells.get(c, "") for c in self.columns})
             self._rewrite()
             return
-        with open(self.path, "a", newline="") as f:
-            csv.DictWriter(f, fieldnames=self.columns).writerow(cells)
-            f.flush()
-            os.fsync(f.fileno())
+        line = io.StringIO(newline="")
+        csv.DictWriter(line, fieldnames=self.columns).writerow(cells)
+        data = line.getvalue().encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                written = os.write(fd, data)
+                while written < len(data):  # a short write (rare): the rest, under the figure's lock
+                    written += os.write(fd, data[written:])
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, size)  # no torn line for the next row to be glued to
+                raise
+        finally:
+            os.close(fd)
+        self.rows.append({c: cells.get(c, "") for c in self.columns})
 
     def _rewrite(self) -> None:
-        tmp = self.path.with_suffix(".csv.tmp")
-        with open(tmp, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=self.columns)
-            writer.writeheader()
-            writer.writerows(self.rows)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.path)
-        hand_back(self.path)
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, fieldnames=self.columns)
+        writer.writeheader()
+        writer.writerows(self.rows)
+        replace_file(self.path, text.getvalue().encode())
+        hand_back(self.path, self.tree)
+
+    def _move_aside(self) -> None:
+        """--fresh: keep the old file as <name>.<YYYYmmdd-HHMMSS>.bak beside it (never over another backup)."""
+        if not self.path.exists() and not self.path.is_symlink():
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(1000):
+            backup = self.path.with_name(f"{self.path.name}.{stamp}{f'-{n}' if n else ''}.bak")
+            try:
+                os.link(self.path, backup, follow_symlinks=False)  # fails if the name exists: no backup is lost
+            except FileExistsError:
+                continue
+            break
+        else:
+            raise FileExistsError(f"{self.path}: no free backup name for {stamp}")
+        self.path.unlink()
+        sync_directory(self.path.parent)
+        self.backup = backup
+        log.info("--fresh: the earlier %s is kept as %s", self.path.name, backup.name)
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:

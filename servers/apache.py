@@ -23,6 +23,7 @@ from types import TracebackType
 
 from netrepro.ledger import Ledger
 from netrepro.proc import CommandError, Netns, Process, run
+from netrepro.results import replace_file
 
 log = logging.getLogger("netrepro.apache")
 
@@ -304,9 +305,8 @@ class Apache:
 
     def keep_error_log(self, dest_dir: Path, name: str = "apache-error.log") -> Path:
         """Copy the error log next to the results (the run directory goes with the run)."""
-        dest_dir.mkdir(parents=True, exist_ok=True)
         dest = dest_dir / name
-        dest.write_text(self.error_log() + "\n")
+        replace_file(dest, (self.error_log() + "\n").encode())
         return dest
 
     def __enter__(self) -> Apache:

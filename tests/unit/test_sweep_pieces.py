@@ -62,7 +62,8 @@ def test_trial_log_appends_widens_and_resumes(tmp_path: Path) -> None:
     assert [r["status"] for r in rows] == ["failed", "ok"]
     assert rows[0]["download_time_ms"] == "" and rows[1]["download_time_ms"] == "3.5"
     again = TrialLog(path)
-    assert again.done() == {trial_key({"a": 1}, 0), trial_key({"a": 1}, 1)}
+    assert again.done() == {trial_key({"a": 1}, 1)}  # the failed trial runs again
+    assert again.done(retry_failed=False) == {trial_key({"a": 1}, 0), trial_key({"a": 1}, 1)}
     assert TrialLog(path, fresh=True).done() == set()
 
 

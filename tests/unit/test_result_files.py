@@ -1,0 +1,292 @@
+"""Results that survive anything: whole-line rows, torn rows dropped, atomic files, the figure lock,
+retried failures, seeds in the resume key, --fresh's backup, and a run that stops when trials keep failing."""
+
+import csv
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import expts
+from netrepro import cli, figurelock, results, trials
+from netrepro.figurelock import FigureBusy
+from netrepro.sweep import FailureStreak, Options, trials_to_run
+from netrepro.trials import TrialLog, complete_length, latest_rows, trial_key
+
+
+def row(a: int, index: int, status: str = "ok", **more: Any) -> dict[str, Any]:
+    return {"trial_key": trial_key({"a": a}, index), "a": a, "trial": index, "status": status, **more}
+
+
+def parsed(path: Path) -> list[list[str]]:
+    with open(path, newline="") as f:
+        return list(csv.reader(f))
+
+
+# -- rows are whole lines ---------------------------------------------------------
+
+
+def test_a_torn_last_row_is_dropped_reported_and_not_glued_to(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "fig.csv"
+    log = TrialLog(path)
+    log.append(row(1, 0, download_time_ms=3.5))
+    log.append(row(1, 1, download_time_ms=4.5))
+    whole = path.read_bytes()
+    with open(path, "ab") as f:  # a crash (or a full disk) in the middle of the third row
+        f.write(b'{"params": {"a": 1}, "trial": 2},1,2,o')
+
+    with caplog.at_level(logging.WARNING, logger="netrepro.trials"):
+        again = TrialLog(path)
+    assert again.torn_rows_dropped == 1
+    assert str(path) in caplog.text and "torn" in caplog.text and "38 bytes" in caplog.text
+    assert path.read_bytes() == whole
+    assert len(again.rows) == 2
+
+    again.append(row(1, 2, download_time_ms=5.5))
+    lines = parsed(path)
+    assert all(len(line) == len(lines[0]) for line in lines)
+    assert [r["download_time_ms"] for r in trials.read_rows(path)] == ["3.5", "4.5", "5.5"]
+    assert TrialLog(path).torn_rows_dropped == 0
+
+
+def test_a_row_cut_after_a_newline_inside_its_error_message_is_torn_too(tmp_path: Path) -> None:
+    path = tmp_path / "fig.csv"
+    log = TrialLog(path)
+    log.append(row(1, 0, "failed", error="apache2 died:\nno listener"))
+    whole = path.read_bytes()
+    assert complete_length(whole) == len(whole)
+    with open(path, "ab") as f:
+        f.write(b'"{""params"": {""a"": 1}, ""trial"": 1}",1,1,failed,"first line of the error\n')
+    again = TrialLog(path)
+    assert again.torn_rows_dropped == 1 and path.read_bytes() == whole
+    again.append(row(1, 1))
+    assert [r["status"] for r in trials.read_rows(path)] == ["failed", "ok"]
+
+
+def test_a_torn_header_leaves_an_empty_file_that_the_next_row_rewrites(tmp_path: Path) -> None:
+    path = tmp_path / "fig.csv"
+    path.write_bytes(b"trial_key,a,tri")
+    log = TrialLog(path)
+    assert log.torn_rows_dropped == 1 and log.columns == [] and path.read_bytes() == b""
+    log.append(row(1, 0))
+    assert trials.read_rows(path)[0]["status"] == "ok"
+
+
+def test_a_widened_header_keeps_every_row_parsing(tmp_path: Path) -> None:
+    path = tmp_path / "fig.csv"
+    log = TrialLog(path)
+    log.append(row(1, 0))
+    log.append(row(1, 1, cc_ss_repairs_in_trial=0))
+    lines = parsed(path)
+    assert lines[0][-1] == "cc_ss_repairs_in_trial" and all(len(line) == len(lines[0]) for line in lines)
+    assert log.rows == trials.read_rows(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.csv"]  # no temporary file left
+
+
+# -- resuming: failures run again, seeds apart, the latest row counts ---------------
+
+
+def test_a_failed_trial_runs_again_on_resume_unless_told_not_to(tmp_path: Path) -> None:
+    path = tmp_path / "fig.csv"
+    log = TrialLog(path)
+    log.append(row(1, 0, "failed", error="boom", seed=1))
+    log.append(row(1, 1, "timeout", error="no result within 60 s", seed=1))
+    log.append(row(1, 2, "ok", seed=1))
+    grid = [{"a": 1}]
+    again = TrialLog(path)
+    assert sorted(i for _, i in trials_to_run(grid, 3, again, Options())) == [0, 1]
+    assert trials_to_run(grid, 3, again, Options(retry_failed=False)) == []
+
+
+def test_seed_2_does_not_resume_seed_1(tmp_path: Path) -> None:
+    path = tmp_path / "fig.csv"
+    with open(path, "w", newline="") as f:  # a row from before rows had seeds
+        csv.writer(f).writerows([["trial_key", "a", "status"], [trial_key({"a": 1}, 0), "1", "ok"]])
+    log = TrialLog(path)
+    log.append(row(1, 1, seed=1))
+    log.append(row(1, 2, seed=2))
+    assert log.done(seed=1) == {trial_key({"a": 1}, 0), trial_key({"a": 1}, 1)}
+    assert log.done(seed=2) == {trial_key({"a": 1}, 2)}
+    assert sorted(i for _, i in trials_to_run([{"a": 1}], 3, log, Options(seed=2))) == [0, 1]
+    assert trial_key({"a": 1}, 0) == '{"params": {"a": 1}, "trial": 0}'  # stored keys keep resuming
+
+
+def test_latest_rows_keeps_the_last_attempt_of_each_trial_and_seed() -> None:
+    rows = [
+        {"trial_key": "k0", "seed": "1", "status": "failed"},
+        {"trial_key": "k1", "seed": "1", "status": "ok"},
+        {"trial_key": "k0", "seed": "2", "status": "ok"},
+        {"trial_key": "k0", "seed": "1", "status": "timeout"},
+        {"trial_key": "k0", "status": "ok"},  # no seed column: seed 1
+    ]
+    assert latest_rows(rows) == [rows[1], rows[2], rows[4]]
+
+
+def test_the_manifest_counts_failed_attempts_and_plots_the_latest_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fig = expts.find("iw/fig2")
+    first, second = fig.grid(quick=True)[:2]
+    log = TrialLog(tmp_path / "iw" / "fig2.csv")
+    attempts = [
+        (first, "failed", 1),
+        (first, "timeout", 1),
+        (first, "ok", 1),
+        (first, "failed", 2),
+        (second, "failed", 1),
+    ]
+    for setting, status, seed in attempts:
+        log.append({"trial_key": trial_key(setting, 0), **setting, "trial": 0, "status": status,
+                    "download_time_ms": 400.0 if status == "ok" else "", "seed": seed})  # fmt: skip
+    assert cli.main(["run", "iw/fig2", "--quick", "--plot-only", "--out", str(tmp_path)]) == 0
+    manifest = json.loads((tmp_path / "iw" / "fig2.manifest.json").read_text())
+    assert manifest["rows"] == 2 and manifest["failed_trials"] == 1 and manifest["failed_attempts"] == 3
+    assert manifest["trials_missing"] == len(fig.grid(quick=True)) * 3 - 2  # a failed trial is not missing
+    assert f"{manifest['trials_missing']} trials missing, not run" in capsys.readouterr().out
+
+
+# -- --fresh ---------------------------------------------------------------------------
+
+
+def test_fresh_moves_the_old_csv_aside_only_when_the_first_row_comes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "fig.csv"
+    old = TrialLog(path)
+    old.append(row(1, 0))
+    old.append(row(1, 1, "failed"))
+    before = path.read_bytes()
+    monkeypatch.setattr(time, "strftime", lambda fmt: "20260101-120000")
+    taken = tmp_path / "fig.csv.20260101-120000.bak"
+    taken.write_bytes(b"an earlier backup")
+
+    log = TrialLog(path, fresh=True)
+    assert log.done() == set() and log.rows == []
+    assert path.read_bytes() == before  # nothing moved yet: the lab may never come up
+    log.append(row(2, 0))
+    assert log.backup == tmp_path / "fig.csv.20260101-120000-1.bak"
+    assert log.backup.read_bytes() == before and taken.read_bytes() == b"an earlier backup"
+    assert [r["a"] for r in trials.read_rows(path)] == ["2"]
+    log.append(row(2, 1))  # moved once only
+    assert [r["a"] for r in trials.read_rows(path)] == ["2", "2"]
+    assert log.backup.read_bytes() == before
+
+
+@pytest.mark.parametrize(("bad", "needle"), [(["--set", "rate=abc"], "'abc'"), (["--trials", "0"], "--trials")])
+def test_a_refused_fresh_run_leaves_the_csv_byte_identical(
+    bad: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "cubicplus" / "fig3.csv"
+    path.parent.mkdir()
+    path.write_bytes(b"trial_key,status\r\nk,ok\r\nk2,fa")  # torn, even: left exactly as it is
+    assert cli.main(["run", "fig3", "--fresh", *bad, "--out", str(tmp_path)]) == 2
+    assert path.read_bytes() == b"trial_key,status\r\nk,ok\r\nk2,fa"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["fig3.csv"]
+    assert needle in capsys.readouterr().err
+
+
+# -- whole-file writes and handing back ----------------------------------------------
+
+
+def test_replace_file_replaces_a_link_and_leaves_its_target_alone(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"not yours")
+    link = tmp_path / "results" / "fig.manifest.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    results.replace_file(link, b"{}\n")
+    assert not link.is_symlink() and link.read_bytes() == b"{}\n"
+    assert target.read_bytes() == b"not yours"
+    assert sorted(p.name for p in link.parent.iterdir()) == ["fig.manifest.json"]
+    results.write_json(link, {"a": 1})
+    assert json.loads(link.read_text()) == {"a": 1} and link.stat().st_mode & 0o777 == 0o644
+
+
+class Chowns:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, bool]] = []
+
+    def __call__(
+        self, path: Any, uid: int, gid: int, *, dir_fd: int | None = None, follow_symlinks: bool = True
+    ) -> None:
+        assert dir_fd is not None and (uid, gid) == (4321, 4321)
+        self.calls.append((str(path), follow_symlinks))
+
+
+@pytest.fixture
+def chowns(monkeypatch: pytest.MonkeyPatch) -> Chowns:
+    recorder = Chowns()
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setenv("SUDO_UID", "4321")
+    monkeypatch.setenv("SUDO_GID", "4321")
+    monkeypatch.setattr(os, "chown", recorder)
+    return recorder
+
+
+def test_hand_back_chowns_below_the_tree_and_no_link_target(tmp_path: Path, chowns: Chowns) -> None:
+    tree = tmp_path / "out"
+    (tree / "iw").mkdir(parents=True)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "fig2.csv").write_text("x")
+    (tree / "iw" / "fig2.csv").symlink_to(secret / "fig2.csv")
+    results.hand_back(tree / "iw" / "fig2.csv", tree)
+    assert chowns.calls == [("iw", False), ("fig2.csv", False)]  # the links themselves, never their targets
+
+    chowns.calls.clear()
+    (tree / "spdy").symlink_to(secret)  # a linked directory: the link is chowned, nothing beyond it
+    results.hand_back(tree / "spdy" / "fig2.csv", tree)
+    assert chowns.calls == [("spdy", False)]
+
+    chowns.calls.clear()
+    results.hand_back(tmp_path / "secret" / "fig2.csv", tree)  # outside the tree
+    results.hand_back(tree / ".." / "secret" / "fig2.csv", tree)
+    results.hand_back(tree, tree)  # the tree itself is the caller's
+    assert chowns.calls == []
+
+
+# -- the figure lock -----------------------------------------------------------------
+
+
+def test_a_second_holder_of_one_csv_is_refused(tmp_path: Path, lock_dir: Path) -> None:
+    csv_path = tmp_path / "cubicplus" / "fig3.csv"
+    with figurelock.holding(csv_path):
+        held = figurelock.lock_path(csv_path)
+        assert held.parent == lock_dir and held.read_text().split()[0] == str(os.getpid())
+        for same in (csv_path, tmp_path / "cubicplus" / ".." / "cubicplus" / "fig3.csv"):
+            with pytest.raises(FigureBusy, match=r"fig3\.csv is busy.*pid \d+.*--out DIR"), figurelock.holding(same):
+                pass
+        with figurelock.holding(tmp_path / "cubicplus" / "fig10.csv"):  # another CSV: another lock
+            pass
+    assert not held.exists()
+    with figurelock.holding(csv_path):  # let go: free again
+        pass
+
+
+def test_two_trial_logs_on_one_csv_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run (even --plot-only) of a figure whose CSV another run holds stops at once, exit 1."""
+    csv_path = tmp_path / "cubicplus" / "fig3.csv"
+    with figurelock.holding(csv_path):
+        # fig6 plots fig3's trials: the same CSV, the same lock
+        assert cli.main(["run", "cubicplus/fig6", "--quick", "--plot-only", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("run.sh run: ") and str(csv_path) in err and "busy" in err
+    assert not (tmp_path / "cubicplus" / "fig6.manifest.json").exists()
+
+
+# -- a run stops when trial after trial fails -------------------------------------
+
+
+def test_five_failures_in_a_row_stop_a_run() -> None:
+    streak = FailureStreak()
+    outcomes = ["failed", "timeout", "failed", "failed", "ok", "failed", "failed", "timeout", "failed"]
+    assert not any(streak.record(s, f"error {i}") for i, s in enumerate(outcomes))  # an ok broke the streak
+    assert streak.record("failed", "apache2 is not running")
+    report = streak.report("[mpm_event:error] AH00485: scoreboard is full")
+    assert report.startswith("5 trials in a row failed")
+    assert "timeout: error 7" in report and "failed: apache2 is not running" in report
+    assert "error 4" not in report and "scoreboard is full" in report
