@@ -7,6 +7,11 @@ rate x 1448/1514, and the delay line's CPU use during that transfer.
 `runner`: figure iw/fig2 at its full trial count, from scratch; the wall time
 against the sum of the trials' own download times.  The ratio is the
 runner's overhead: lab set-up, verification, per-trial set-up, teardown.
+
+`soak`: `cubicplus/fig3 --quick` killed (SIGKILL, then `clean`) at N seeded
+random moments, then interrupted by SIGINT, SIGTERM and SIGHUP; per round,
+whether the machine came back as it was and the CSV stayed whole
+(netrepro.soak).  The suite runs ten rounds of the same.
 """
 
 from __future__ import annotations
@@ -114,3 +119,28 @@ def runner(out: Path | None = None) -> dict[str, Any]:
         )
     )
     return doc
+
+
+def soak(kills: int, seed: int, out: Path | None = None) -> bool:
+    """Run the soak, one line per round as it ends; True if every round left nothing."""
+    import tempfile
+
+    from netrepro import soak as soak_rounds
+
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="netrepro-soak-") as work:
+        results = soak_rounds.soak(kills, seed, Path(work), report=lambda r: print(r.line(), flush=True))
+    survived = sum(1 for r in results if r.survived)
+    summary = {
+        **provenance(),
+        "figure": " ".join(soak_rounds.FIGURE),
+        "seed": seed,
+        "rounds": [r.__dict__ for r in results],
+        "survived": survived,
+        "of": len(results),
+        "wall_seconds": round(time.monotonic() - began, 1),
+    }
+    print(f"soak: {survived} of {len(results)} rounds left the machine as it was ({summary['wall_seconds']} s)")
+    if out is not None:
+        write_json(out / "soak.json", summary, out)
+    return survived == len(results)

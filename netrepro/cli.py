@@ -108,9 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
 
     b = sub.add_parser("bench", parents=[common], help="benchmarks that report numbers (not tests)")
-    b.add_argument("which", choices=["delayline", "runner"])
+    b.add_argument("which", choices=["delayline", "runner", "soak"])
     b.add_argument("--rtt", default="20ms")
     b.add_argument("--out", type=Path, default=None)
+    b.add_argument("--kills", type=int, default=100, help="soak: SIGKILLed runs (then SIGINT, SIGTERM, SIGHUP)")
+    b.add_argument("--seed", type=int, default=1, help="soak: seed of the kill moments")
 
     t = sub.add_parser(
         "test", parents=[common], help="the whole test suite (lint, types, unit and root integration tests)"
@@ -265,6 +267,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.which == "delayline":
         bench.delayline(rtt=args.rtt, out=args.out)
+    elif args.which == "soak":
+        if not 1 <= args.kills <= 10_000:
+            raise QuantityError("--kills", args.kills, "allowed range is 1 to 10000")
+        return 0 if bench.soak(kills=args.kills, seed=args.seed, out=args.out) else 1
     else:
         bench.runner(out=args.out)
     return 0

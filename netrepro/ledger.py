@@ -10,9 +10,10 @@ repeated `clean` and an intent never carried out are all harmless.
 A run unwinds its own ledger when it ends, whatever the reason; `run.sh
 clean` unwinds the ledgers of runs that died without doing so (SIGKILL,
 power loss of the shell).  Undoing goes in phases, each newest first:
-sockets closed, processes ended (the run's cgroup killed), namespaces gone,
-congestion controls and modules, sysctls, trace settings, mounts, files; a
-module is never removed while a process that pins it lives.
+namespaces held, processes ended (the run's cgroup killed), the namespaces'
+last sockets closed and the namespaces let go, congestion controls and
+modules, sysctls, trace settings, mounts, files; a module is never removed
+while a process that pins it lives.
 
 What is machine-wide (the allowed congestion controls, a sysctl, the
 tracefs mount, a registered algorithm) is changed under one machine lock,
@@ -390,26 +391,27 @@ def _name_stale_ledgers(directory: Path) -> None:
 
 @dataclass(frozen=True)
 class Context:
-    """What an undo step may need to know: which ledger it undoes, where the others are."""
+    """What an undo step may need to know: which ledger it undoes, where the others are,
+    and the namespaces it holds on to while their processes end."""
 
     file: Path
     directory: Path
+    held: dict[int, proc.Netns] = field(default_factory=dict)
 
 
-def _close_sockets(e: Entry, ctx: Context) -> None:
-    """Close the TCP sockets left in a namespace (`ss -K`) while a process still lets us in:
-    a socket retransmitting into a dead namespace holds its congestion control for minutes."""
+def _hold_namespace(e: Entry, ctx: Context) -> None:
+    """Take a handle on a namespace while a process still lets us in, so that its sockets can be
+    closed after its processes are gone (their last FINs would otherwise retransmit into a dead
+    namespace for minutes, holding their congestion control)."""
     for pid in proc.processes_in_netns([e["inode"]]):
         try:
             ns = proc.Netns.open(str(e.get("name", "lab host")), pid)
         except proc.NamespaceError:
             continue
-        try:
-            if ns.inode == e["inode"]:
-                proc.run(["ss", "-K", "-t", "-a"], ns, check=False, timeout=10)
-                return
-        finally:
-            ns.close()
+        if ns.inode == e["inode"]:
+            ctx.held[e["inode"]] = ns
+            return
+        ns.close()
 
 
 def _undo_process(e: Entry, ctx: Context) -> None:
@@ -421,10 +423,17 @@ def _undo_cgroup(e: Entry, ctx: Context) -> None:
 
 
 def _undo_namespace(e: Entry, ctx: Context) -> None:
-    """Whatever still runs inside (found by the namespace's inode) is ended, then the namespace goes."""
+    """Whatever still runs inside (found by the namespace's inode) is ended, its sockets are
+    closed (`ss -K`), and the handle goes, and with it the namespace."""
     killed = proc.kill_netns_processes([e["inode"]])
     if killed:
         log.info("ended %d process(es) still inside %s", len(killed), e.get("name", "a lab namespace"))
+    held = ctx.held.pop(e["inode"], None)
+    if held is not None:
+        try:
+            proc.run(["ss", "-K", "-t", "-a"], held, check=False, timeout=10)
+        finally:
+            held.close()
     if proc.processes_in_netns([e["inode"]]):
         raise LedgerError(f"processes still inside namespace {e.get('name')} (inode {e['inode']})")
 
@@ -534,7 +543,7 @@ Step = Callable[[Entry, Context], None]
 
 # Each phase undoes its kinds, newest first, before the next phase begins.
 PHASES: tuple[tuple[str, dict[str, Step]], ...] = (
-    ("sockets", {"namespace": _close_sockets}),
+    ("namespaces held", {"namespace": _hold_namespace}),
     ("processes", {"process": _undo_process, "cgroup": _undo_cgroup}),
     ("namespaces", {"namespace": _undo_namespace, "netns": _undo_netns, "link": _undo_link}),
     (
@@ -556,7 +565,19 @@ UNDO_STEPS = {"owner", "cancel", *(kind for _, steps in PHASES for kind in steps
 def unwind_entries(entries: list[Entry], file: Path, directory: Path | None = None) -> list[str]:
     """Undo entries phase by phase, newest first within each; return a message per step that failed."""
     ctx = Context(file, directory or LEDGER_DIR)
-    errors = []
+    errors: list[str] = []
+    try:
+        _unwind_phases(entries, ctx, errors)
+    finally:
+        for held in ctx.held.values():
+            held.close()
+    unknown = sorted({str(e.get("kind")) for e in entries} - UNDO_STEPS)
+    if unknown:
+        errors.append(f"entries of unknown kind {', '.join(unknown)} not undone")
+    return errors
+
+
+def _unwind_phases(entries: list[Entry], ctx: Context, errors: list[str]) -> None:
     for phase, steps in PHASES:
         for entry in reversed(entries):
             undo = steps.get(entry.get("kind", ""))
@@ -566,10 +587,6 @@ def unwind_entries(entries: list[Entry], file: Path, directory: Path | None = No
                 undo(entry, ctx)
             except Exception as e:  # keep undoing the rest, then report all
                 errors.append(f"{phase}: {entry['kind']} {_describe(entry)}: {e}")
-    unknown = sorted({str(e.get("kind")) for e in entries} - UNDO_STEPS)
-    if unknown:
-        errors.append(f"entries of unknown kind {', '.join(unknown)} not undone")
-    return errors
 
 
 def _describe(e: Entry) -> str:

@@ -232,18 +232,18 @@ class Lab:
             if self.net is not None:
                 for node in (*self.net.hosts, *self.net.switches):
                     _interrupt(node)
-                for host in self.net.hosts:
-                    if host.name in self._handles:
-                        _destroy_sockets(self._handles[host.name])
                 self.net.stop()
                 self.net = None
             # Whatever still runs inside the lab's namespaces (found by inode, not by name) ends
-            # with it; then the handles go, and with them the namespaces.
+            # with it; the sockets its processes closed last are destroyed through the handles,
+            # which still hold the namespaces; then the handles go, and with them the namespaces.
             inodes = [h.inode for h in self._handles.values() if h.inode is not None]
             stray = kill_netns_processes(inodes)
             if stray:
                 log.warning("ended %d process(es) left inside the lab's namespaces: %s", len(stray), stray)
-            for handle in self._handles.values():
+            for name, handle in self._handles.items():
+                if name != "s1":
+                    _destroy_sockets(handle)
                 handle.close()
             self._handles.clear()
 

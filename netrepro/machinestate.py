@@ -1,0 +1,130 @@
+"""A snapshot of the machine state a run must leave as it found it.
+
+Read by the root tests around each test and by the soak (`run.sh bench
+soak`): what differs after a run, once the kernel has let go of closing
+sockets, is what the run left behind.
+"""
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from netrepro import cgroups
+from netrepro.ledger import LEDGER_DIR
+
+WATCHED = {
+    "delayline",
+    "iperf3",
+    "apache2",
+    "h2load",
+    "curl",
+    "nghttp",
+    "ping",
+    "mnexec",
+    "nsenter",
+    "tcpdump",
+    "flock",
+}
+
+
+def _out(argv: list[str]) -> str:
+    return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+
+
+def _processes() -> frozenset[str]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = (entry / "comm").read_text().strip()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if comm in WATCHED or "mininet:" in cmdline:
+            found.add(f"{entry.name} {cmdline.strip()}")
+    return frozenset(found)
+
+
+def _cgroups() -> frozenset[str]:
+    """The run cgroups (netrepro-run-*) anywhere in the v2 hierarchy."""
+    mount = cgroups.hierarchy()
+    if mount is None:
+        return frozenset()
+    return frozenset(str(p.relative_to(mount)) for p in mount.rglob("netrepro-run-*") if p.is_dir())
+
+
+def _modules() -> frozenset[str]:
+    try:
+        return frozenset(line.split()[0] for line in Path("/proc/modules").read_text().splitlines())
+    except FileNotFoundError:
+        return frozenset()
+
+
+def _temporary_files() -> frozenset[str]:
+    return frozenset(p.name for p in Path(tempfile.gettempdir()).glob("netrepro-*"))
+
+
+def _tracing() -> str:
+    tracefs = Path("/sys/kernel/tracing")
+    if not os.path.ismount(tracefs):
+        return "tracefs not mounted"
+    instances = sorted(p.name for p in (tracefs / "instances").iterdir())
+    enabled = (tracefs / "events/tcp/tcp_probe/enable").read_text().strip()
+    return f"instances {instances}, tcp_probe enable {enabled}"
+
+
+@dataclass(frozen=True)
+class MachineState:
+    netns: str
+    links: frozenset[str]
+    iptables: str
+    sysctls: tuple[str, ...]
+    struct_ops: str
+    tracing: str
+    processes: frozenset[str]
+    ledgers: frozenset[str]
+    cgroups: frozenset[str]
+    modules: frozenset[str]
+    temporary_files: frozenset[str]
+
+
+def snapshot() -> MachineState:
+    links = frozenset(link["ifname"] for link in json.loads(_out(["ip", "-j", "link", "show"]) or "[]"))
+    keys = [
+        "net/ipv4/tcp_allowed_congestion_control",
+        "net/ipv4/tcp_congestion_control",
+        "net/core/rmem_max",
+        "net/core/wmem_max",
+        "net/ipv4/tcp_rmem",
+        "net/ipv4/tcp_wmem",
+        "net/core/netdev_max_backlog",
+    ]
+    return MachineState(
+        netns=_out(["ip", "netns", "list"]),
+        links=links,
+        iptables=_out(["iptables-legacy", "-S"]) + _out(["iptables-nft", "-S"]),
+        sysctls=tuple(f"{k}={Path('/proc/sys', k).read_text().strip()}" for k in keys),
+        struct_ops=_out(["bpftool", "struct_ops", "list"]),
+        tracing=_tracing(),
+        processes=_processes(),
+        ledgers=frozenset(p.name for p in LEDGER_DIR.glob("*.jsonl")) if LEDGER_DIR.is_dir() else frozenset(),
+        cgroups=_cgroups(),
+        modules=_modules(),
+        temporary_files=_temporary_files(),
+    )
+
+
+def differences(before: MachineState, after: MachineState) -> list[str]:
+    out = []
+    for field in before.__dataclass_fields__:
+        a, b = getattr(before, field), getattr(after, field)
+        if a != b:
+            if isinstance(a, frozenset):
+                out.append(f"{field}: added {sorted(b - a)}, removed {sorted(a - b)}")
+            else:
+                out.append(f"{field}: {a!r} -> {b!r}")
+    return out

@@ -1,0 +1,138 @@
+"""The soak: a figure run killed or signalled at random moments loses no row and leaves nothing.
+
+Each round starts a figure run (by default `cubicplus/fig3 --quick`: Apache,
+h2load, the BPF `cubic_plus`, tcp_probe tracing, the delay line, the CSV),
+waits a moment drawn from a seeded generator, and then either SIGKILLs it
+(the main process alone, or its whole process group) and runs `clean`, or
+sends it SIGINT, SIGTERM or SIGHUP and lets it undo itself.  After each
+round the machine must be as before (machinestate.snapshot, once the kernel
+has let go of closing sockets) and the CSV, if one was written, must parse
+with every row complete.  The suite runs a few rounds; `run.sh bench soak`
+runs as many as asked and reports how many the machine survived.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from netrepro.machinestate import MachineState, differences, snapshot
+
+REPO = Path(__file__).resolve().parent.parent
+FIGURE = ("run", "cubicplus/fig3", "--quick")
+# Up to 40 s covers the lab's start, the path's verification, the algorithm's load and the first trials.
+KILL_WINDOW_S = (0.5, 40.0)
+SETTLE_S = 150.0  # a struct_ops held by closing sockets is freed by the kernel within about two minutes
+
+
+@dataclass
+class Round:
+    how: str  # "SIGKILL process", "SIGKILL group", "SIGINT", "SIGTERM", "SIGHUP"
+    after_s: float
+    exit_code: int | None = None
+    clean_output: str = ""
+    left: list[str] = field(default_factory=list)
+    csv_problems: list[str] = field(default_factory=list)
+    rows: int = 0
+    settle_s: float = 0.0
+
+    @property
+    def survived(self) -> bool:
+        return not self.left and not self.csv_problems
+
+    def line(self) -> str:
+        verdict = "clean" if self.survived else "LEFT: " + "; ".join(self.left + self.csv_problems)
+        return f"{self.how:<16} after {self.after_s:5.1f} s: exit {self.exit_code}, {self.rows} rows, {verdict}"
+
+
+def csv_problems(path: Path) -> tuple[int, list[str]]:
+    """(rows, problems) of a figure CSV after a kill: it must end with a whole line, every row whole."""
+    if not path.exists():
+        return 0, []
+    data = path.read_bytes()
+    problems = []
+    if data and not data.endswith(b"\n"):
+        problems.append(f"{path.name} ends in a cut line")
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    for number, row in enumerate(rows, 2):
+        if None in row or any(v is None for v in row.values()):
+            problems.append(f"{path.name} line {number} is not a whole row")
+    return len(rows), problems
+
+
+def _netrepro(*args: str) -> list[str]:
+    return [sys.executable, "-m", "netrepro", *args]
+
+
+def _wait_until_as_before(before: MachineState, settle: float) -> tuple[list[str], float]:
+    began = time.monotonic()
+    while True:
+        left = differences(before, snapshot())
+        if not left or time.monotonic() - began > settle:
+            return left, time.monotonic() - began
+        time.sleep(0.5)
+
+
+def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S) -> Round:
+    """Run the figure into `out`, interrupt it `after_s` seconds in, clean up if killed, compare."""
+    before = snapshot()
+    result = Round(how, after_s)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "run.log", "wb") as log:
+        run = subprocess.Popen(
+            _netrepro(*FIGURE, "--out", str(out)),
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own group, as a shell gives a job
+        )
+        try:
+            result.exit_code = run.wait(timeout=after_s)  # finished before the moment came
+        except subprocess.TimeoutExpired:
+            if how == "SIGKILL group":
+                os.killpg(run.pid, signal.SIGKILL)
+            elif how == "SIGKILL process":
+                run.kill()
+            else:
+                run.send_signal(getattr(signal, how))
+            result.exit_code = run.wait(timeout=120)
+    if how.startswith("SIGKILL"):
+        done = subprocess.run(_netrepro("clean"), cwd=REPO, capture_output=True, text=True, check=False)
+        result.clean_output = (done.stdout + done.stderr).strip()
+        if done.returncode != 0:
+            result.left.append(f"clean exited {done.returncode}: {result.clean_output[-500:]}")
+    left, result.settle_s = _wait_until_as_before(before, settle)
+    result.left += left
+    result.rows, result.csv_problems = csv_problems(out / "cubicplus" / "fig3.csv")
+    return result
+
+
+def plan(rounds: int, seed: int, signals: bool = True) -> list[tuple[str, float]]:
+    """The seeded plan: SIGKILL rounds alternate process and group; then one of each signal."""
+    rng = random.Random(seed)
+    kills = [("SIGKILL process" if i % 2 == 0 else "SIGKILL group", rng.uniform(*KILL_WINDOW_S)) for i in range(rounds)]
+    others = [(sig, rng.uniform(*KILL_WINDOW_S)) for sig in ("SIGINT", "SIGTERM", "SIGHUP")] if signals else []
+    return kills + others
+
+
+def soak(
+    rounds: int, seed: int, work: Path, signals: bool = True, report: Callable[[Round], None] | None = None
+) -> list[Round]:
+    results = []
+    for i, (how, after_s) in enumerate(plan(rounds, seed, signals)):
+        result = one_round(how, after_s, work / f"round-{i:03d}")
+        results.append(result)
+        if report is not None:
+            report(result)
+    return results
