@@ -174,6 +174,10 @@ def unshareable(path: Path) -> str | None:
     return None
 
 
+# argparse also takes an unambiguous prefix: no other option of netrepro's starts with --o.
+_OUT_SPELLINGS = ("--out", "--ou", "--o")
+
+
 def out_options(netrepro_args: Sequence[str]) -> list[tuple[int, str, str]]:
     """Each `--out DIR` / `--out=DIR` in a netrepro command: (index of the value, DIR, prefix).
 
@@ -185,10 +189,13 @@ def out_options(netrepro_args: Sequence[str]) -> list[tuple[int, str, str]]:
         return []
     found = []
     for i, arg in enumerate(netrepro_args):
-        if arg == "--out" and i + 1 < len(netrepro_args):
+        option, joined, value = arg.partition("=")
+        if option not in _OUT_SPELLINGS:
+            continue
+        if joined:
+            found.append((i, value, option + "="))
+        elif i + 1 < len(netrepro_args):
             found.append((i + 1, netrepro_args[i + 1], ""))
-        elif arg.startswith("--out="):
-            found.append((i, arg.removeprefix("--out="), "--out="))
     return found
 
 

@@ -20,6 +20,8 @@ KERNEL = vm.StockKernel("6.1.0-56-amd64", Path("/boot/vmlinuz-6.1.0-56-amd64"), 
         (["run", "fig2", "--out"], []),  # no value: the guest's argparse says so
         (["test", "tests/guest", "--out", "/tmp/x"], []),  # pytest's arguments, not netrepro's
         (["bench", "runner", "--out", "a", "--out=b"], [(3, "a", ""), (4, "b", "--out=")]),
+        (["fig2", "--ou", "a", "--o=b"], [(2, "a", ""), (3, "b", "--o=")]),  # argparse's prefixes
+        (["fig2", "--outer", "a", "--set", "out=b"], []),
     ],
 )
 def test_out_options_found_in_both_spellings(args: list[str], expected: list[tuple[int, str, str]]) -> None:
