@@ -7,16 +7,18 @@
 # (so that the distribution's mininet imports), the project itself, and the
 # native helpers.  After that it only checks a fingerprint: well under two
 # seconds.  Then it hands the command to `python -m netrepro`.
+#
+# Debian's apache2 package enables Debian's own apache2 service (port 80 in
+# the root namespace); netrepro starts its own Apache in a namespace.  When
+# run.sh installs apache2 it disables that service (an apache2 installed
+# before run.sh is left alone), and it lists what it installed, one package a
+# line, in .venv/.netrepro-installed.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 venv="$here/.venv"
 stamp="$venv/.netrepro-setup"
-
-if [[ $EUID -ne 0 ]]; then
-    echo "run.sh: netrepro needs root (network namespaces, qdiscs, sysctls, BPF): sudo ./run.sh ${*:-doctor}" >&2
-    exit 1
-fi
+installed="$venv/.netrepro-installed"
 
 # Distribution packages the lab, the workloads and the native helpers need.
 packages=(
@@ -36,24 +38,55 @@ fingerprint() {
         2>/dev/null | sha256sum | cut -d' ' -f1
 }
 
-install_packages() {
-    local missing=() p
+is_installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
+# The packages of "$@" not installed yet, one a line, and the kernel headers
+# for the modules in kmod/: the running kernel's where the distribution ships
+# them, and Debian's stock ones (the modules' CI target).
+missing_packages() {
+    local p
     for p in "$@"; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+        is_installed "$p" || echo "$p"
     done
-    # Kernel headers for the modules in kmod/: the running kernel's where the
-    # distribution ships them, and Debian's stock ones (the modules' CI target).
-    local h
-    for h in "linux-headers-$(uname -r)" linux-headers-amd64; do
-        if ! dpkg-query -W -f='${Status}' "$h" 2>/dev/null | grep -q "install ok installed" &&
-            apt-cache show "$h" >/dev/null 2>&1; then
-            missing+=("$h")
+    for p in "linux-headers-$(uname -r)" linux-headers-amd64; do
+        if ! is_installed "$p" && apt-cache show "$p" >/dev/null 2>&1; then
+            echo "$p"
         fi
     done
+}
+
+# Debian's own apache2 service, off: stopped and disabled where systemd runs,
+# else disabled offline (systemd's links and SysV's rc?.d links).
+# deb-systemd-helper acts only for a package's maintainer script: it is told
+# which package; its state then keeps the service off across upgrades.
+disable_system_apache() {
+    if [[ -d /run/systemd/system ]]; then
+        systemctl disable --now apache2 >&2
+        return
+    fi
+    if command -v deb-systemd-helper >/dev/null; then
+        DPKG_MAINTSCRIPT_PACKAGE=apache2 deb-systemd-helper disable apache2.service >&2
+    fi
+    if command -v update-rc.d >/dev/null; then
+        update-rc.d apache2 disable >&2
+    fi
+}
+
+install_packages() {
+    local missing
+    mapfile -t missing < <(missing_packages "$@")
     if ((${#missing[@]})); then
         echo "run.sh: installing ${missing[*]}" >&2
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+        mkdir -p "$venv"
+        printf '%s\n' "${missing[@]}" >>"$installed"
+        if [[ " ${missing[*]} " == *" apache2 "* ]]; then
+            echo "run.sh: disabling Debian's apache2 service (netrepro runs its own Apache in a namespace)" >&2
+            disable_system_apache
+        fi
     fi
 }
 
@@ -67,13 +100,24 @@ setup() {
     fingerprint >"$stamp"
 }
 
-if [[ ! -f $stamp || $(cat "$stamp") != "$(fingerprint)" ]]; then
-    setup
+main() {
+    if [[ $EUID -ne 0 ]]; then
+        echo "run.sh: netrepro needs root (network namespaces, qdiscs, sysctls, BPF): sudo ./run.sh ${*:-doctor}" >&2
+        exit 1
+    fi
+    if [[ ! -f $stamp || $(cat "$stamp") != "$(fingerprint)" ]]; then
+        setup
+    fi
+    if [[ ${1:-} == --vm || (${1:-} == doctor && " $* " == *" --vm "*) ]]; then
+        install_packages "${vm_packages[@]}"
+        [[ -x $venv/bin/vng ]] || "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$here[dev,vm]" >&2
+    fi
+    # Files a root run writes under results/ are handed back to the sudo caller.
+    cd "$here"
+    exec "$venv/bin/python" -m netrepro "$@"
+}
+
+# Sourced (by the tests), run.sh only defines its functions.
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+    main "$@"
 fi
-if [[ ${1:-} == --vm || (${1:-} == doctor && " $* " == *" --vm "*) ]]; then
-    install_packages "${vm_packages[@]}"
-    [[ -x $venv/bin/vng ]] || "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$here[dev,vm]" >&2
-fi
-# Files a root run writes under results/ are handed back to the sudo caller.
-cd "$here"
-exec "$venv/bin/python" -m netrepro "$@"

@@ -311,7 +311,9 @@ def _in_vm(argv: list[str]) -> int:
     if not argv or argv[0] == "--vm":
         print("run.sh --vm <command ...>: e.g. run.sh --vm check --rtt 50ms --shaper netem", file=sys.stderr)
         return 2
+    # A closed terminal ends a --vm run as SIGTERM does: the guest is stopped, the ledger unwound.
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
     try:
         return vm.run_in_vm(argv)
     except (vm.VmError, CommandError) as e:

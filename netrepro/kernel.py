@@ -1,31 +1,120 @@
 """What the running kernel and userland offer, probed rather than assumed.
 
 Qdiscs, IFB and NFQUEUE are probed by trying them in a throwaway network
-namespace (`unshare --net`), which vanishes with the probe's process, so a
-probe changes nothing on the machine.  Modular kernels load the module on
-first use, which is exactly what a real run would do.
+namespace (`unshare --net`), which vanishes with the probe's process.  A
+modular kernel loads modules on first use (br_netfilter, nfnetlink_queue,
+sch_netem, ifb with its two root-namespace devices, ...); the probe unloads
+the ones it loaded, so it changes nothing on the machine.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 import shutil
 import subprocess
+import time
+from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger("netrepro.kernel")
 
 TRACEFS = Path("/sys/kernel/tracing")
 
 
+PROC_MODULES = Path("/proc/modules")
+# A module the probe used is released when its scratch namespace is torn
+# down, which the kernel does asynchronously after the probe's process exits.
+MODULE_SETTLE_SECONDS = 2.0
+
+
 @functools.cache
 def works_in_scratch_netns(*argv: str) -> bool:
-    """Does argv succeed in a fresh, empty network namespace?"""
+    """Does argv succeed in a fresh, empty network namespace?  (Modules it loaded are unloaded.)"""
+    before = _read_proc_modules()
     try:
         done = subprocess.run(["unshare", "--net", "--", *argv], capture_output=True, check=False, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return False
+    finally:
+        if before is not None:
+            unload_modules_loaded_since(before)
     return done.returncode == 0
+
+
+@dataclass(frozen=True)
+class LoadedModule:
+    """One line of /proc/modules."""
+
+    name: str
+    refcount: int
+    used_by: tuple[str, ...]  # the modules that depend on it
+    state: str  # Live, Loading or Unloading
+
+
+def parse_proc_modules(text: str) -> dict[str, LoadedModule]:
+    """/proc/modules: `name size refcount used_by,... state address` per line (used_by "-" if none)."""
+    found = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        used_by = tuple(u for u in fields[3].split(",") if u and u != "-")
+        found[fields[0]] = LoadedModule(fields[0], int(fields[2]), used_by, fields[4])
+    return found
+
+
+def modules_to_unload(before: str, after: str) -> list[str]:
+    """The modules in `after` but not in `before` that nothing else holds, in an order rmmod accepts.
+
+    A module's refcount counts the modules using it and any other holder (a
+    socket, a qdisc, a device).  Removing a new module releases one reference
+    on each module it uses; a new module is removable once its count, less the
+    users removed before it, is zero.  Anything still held is left loaded.
+    """
+    old, now = parse_proc_modules(before), parse_proc_modules(after)
+    new = {name: m for name, m in now.items() if name not in old and m.state == "Live"}
+    order: list[str] = []
+    progress = True
+    while progress:
+        progress = False
+        for name in sorted(new):
+            if name in order:
+                continue
+            released = sum(1 for user in new[name].used_by if user in order)
+            if new[name].refcount - released == 0:
+                order.append(name)
+                progress = True
+    return order
+
+
+def _read_proc_modules() -> str | None:
+    """/proc/modules, or None where the kernel has no loadable modules."""
+    try:
+        return PROC_MODULES.read_text()
+    except FileNotFoundError:
+        return None
+
+
+def unload_modules_loaded_since(before: str, settle: float = MODULE_SETTLE_SECONDS) -> None:
+    """rmmod the modules loaded since `before` that nothing holds; wait up to `settle` for holders to go."""
+    deadline = time.monotonic() + settle
+    while True:
+        now = _read_proc_modules() or ""
+        for name in modules_to_unload(before, now):
+            try:
+                subprocess.run(["rmmod", name], capture_output=True, check=False, timeout=10)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                log.debug("rmmod %s: %s", name, e)
+        left = sorted(set(parse_proc_modules(_read_proc_modules() or "")) - set(parse_proc_modules(before)))
+        if not left:
+            return
+        if time.monotonic() >= deadline:
+            log.warning("a kernel probe loaded %s; still in use after %.0f s, left loaded", ", ".join(left), settle)
+            return
+        time.sleep(0.05)
 
 
 def qdisc_works(kind: str, *args: str) -> bool:

@@ -4,7 +4,8 @@ This project's machines lack `sch_netem` and loadable modules; the users'
 VMs have both.  `run.sh --vm <command ...>` boots the distribution's kernel
 (`linux-image-amd64`) under QEMU with virtme-ng, which shows the guest the
 host's files (the repository writable, so results land in the host's
-`results/`), and runs `python -m netrepro <command ...>` there.  In the
+`results/`; an `--out DIR` outside it is shared writable too, at the same
+path), and runs `python -m netrepro <command ...>` there.  In the
 guest the netem backend and the kernel modules are what `auto` chooses.
 
 The modules in `kmod/` are built on the host, against the headers of exactly
@@ -25,10 +26,12 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from netrepro.kernel import VM_ACCEL_ENV
+from netrepro.ledger import Ledger
 from netrepro.proc import Process, run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -85,14 +88,20 @@ def vng_env() -> dict[str, str]:
     return {**os.environ, "PATH": os.pathsep.join([str(Path(vng()).parent), os.environ.get("PATH", "")])}
 
 
-def vng_argv(kernel: StockKernel, accel: str, guest_argv: list[str]) -> list[str]:
+def vng_argv(kernel: StockKernel, accel: str, guest_argv: list[str], shared: Sequence[Path] = ()) -> list[str]:
     """Boot `kernel`, run guest_argv in the repository, power off.
 
-    virtme-ng takes the guest command as one shell string; shlex.join quotes
-    every argument, so nothing in guest_argv is interpreted by that shell.
+    The repository and each directory in `shared` are writable in the guest
+    at their host paths (virtme-ng's `--rwdir PATH` mounts host PATH at the
+    same path; PATH=GUEST would rename it).  virtme-ng takes the guest
+    command as one shell string; shlex.join quotes every argument, so
+    nothing in guest_argv is interpreted by that shell.
     """
     argv = [vng(), "--run", str(kernel.image), "--cpus", GUEST_CPUS, "--memory", GUEST_MEMORY]
-    argv += ["--rwdir", str(REPO), "--cwd", str(REPO)]
+    argv += ["--rwdir", str(REPO)]
+    for directory in shared:
+        argv += ["--rwdir", str(directory)]
+    argv += ["--cwd", str(REPO)]
     if accel != "kvm":
         argv.append("--disable-kvm")
     return [*argv, "--exec", shlex.join(guest_argv)]
@@ -103,10 +112,11 @@ def qemu_version() -> str:
     return done.stdout.splitlines()[0] if done.returncode == 0 and done.stdout else "unknown"
 
 
-ACCEL_CACHE = REPO / ".venv" / ".netrepro-vm-accel.json"
+# Beside the virtual environment netrepro runs from (run.sh's is REPO/.venv).
+ACCEL_CACHE = Path(sys.prefix) / ".netrepro-vm-accel.json"
 
 
-def detect_accel(kernel: StockKernel, cache: Path = ACCEL_CACHE) -> dict[str, str]:
+def detect_accel(kernel: StockKernel, ledger: Ledger, cache: Path = ACCEL_CACHE) -> dict[str, str]:
     """{"accel": "kvm"|"tcg", "why": ...}: KVM if a KVM guest boots and answers in time."""
     key = {"kernel": kernel.release, "qemu": qemu_version()}
     if cache.exists():
@@ -117,7 +127,11 @@ def detect_accel(kernel: StockKernel, cache: Path = ACCEL_CACHE) -> dict[str, st
         found = {"accel": "tcg", "why": "no usable /dev/kvm"}
     else:
         probe = Process(
-            vng_argv(kernel, "kvm", ["true"]), stdout=subprocess.DEVNULL, label="vng kvm probe", env=vng_env()
+            vng_argv(kernel, "kvm", ["true"]),
+            ledger=ledger,
+            stdout=subprocess.DEVNULL,
+            label="vng kvm probe",
+            env=vng_env(),
         )
         deadline = time.monotonic() + KVM_PROBE_SECONDS
         while probe.running() and time.monotonic() < deadline:
@@ -139,6 +153,98 @@ def build_modules(kernel: StockKernel) -> None:
     run(["make", "-s", "-C", str(REPO / "kmod"), f"KDIR={kernel.headers}"], timeout=900)
 
 
+# --out DIR outside the repository: the guest writes its results there, so the
+# directory is shared at its host path.  These cannot be (the guest mounts its
+# own /proc, /sys, /dev and /run over them) or must not be (all of the host).
+UNSHAREABLE = (Path("/proc"), Path("/sys"), Path("/dev"), Path("/run"))
+# virtme-ng puts a shared path unquoted into a command line and the kernel's;
+# it accepts [A-Za-z0-9_+ /.-] and splits on blanks.
+_SHAREABLE_PATH = re.compile(r"[A-Za-z0-9_+/.-]+")
+
+
+def unshareable(path: Path) -> str | None:
+    """Why the absolute, resolved `path` cannot be shared with the guest; None if it can."""
+    if path == Path("/"):
+        return "it is the root of the host's filesystem"
+    for top in UNSHAREABLE:
+        if path == top or top in path.parents:
+            return f"the guest has its own {top}"
+    if not _SHAREABLE_PATH.fullmatch(str(path)):
+        return "virtme-ng can share only paths of letters, digits and _ + . - /"
+    return None
+
+
+# argparse also takes an unambiguous prefix: no other option of netrepro's starts with --o.
+_OUT_SPELLINGS = ("--out", "--ou", "--o")
+
+
+def out_options(netrepro_args: Sequence[str]) -> list[tuple[int, str, str]]:
+    """Each `--out DIR` / `--out=DIR` in a netrepro command: (index of the value, DIR, prefix).
+
+    The prefix is "" for `--out DIR` (DIR is its own argument) and "--out=" for
+    the joined form.  `test` hands everything after it to pytest: nothing there
+    is netrepro's.
+    """
+    if netrepro_args[:1] == ["test"]:
+        return []
+    found = []
+    for i, arg in enumerate(netrepro_args):
+        option, joined, value = arg.partition("=")
+        if option not in _OUT_SPELLINGS:
+            continue
+        if joined:
+            found.append((i, value, option + "="))
+        elif i + 1 < len(netrepro_args):
+            found.append((i + 1, netrepro_args[i + 1], ""))
+    return found
+
+
+def share_out_dirs(netrepro_args: Sequence[str], cwd: Path, repo: Path = REPO) -> tuple[list[str], dict[Path, str]]:
+    """The guest's arguments with each --out made absolute, and the directories to share
+    (each with the --out value it was typed as).
+
+    A directory inside the repository is already shared; one outside it is
+    shared at its own path.  Raises VmError, naming what was typed, for one
+    that cannot be shared.  Reads the filesystem only to resolve links.
+    """
+    guest_args = list(netrepro_args)
+    shared: dict[Path, str] = {}
+    for index, typed, prefix in out_options(netrepro_args):
+        path = (cwd / typed).resolve()
+        guest_args[index] = prefix + str(path)
+        if path == repo or repo in path.parents or path in shared:
+            continue
+        why = unshareable(path)
+        if why is not None:
+            raise VmError(f"--out {typed}: {path} cannot be shared with the guest ({why}); choose another directory")
+        shared[path] = typed
+    return guest_args, shared
+
+
+def make_out_dir(path: Path, typed: str) -> None:
+    """Create `path` and its missing parents on the host, each given to the sudo caller.
+
+    `path` is resolved, so every existing part is a real directory; the parts
+    made here are made with mkdir (which never follows a link) and chowned
+    without following links.
+    """
+    missing = []
+    existing = path
+    while not os.path.lexists(existing):
+        missing.append(existing)
+        existing = existing.parent
+    if not existing.is_dir() or existing.is_symlink():
+        raise VmError(f"--out {typed}: {existing} is not a directory, so {path} cannot be created and shared")
+    uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory)
+            if uid is not None:
+                os.chown(directory, int(uid), int(gid or uid), follow_symlinks=False)
+        except OSError as e:
+            raise VmError(f"--out {typed}: cannot create {directory} to share with the guest: {e}") from e
+
+
 def guest_command(netrepro_args: list[str], accel: str) -> list[str]:
     """What the guest runs: netrepro from this repository's environment, told how it was booted."""
     passed = [f"{VM_ACCEL_ENV}={accel}"]
@@ -148,27 +254,35 @@ def guest_command(netrepro_args: list[str], accel: str) -> list[str]:
 
 def run_in_vm(netrepro_args: list[str]) -> int:
     """Boot the stock kernel, run the command there, power off; the command's exit status."""
+    guest_args, shared = share_out_dirs(netrepro_args, Path.cwd())
     kernel = stock_kernel()
+    for directory, typed in shared.items():
+        make_out_dir(directory, typed)
+        print(f"--vm: sharing {directory} with the guest (writable)", file=sys.stderr)
     print(f"--vm: stock kernel {kernel.release}; building kmod/ against {kernel.headers}", file=sys.stderr)
     build_modules(kernel)
-    accel = detect_accel(kernel)
-    print(f"--vm: acceleration {accel['accel']} ({accel['why']})", file=sys.stderr, flush=True)
-    # The guest's console is copied through a pipe: handed our own stdout,
-    # QEMU writes at offset 0 of a file it is redirected to, over what we printed.
-    guest = Process(
-        vng_argv(kernel, accel["accel"], guest_command(netrepro_args, accel["accel"])),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        label="vng",
-        env=vng_env(),
-    )
-    try:
-        assert guest.popen.stdout is not None
-        console = guest.popen.stdout.fileno()
-        for chunk in iter(lambda: os.read(console, 65536), b""):
-            sys.stdout.buffer.write(chunk)
-            sys.stdout.buffer.flush()
-        return guest.wait()
-    finally:
-        guest.stop()
+    # The KVM probe and the guest are in the run's ledger: a --vm run killed
+    # outright leaves QEMU to `run.sh clean`.
+    with Ledger() as ledger:
+        accel = detect_accel(kernel, ledger)
+        print(f"--vm: acceleration {accel['accel']} ({accel['why']})", file=sys.stderr, flush=True)
+        # The guest's console is copied through a pipe: handed our own stdout,
+        # QEMU writes at offset 0 of a file it is redirected to, over what we printed.
+        guest = Process(
+            vng_argv(kernel, accel["accel"], guest_command(guest_args, accel["accel"]), list(shared)),
+            ledger=ledger,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            label="vng",
+            env=vng_env(),
+        )
+        try:
+            assert guest.popen.stdout is not None
+            console = guest.popen.stdout.fileno()
+            for chunk in iter(lambda: os.read(console, 65536), b""):
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.buffer.flush()
+            return guest.wait()
+        finally:
+            guest.stop()

@@ -56,27 +56,36 @@ def nfqueue_works() -> bool:
     return kernel.works_in_scratch_netns(*shaping.nfqueue_rule("-A", "probe", 0))
 
 
+def netem_backend_works() -> bool:
+    return kernel.netem_works() and kernel.ifb_works()
+
+
+def delayline_backend_works() -> bool:
+    return DELAYLINE_BINARY.exists() and nfqueue_works()
+
+
 def choose_backend(requested: str) -> str:
-    """Resolve `auto` and check that the backend can run here, before anything is built."""
+    """Resolve `auto` and check that the backend can run here, before anything is built.
+
+    Only the backend that may be used is probed: a probe can load modules
+    (NFQUEUE's pull in br_netfilter's neighbours, nfnetlink_queue, xt_NFQUEUE),
+    so the delay line is not probed where netem is asked for or chosen.
+    """
     if requested not in (*BACKENDS, "auto"):
         raise ShaperUnavailable(f"--shaper {requested!r}: choose netem, delayline or auto")
-    netem_ok = kernel.netem_works() and kernel.ifb_works()
-    delayline_ok = nfqueue_works() and DELAYLINE_BINARY.exists()
-    if requested == "auto":
-        if netem_ok:
-            return "netem"
-        if delayline_ok:
-            return "delayline"
-        raise ShaperUnavailable(
-            "neither netem (sch_netem + ifb) nor the delay line (NFQUEUE + built binary) works here"
-        )
-    if requested == "netem" and not netem_ok:
+    if requested == "netem" and not netem_backend_works():
         raise ShaperUnavailable(
             "--shaper netem: this kernel has no sch_netem (or no ifb); use --shaper delayline or run with --vm"
         )
-    if requested == "delayline" and not delayline_ok:
+    if requested == "delayline" and not delayline_backend_works():
         raise ShaperUnavailable(f"--shaper delayline: needs iptables NFQUEUE and the built {DELAYLINE_BINARY}")
-    return requested
+    if requested != "auto":
+        return requested
+    if netem_backend_works():
+        return "netem"
+    if delayline_backend_works():
+        return "delayline"
+    raise ShaperUnavailable("neither netem (sch_netem + ifb) nor the delay line (NFQUEUE + built binary) works here")
 
 
 class NetemStage:

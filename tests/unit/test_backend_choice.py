@@ -1,0 +1,77 @@
+"""choose_backend probes only the backend it may use (a probe can load kernel modules)."""
+
+from pathlib import Path
+
+import pytest
+
+from netrepro import kernel
+from topologies import emulation
+
+
+class Probes:
+    """Fake probes: the answer each gives, and which were asked, in order."""
+
+    def __init__(self) -> None:
+        self.answers = {"netem": True, "nfqueue": True}
+        self.asked: list[str] = []
+
+    def probe(self, name: str) -> bool:
+        self.asked.append(name)
+        return self.answers[name]
+
+
+@pytest.fixture
+def probes(monkeypatch: pytest.MonkeyPatch) -> Probes:
+    fake = Probes()
+    monkeypatch.setattr(kernel, "netem_works", lambda: fake.probe("netem"))
+    monkeypatch.setattr(kernel, "ifb_works", lambda: True)
+    monkeypatch.setattr(emulation, "nfqueue_works", lambda: fake.probe("nfqueue"))
+    monkeypatch.setattr(emulation, "DELAYLINE_BINARY", Path(__file__))  # "built"
+    return fake
+
+
+def test_auto_with_netem_working_never_probes_nfqueue(probes: Probes) -> None:
+    assert emulation.choose_backend("auto") == "netem"
+    assert probes.asked == ["netem"]
+
+
+def test_netem_requested_never_probes_nfqueue(probes: Probes) -> None:
+    assert emulation.choose_backend("netem") == "netem"
+    assert probes.asked == ["netem"]
+
+
+def test_delayline_requested_never_probes_netem(probes: Probes) -> None:
+    assert emulation.choose_backend("delayline") == "delayline"
+    assert probes.asked == ["nfqueue"]
+
+
+def test_auto_falls_back_to_the_delay_line_probing_it_then(probes: Probes) -> None:
+    probes.answers["netem"] = False
+    assert emulation.choose_backend("auto") == "delayline"
+    assert probes.asked == ["netem", "nfqueue"]
+
+
+def test_auto_with_neither_says_so(probes: Probes) -> None:
+    probes.answers = {"netem": False, "nfqueue": False}
+    with pytest.raises(emulation.ShaperUnavailable, match="neither netem"):
+        emulation.choose_backend("auto")
+
+
+def test_netem_requested_where_it_does_not_work_is_refused(probes: Probes) -> None:
+    probes.answers["netem"] = False
+    with pytest.raises(emulation.ShaperUnavailable, match="--shaper netem"):
+        emulation.choose_backend("netem")
+    assert probes.asked == ["netem"]
+
+
+def test_delayline_without_its_binary_is_refused_unprobed(probes: Probes, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(emulation, "DELAYLINE_BINARY", Path("/nonexistent/delayline"))
+    with pytest.raises(emulation.ShaperUnavailable, match="--shaper delayline"):
+        emulation.choose_backend("delayline")
+    assert probes.asked == []
+
+
+def test_an_unknown_backend_is_refused_unprobed(probes: Probes) -> None:
+    with pytest.raises(emulation.ShaperUnavailable, match="choose netem"):
+        emulation.choose_backend("magic")
+    assert probes.asked == []
