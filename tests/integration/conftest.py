@@ -1,10 +1,38 @@
-"""Root integration tests: each must leave the machine exactly as it found it."""
+"""Root integration tests: each must leave the machine exactly as it found it.
 
+Before the first of them, what runs that died left on the machine (a suite or
+a figure killed earlier on this machine) is undone and named: otherwise the
+first test that loads the same congestion control is refused, and the first
+test that runs `clean` "leaves" the dead run's changes undone.
+"""
+
+import os
 import time
+import warnings
 from collections.abc import Iterator
 
 import pytest
 from machine import differences, snapshot  # pytest puts this folder on sys.path
+
+from netrepro import ledger
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_leftovers_of_dead_runs(request: pytest.FixtureRequest) -> None:
+    if os.geteuid() != 0:
+        return
+    dead = [found for found in ledger.stale_ledgers() if not found.purpose]
+    if not dead:
+        return
+    names = ", ".join(found.path.name for found in dead)
+    report = ledger.clean(only=lambda found: not found.purpose)
+    message = f"runs that died had left changes on this machine ({names}); undone before the root tests: " + "; ".join(
+        report
+    )
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(message, yellow=True)
+    warnings.warn(message, stacklevel=1)
 
 
 @pytest.fixture(autouse=True)
