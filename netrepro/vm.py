@@ -108,7 +108,7 @@ def vng_argv(kernel: StockKernel, accel: str, guest_argv: list[str], shared: Seq
 
 
 def qemu_version() -> str:
-    done = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True, check=False)
+    done = run(["qemu-system-x86_64", "--version"], check=False)
     return done.stdout.splitlines()[0] if done.returncode == 0 and done.stdout else "unknown"
 
 
