@@ -15,7 +15,7 @@ from types import FrameType
 
 import expts
 from kmod import loader
-from netrepro import doctor, figurelock, kernel, ledger, sweep, verify
+from netrepro import doctor, figurelock, kernel, ledger, logs, sweep, verify
 from netrepro.ledger import Ledger, LedgerError
 from netrepro.path import DEFAULT_QUEUE, PathSpec
 from netrepro.proc import CommandError
@@ -58,8 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="run.sh", description="netrepro: reproduce network papers on an emulated path"
     )
+    verbose_help = "show every command run, in which host"
+    parser.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
+    # Also after the command; SUPPRESS, so that a subcommand's default does not undo `run.sh -v <command>`.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-v", "--verbose", action="store_true", help="show every command run, in which host")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
     sub = parser.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("doctor", parents=[common], help="what this kernel and userland offer")
@@ -285,6 +288,8 @@ def cmd_test(args: argparse.Namespace) -> int:
     ]
     for argv in steps:
         print("+ " + " ".join(argv), flush=True)
+        # Not proc.run: the suite's output streams to the terminal as it comes (proc.run captures it),
+        # it has no time limit, and Ctrl-C must reach pytest in our own session and group.
         code = subprocess.run(argv, cwd=REPO, check=False).returncode
         if code != 0:
             return code
@@ -335,18 +340,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--vm"] or (argv[:1] == ["doctor"] and "--vm" in argv):
         return _in_vm([a for a in argv if a != "--vm"])
+    lead = []
+    while argv[:1] in (["-v"], ["--verbose"]):
+        lead.append(argv.pop(0))
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv.insert(0, "run")  # `run.sh fig2` is `run.sh run fig2`
     if argv[:1] == ["test"]:
         # everything after `test` goes to pytest unchanged
-        args = build_parser().parse_args(["test"])
+        args = build_parser().parse_args([*lead, "test"])
         args.pytest_args = argv[1:]
     else:
-        args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(message)s" if not args.verbose else "%(name)s: %(message)s",
-    )
+        args = build_parser().parse_args([*lead, *argv])
+    logs.configure(args.verbose)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGHUP, _terminate)
     try:

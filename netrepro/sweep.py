@@ -9,7 +9,9 @@ interrupted figure resumes where it stopped), with its parameters, metrics,
 status (ok, failed, timeout) and the verification of its path; a resumed
 figure runs its failed trials again, and five failures in a row stop a run.
 One run at a time holds a figure's CSV.  At the end: the summary, the
-figure, the manifest and a short table on the terminal.
+figure, the manifest and a short table on the terminal.  Every log record of
+the run (each command with its namespace) also goes to
+results/<study>/logs/<figure>-<time>.log, which the manifest names.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from netrepro import figurelock, plot, results
+from netrepro import figurelock, logs, plot, results
 from netrepro.ledger import Ledger
 from netrepro.path import PathSpec
 from netrepro.progress import Progress
@@ -139,8 +141,12 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                 if str(path) not in verifications:
                     v = verify(lab)
                     verifications[str(path)] = {"path": path.describe(), **v.as_dict()}
+                    # logged, not printed: written above the progress bar, and kept in the log file
                     for c in v.checks:
-                        print(("  " if c.ok else "  WARNING ") + c.line(), flush=True)
+                        if c.ok:
+                            log.info("  %s", c.line())
+                        else:
+                            log.warning("  WARNING %s", c.line())
                     if opts.strict and not v.ok:
                         raise VerificationFailed(f"{path}: " + "; ".join(c.line() for c in v.failed()))
                 v_cols = _verification_columns_from(verifications[str(path)])
@@ -176,6 +182,7 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                 if streak.record(row["status"], row["error"]):
                     raise RunAborted(streak.report(session.apache.error_log_tail()))
         finally:
+            progress.close()
             session.stop()
     return verifications
 
@@ -278,12 +285,19 @@ def run_figure(fig: Figure, opts: Options) -> Path:
     out_dir = opts.out / fig.study
     csv_path = out_dir / fig.csv_name
     with figurelock.holding(csv_path):  # before anything else: nothing is built, read or written unlocked
-        _run_figure(fig, opts, csv_path)
+        log_path: Path | None = None
+        try:
+            with logs.log_file(out_dir / "logs", fig.name) as log_path:
+                _run_figure(fig, opts, csv_path, f"logs/{log_path.name}")
+        finally:
+            if log_path is not None:
+                results.hand_back(log_path, opts.out)
     return csv_path
 
 
-def _run_figure(fig: Figure, opts: Options, csv_path: Path) -> None:
+def _run_figure(fig: Figure, opts: Options, csv_path: Path, log_name: str) -> None:
     began = time.monotonic()
+    log.debug("%s: %s", fig.full_name, opts)
     out_dir = csv_path.parent
     trial_log = TrialLog(csv_path, fresh=opts.fresh, tree=opts.out)
     trials = fig.trial_count(opts.quick, opts.trials)
@@ -322,9 +336,12 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path) -> None:
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
     )
     results.write_json(
-        manifest_path, {**manifest, "wall_seconds_this_run": round(time.monotonic() - began, 1)}, opts.out
+        manifest_path,
+        {**manifest, "log": log_name, "wall_seconds_this_run": round(time.monotonic() - began, 1)},
+        opts.out,
     )
     print(plot.table(fig, points))
     for note in notes:
         print(f"note: {note}")
     print(f"wrote {csv_path}, {png.name}, {fig.name}.manifest.json")
+    log.debug("%s: wrote %s, %s, %s", fig.full_name, csv_path, png, manifest_path)
