@@ -6,6 +6,7 @@ unique (`fig2`); an ambiguous bare name is refused with the candidates.
 
 from __future__ import annotations
 
+from netrepro.errors import UserError
 from netrepro.spec import Figure
 
 from . import cubicplus, iw, spdy
@@ -13,7 +14,7 @@ from . import cubicplus, iw, spdy
 STUDIES = (iw, cubicplus, spdy)
 
 
-class UnknownFigure(LookupError):
+class UnknownFigure(UserError, LookupError):
     pass
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from netrepro import kernel
+from netrepro.errors import NetreproError, SetupError, UserError
 from netrepro.ledger import Ledger, ledger_files, machine_lock
 from netrepro.proc import run
 
@@ -32,8 +33,16 @@ HERE = Path(__file__).resolve().parent
 IMPLS = ("lkm", "bpf")
 
 
-class CongestionControlError(RuntimeError):
+class CongestionControlError(NetreproError):
     """An algorithm that cannot be loaded, or a parameter the kernel refused."""
+
+
+class CongestionControlInputError(CongestionControlError, UserError):
+    """A variant, parameter, value or implementation that is not one netrepro has."""
+
+
+class CongestionControlUnavailable(CongestionControlError, SetupError):
+    """This kernel or machine cannot load or tune the algorithm now."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,7 @@ class Variant:
             if p.name == key:
                 return p
         names = ", ".join(p.name for p in self.params)
-        raise CongestionControlError(f"{self.name} has no parameter {key!r}; it has {names}")
+        raise CongestionControlInputError(f"{self.name} has no parameter {key!r}; it has {names}")
 
 
 VARIANTS = {
@@ -93,9 +102,11 @@ def parse_params(variant: Variant, pairs: dict[str, str | int]) -> dict[str, int
         try:
             value = int(raw)
         except ValueError as e:
-            raise CongestionControlError(f"--cc-param {key}={raw}: a whole number is needed ({p.unit})") from e
+            raise CongestionControlInputError(f"--cc-param {key}={raw}: a whole number is needed ({p.unit})") from e
         if not p.low <= value <= p.high:
-            raise CongestionControlError(f"--cc-param {key}={raw}: allowed range is {p.low} to {p.high} ({p.unit})")
+            raise CongestionControlInputError(
+                f"--cc-param {key}={raw}: allowed range is {p.low} to {p.high} ({p.unit})"
+            )
         out[key] = value
     return out
 
@@ -103,16 +114,27 @@ def parse_params(variant: Variant, pairs: dict[str, str | int]) -> dict[str, int
 def choose_impl(name: str, requested: str | None = None) -> str:
     """`lkm` where the kernel takes modules and headers are there, else `bpf`; or the one requested."""
     if requested not in (None, *IMPLS):
-        raise CongestionControlError(f"--impl {requested!r}: choose lkm or bpf")
+        raise CongestionControlInputError(f"--impl {requested!r}: choose lkm or bpf")
     modules = kernel.modules_supported() and kernel.lockdown() == "none"
     headers = Path(f"/lib/modules/{kernel.release()}/build").exists()
     if requested == "lkm" or (requested is None and modules and headers):
         if not modules:
-            raise CongestionControlError("--impl lkm: this kernel does not load modules; use --impl bpf or --vm")
+            raise CongestionControlUnavailable("--impl lkm: this kernel does not load modules; use --impl bpf or --vm")
         return "lkm"
     if not kernel.struct_ops_supported():
-        raise CongestionControlError("this kernel has neither loadable modules nor BPF struct_ops congestion control")
+        raise CongestionControlUnavailable(
+            "this kernel has neither loadable modules nor BPF struct_ops congestion control"
+        )
     return "bpf"
+
+
+def loadable(name: str, requested: str | None = None) -> str:
+    """The implementation `load()` would take here; CongestionControlUnavailable when it could not load now."""
+    impl = choose_impl(name, requested)
+    available, _ = kernel.congestion_controls()
+    if name in available:
+        raise CongestionControlUnavailable(_held_by_whom(name))
+    return impl
 
 
 def _trigger_init(name: str) -> None:
@@ -153,7 +175,7 @@ class LoadedAlgorithm:
 
     def load(self) -> LoadedAlgorithm:
         if self.ledger is None:
-            raise CongestionControlError("loading needs the run's ledger")
+            raise CongestionControlUnavailable("loading needs the run's ledger")
         # Build first, outside the machine lock: it takes minutes on a fresh machine.
         if self.impl == "lkm":
             run(["make", "-s", "-C", str(HERE), f"KDIR=/lib/modules/{kernel.release()}/build"], timeout=600)
@@ -164,7 +186,7 @@ class LoadedAlgorithm:
         with machine_lock(self.ledger.directory):
             available, _ = kernel.congestion_controls()
             if self.name in available:
-                raise CongestionControlError(_held_by_whom(self.name))
+                raise CongestionControlUnavailable(_held_by_whom(self.name))
             with self.ledger.change({"kind": kind, "name": self.name}):
                 run(argv)
             self.ledger.allow_congestion_control(self.name)
@@ -176,7 +198,7 @@ class LoadedAlgorithm:
         maps = json.loads(run(["bpftool", "-j", "map", "show"]).stdout)
         ids = [int(m["id"]) for m in maps if m.get("name") == self.variant.bpf_map]
         if not ids:
-            raise CongestionControlError(f"{self.name}: parameter map {self.variant.bpf_map} not found")
+            raise CongestionControlUnavailable(f"{self.name}: parameter map {self.variant.bpf_map} not found")
         return max(ids)  # an unregistered predecessor's map may linger until its sockets close
 
     def _bpf_values(self) -> dict[str, int]:
@@ -193,7 +215,7 @@ class LoadedAlgorithm:
                 try:
                     Path(f"/sys/module/{self.name}/parameters/{key}").write_text(f"{value}\n")
                 except OSError as e:
-                    raise CongestionControlError(f"{self.name}: the module refused {key}={value}: {e}") from e
+                    raise CongestionControlUnavailable(f"{self.name}: the module refused {key}={value}: {e}") from e
         else:
             values = self._bpf_values()
             values.update(checked)
@@ -223,7 +245,7 @@ class LoadedAlgorithm:
 
 def load(name: str, ledger: Ledger, impl: str | None = None) -> LoadedAlgorithm:
     if name not in VARIANTS:
-        raise CongestionControlError(f"unknown variant {name!r}; netrepro's are {', '.join(VARIANTS)}")
+        raise CongestionControlInputError(f"unknown variant {name!r}; netrepro's are {', '.join(VARIANTS)}")
     return LoadedAlgorithm(VARIANTS[name], choose_impl(name, impl), ledger).load()
 
 
@@ -237,6 +259,6 @@ def attach(name: str) -> LoadedAlgorithm:
     """The variant as it is loaded now (by `run.sh cc load`), to tune it."""
     available, _ = kernel.congestion_controls()
     if name not in VARIANTS or name not in available:
-        raise CongestionControlError(f"{name} is not loaded; `run.sh cc load {name}` first")
+        raise CongestionControlUnavailable(f"{name} is not loaded; `run.sh cc load {name}` first")
     impl = "lkm" if Path(f"/sys/module/{name}/parameters").is_dir() else "bpf"
     return LoadedAlgorithm(VARIANTS[name], impl, ledger=None)

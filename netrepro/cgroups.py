@@ -17,13 +17,15 @@ import os
 import time
 from pathlib import Path
 
+from netrepro.errors import SetupError
+
 log = logging.getLogger("netrepro.cgroups")
 
 # The pure v2 hierarchy, or the v2 half of a hybrid one (systemd's "unified").
 MOUNTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
 
 
-class CgroupError(RuntimeError):
+class CgroupError(SetupError):
     """The run's cgroup could not be made, entered or emptied."""
 
 

@@ -9,22 +9,21 @@ import os
 import signal
 import subprocess
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
 import expts
 from kmod import loader
-from netrepro import doctor, figurelock, kernel, ledger, sweep, verify
-from netrepro.ledger import Ledger, LedgerError
+from netrepro import doctor, kernel, ledger, logs, preflight, sweep, verify
+from netrepro.errors import NetreproError, UserError
+from netrepro.ledger import Ledger
 from netrepro.path import DEFAULT_QUEUE, PathSpec
-from netrepro.proc import CommandError
 from netrepro.results import REPO, RESULTS
 from netrepro.spec import PATH_KEYS, Figure, path_params
 from netrepro.units import QuantityError
-from topologies.delayline import DelayLineError
-from topologies.emulation import ShaperUnavailable
-from topologies.lab import Lab, LabError
+from topologies.lab import Lab
 
 log = logging.getLogger("netrepro")
 
@@ -58,8 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="run.sh", description="netrepro: reproduce network papers on an emulated path"
     )
+    verbose_help = "show every command run, in which host"
+    parser.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
+    # Also after the command; SUPPRESS, so that a subcommand's default does not undo `run.sh -v <command>`.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-v", "--verbose", action="store_true", help="show every command run, in which host")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
     sub = parser.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("doctor", parents=[common], help="what this kernel and userland offer")
@@ -130,16 +132,22 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lab(args: argparse.Namespace, path: PathSpec, run_ledger: Ledger) -> Lab:
+def _cc_values(args: argparse.Namespace) -> dict[str, int]:
+    """--cc-param checked against --cc's variant (input, refused before anything is built)."""
+    if args.cc in loader.VARIANTS:
+        return loader.parse_params(loader.VARIANTS[args.cc], dict(_pairs("--cc-param", args.cc_param)))
+    if args.cc_param:
+        raise QuantityError("--cc-param", " ".join(args.cc_param), f"{args.cc} has no netrepro parameters")
+    return {}
+
+
+def _lab(args: argparse.Namespace, path: PathSpec, run_ledger: Ledger, values: dict[str, int]) -> Lab:
     """The lab of `shell` and `check`, with the variant of --cc loaded and tuned first."""
     if args.cc in loader.VARIANTS:
-        values = loader.parse_params(loader.VARIANTS[args.cc], dict(_pairs("--cc-param", args.cc_param)))
         algorithm = loader.load(args.cc, run_ledger, args.impl)
         print(
             f"*** {args.cc} ({algorithm.impl}): {json.dumps(algorithm.set(**values) if values else algorithm.read())}"
         )
-    elif args.cc_param:
-        raise QuantityError("--cc-param", " ".join(args.cc_param), f"{args.cc} has no netrepro parameters")
     return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=args.cc)
 
 
@@ -150,7 +158,9 @@ def cmd_shell(args: argparse.Namespace) -> int:
     path = parse_path(args)
     if args.script is not None and not args.script.is_file():
         raise QuantityError("--script", str(args.script), "no such file")
-    with Ledger() as run_ledger, _lab(args, path, run_ledger) as lab:
+    values = _cc_values(args)
+    preflight.preflight(preflight.lab_needs("shell", args.cc, args.shaper, args.impl))
+    with Ledger() as run_ledger, _lab(args, path, run_ledger, values) as lab:
         setLogLevel("output")
         print(f"*** {path} via {lab.backend}; hosts client ({lab.ip('client')}) and server ({lab.ip('server')})")
         if args.script is not None:
@@ -163,7 +173,9 @@ def cmd_shell(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     path = parse_path(args)
-    with Ledger() as run_ledger, _lab(args, path, run_ledger) as lab:
+    values = _cc_values(args)
+    preflight.preflight(preflight.lab_needs("check", args.cc, args.shaper, args.impl))
+    with Ledger() as run_ledger, _lab(args, path, run_ledger, values) as lab:
         print(f"checking {path} via {lab.backend} ...", file=sys.stderr)
         result = verify.verify(lab)
     if args.json:
@@ -189,7 +201,31 @@ def _overrides(fig: Figure, pairs: list[str]) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         if not sep or key not in allowed:
             raise QuantityError("--set", pair, f"give KEY=VALUE with KEY one of {', '.join(allowed)}")
+        if key in PATH_KEYS:
+            try:
+                PathSpec.parse(**{key: value})
+            except QuantityError as e:  # it names --rate, an option of check, not of run
+                raise UserError(f"--set {pair}: {e.why}") from None
         out[key] = value
+    return out
+
+
+def writable_out(out: Path, fig: Figure) -> Path:
+    """--out resolved, its figure's directory made and shown writable (a probe file made and removed).
+
+    Refused as a UserError naming --out; an existing CSV is not touched.
+    """
+    out = out.resolve()
+    study_dir = out / fig.study
+    probe = study_dir / f".netrepro-write-probe.{os.getpid()}"
+    try:
+        study_dir.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        probe.unlink()
+    except OSError as e:
+        raise UserError(
+            f"--out {out}: cannot write results there ({e.strerror or e}); give a writable directory"
+        ) from None
     return out
 
 
@@ -201,7 +237,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for params in fig.grid(args.quick, overrides):  # refuse a bad value before anything is built
         PathSpec.parse(**path_params(params))
     opts = sweep.Options(
-        out=args.out.resolve(),
+        out=writable_out(args.out, fig),
         trials=args.trials,
         quick=args.quick,
         overrides=overrides,
@@ -237,7 +273,8 @@ def cmd_cc(args: argparse.Namespace) -> int:
         print(f"kernel: available {' '.join(available)}; allowed in namespaces {' '.join(allowed)}")
         return 0
     if args.name not in loader.VARIANTS:
-        raise loader.CongestionControlError(f"name one of {', '.join(loader.VARIANTS)}")
+        given = f"{args.name!r} is not a netrepro variant: " if args.name else ""
+        raise loader.CongestionControlInputError(f"{given}name one of {', '.join(loader.VARIANTS)}")
     variant = loader.VARIANTS[args.name]
     values = loader.parse_params(variant, dict(_pairs("cc", args.params)))
     if args.action == "load":
@@ -285,6 +322,8 @@ def cmd_test(args: argparse.Namespace) -> int:
     ]
     for argv in steps:
         print("+ " + " ".join(argv), flush=True)
+        # Not proc.run: the suite's output streams to the terminal as it comes (proc.run captures it),
+        # it has no time limit, and Ctrl-C must reach pytest in our own session and group.
         code = subprocess.run(argv, cwd=REPO, check=False).returncode
         if code != 0:
             return code
@@ -316,7 +355,10 @@ def _in_vm(argv: list[str]) -> int:
     signal.signal(signal.SIGHUP, _terminate)
     try:
         return vm.run_in_vm(argv)
-    except (vm.VmError, CommandError) as e:
+    except UserError as e:
+        print(f"run.sh --vm: {e}", file=sys.stderr)
+        return 2
+    except NetreproError as e:
         print(f"run.sh --vm: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -335,43 +377,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--vm"] or (argv[:1] == ["doctor"] and "--vm" in argv):
         return _in_vm([a for a in argv if a != "--vm"])
+    lead = []
+    while argv[:1] in (["-v"], ["--verbose"]):
+        lead.append(argv.pop(0))
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv.insert(0, "run")  # `run.sh fig2` is `run.sh run fig2`
     if argv[:1] == ["test"]:
         # everything after `test` goes to pytest unchanged
-        args = build_parser().parse_args(["test"])
+        args = build_parser().parse_args([*lead, "test"])
         args.pytest_args = argv[1:]
     else:
-        args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(message)s" if not args.verbose else "%(name)s: %(message)s",
-    )
+        args = build_parser().parse_args([*lead, *argv])
+    logs.configure(args.verbose)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGHUP, _terminate)
     try:
         return COMMANDS[args.command](args)
-    except QuantityError as e:
-        print(f"run.sh {args.command}: {e}", file=sys.stderr)
+    except UserError as e:
+        _report(args, e)
         return 2
-    except expts.UnknownFigure as e:
-        print(f"run.sh: {e.args[0]}", file=sys.stderr)
-        return 2
-    except (
-        loader.CongestionControlError,
-        sweep.VerificationFailed,
-        sweep.RunAborted,
-        figurelock.FigureBusy,
-        CommandError,
-        LabError,
-        LedgerError,
-        ShaperUnavailable,
-        DelayLineError,
-    ) as e:
-        if args.verbose:
-            raise
-        print(f"run.sh {args.command}: {e}", file=sys.stderr)
+    except NetreproError as e:
+        _report(args, e)
         return 1
     except KeyboardInterrupt:
         print(f"run.sh {args.command}: interrupted; everything it created has been undone", file=sys.stderr)
         return 130
+    except Exception as e:  # anything else is a bug in netrepro
+        if args.verbose:
+            traceback.print_exception(e, file=sys.stderr)
+            print(f"run.sh {args.command}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        else:
+            print(
+                f"run.sh {args.command}: internal error: {type(e).__name__}: {e} (run with -v for the traceback)",
+                file=sys.stderr,
+            )
+        return 1
+
+
+def _report(args: argparse.Namespace, e: NetreproError) -> None:
+    """The error in one message; a setup error's traceback above it under -v (never a user error's)."""
+    if args.verbose and not isinstance(e, UserError):
+        traceback.print_exception(e, file=sys.stderr)
+    print(f"run.sh {args.command}: {e}", file=sys.stderr)

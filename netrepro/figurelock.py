@@ -18,10 +18,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from netrepro.errors import SetupError
+
 DEFAULT_LOCK_DIR = Path("/run/netrepro/locks")
 
 
-class FigureBusy(RuntimeError):
+class FigureBusy(SetupError):
     """Another run holds this figure's CSV."""
 
 

@@ -14,10 +14,11 @@ import logging
 import os
 import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from netrepro import proc
 
 log = logging.getLogger("netrepro.kernel")
 
@@ -35,8 +36,8 @@ def works_in_scratch_netns(*argv: str) -> bool:
     """Does argv succeed in a fresh, empty network namespace?  (Modules it loaded are unloaded.)"""
     before = _read_proc_modules()
     try:
-        done = subprocess.run(["unshare", "--net", "--", *argv], capture_output=True, check=False, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        done = proc.run(["unshare", "--net", "--", *argv], check=False, timeout=10)
+    except (OSError, proc.CommandError):  # missing, or timed out
         return False
     finally:
         if before is not None:
@@ -105,8 +106,8 @@ def unload_modules_loaded_since(before: str, settle: float = MODULE_SETTLE_SECON
         now = _read_proc_modules() or ""
         for name in modules_to_unload(before, now):
             try:
-                subprocess.run(["rmmod", name], capture_output=True, check=False, timeout=10)
-            except (OSError, subprocess.TimeoutExpired) as e:
+                proc.run(["rmmod", name], check=False, timeout=10)
+            except (OSError, proc.CommandError) as e:
                 log.debug("rmmod %s: %s", name, e)
         left = sorted(set(parse_proc_modules(_read_proc_modules() or "")) - set(parse_proc_modules(before)))
         if not left:
@@ -200,7 +201,7 @@ def tool_version(tool: str) -> str | None:
     if shutil.which(tool) is None:
         return None
     argv = [tool, *_VERSION_ARGS.get(tool, ["--version"])]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=10)
+    done = proc.run(argv, check=False, timeout=10)
     text = (done.stdout or done.stderr).strip()
     return text.splitlines()[0] if text else "present"
 

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from netrepro import cgroups, proc
+from netrepro.errors import SetupError
 
 log = logging.getLogger("netrepro.ledger")
 
@@ -77,7 +78,7 @@ def _write_sysctl(key: str, value: str) -> None:
     sysctl_path(key).write_text(value + "\n")
 
 
-class LedgerError(RuntimeError):
+class LedgerError(SetupError):
     """Some undo steps failed; the message lists each."""
 
 

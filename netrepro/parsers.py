@@ -12,8 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from netrepro.errors import TrialError
 
-class ParseError(ValueError):
+
+class ParseError(TrialError, ValueError):
     def __init__(self, tool: str, why: str, text: str) -> None:
         super().__init__(f"{tool} output: {why}: {text[:300]!r}")
 

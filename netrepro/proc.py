@@ -24,13 +24,15 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
+from netrepro.errors import NetreproError, SetupError
+
 if TYPE_CHECKING:
     from netrepro.ledger import Ledger
 
 log = logging.getLogger("netrepro.cmd")
 
 
-class NamespaceError(RuntimeError):
+class NamespaceError(SetupError):
     """A namespace that is gone, or that turned out to be the run's own (root) namespace."""
 
 
@@ -115,7 +117,7 @@ def signals_held() -> Iterator[None]:
             signal.raise_signal(signum)
 
 
-class CommandError(RuntimeError):
+class CommandError(NetreproError):
     """An external command that failed; says what, where and why."""
 
     def __init__(self, argv: Sequence[str], ns: Netns, returncode: int | None, stderr: str) -> None:

@@ -1,10 +1,18 @@
-"""A one-line progress bar with the trial count and an estimate of the time left."""
+"""A one-line progress bar with the trial count and an estimate of the time left.
+
+On a terminal the bar is the last line of stderr, redrawn in place; when the
+CLI's log handler (`logs.Console`) writes there, the bar goes through it, so a
+log line is written above the bar, never glued to it.  Elsewhere (a pipe, a
+file, CI) each trial is one ordinary line.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
 from typing import TextIO
+
+from netrepro import logs
 
 
 def _clock(seconds: float) -> str:
@@ -13,9 +21,12 @@ def _clock(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, label: str, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, total: int, label: str, stream: TextIO | None = None) -> None:
         self.total = total
         self.label = label
+        self.console = logs.console()
+        if stream is None:
+            stream = self.console.stream if self.console is not None else sys.stderr
         self.stream = stream
         self.done = 0
         self.began = time.monotonic()
@@ -34,7 +45,25 @@ class Progress:
 
     def step(self, note: str = "") -> None:
         self.done += 1
+        line = self.line(note)
+        drawn = self.tty and self.done < self.total
+        if self.console is not None and self.console.stream is self.stream:
+            # the handler erases and redraws the bar around each log record
+            self.console.show(line if drawn else "")
+            if not drawn:
+                self._write(line + "\n")
+            return
         # On a terminal, redraw one line; in a log (CI), one line per trial.
-        end = "\r" if self.tty and self.done < self.total else "\n"
-        self.stream.write(self.line(note) + end)
+        self._write(line + ("\r" if drawn else "\n"))
+
+    def close(self) -> None:
+        """Leave the bar's line (a run that stopped before its last trial)."""
+        if self.console is not None and self.console.status:
+            self.console.show("")
+            self._write(self.line() + "\n")
+        elif self.tty and 0 < self.done < self.total:
+            self._write("\n")
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
         self.stream.flush()

@@ -14,13 +14,12 @@ import json
 import logging
 import os
 import platform
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from netrepro import kernel
+from netrepro import kernel, proc
 
 log = logging.getLogger("netrepro.results")
 
@@ -105,7 +104,7 @@ def sync_directory(directory: Path) -> None:
 
 def git_state() -> dict[str, Any]:
     def git(*args: str) -> str:
-        done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
+        done = proc.run(["git", "-C", str(REPO), *args], check=False)
         return done.stdout.strip()
 
     return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}

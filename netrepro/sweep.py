@@ -8,8 +8,12 @@ for an effect.  Every trial appends its row to the figure's CSV (so an
 interrupted figure resumes where it stopped), with its parameters, metrics,
 status (ok, failed, timeout) and the verification of its path; a resumed
 figure runs its failed trials again, and five failures in a row stop a run.
+Only a trial's own failure (`trial_outcome`) makes a failed row; a setup or
+programming error stops the run at once, and a preflight runs before the lab.
 One run at a time holds a figure's CSV.  At the end: the summary, the
-figure, the manifest and a short table on the terminal.
+figure, the manifest and a short table on the terminal.  Every log record of
+the run (each command with its namespace) also goes to
+results/<study>/logs/<figure>-<time>.log, which the manifest names.
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from netrepro import figurelock, plot, results
+from netrepro import figurelock, logs, plot, preflight, results
+from netrepro.errors import SetupError, TrialError, UserError
 from netrepro.ledger import Ledger
 from netrepro.path import PathSpec
+from netrepro.proc import CommandError
 from netrepro.progress import Progress
 from netrepro.spec import Figure, Params, Point, Rows, path_params
 from netrepro.trials import TrialLog, latest_rows, row_seed, trial_key
@@ -39,15 +45,15 @@ from topologies.lab import Lab
 log = logging.getLogger("netrepro.sweep")
 
 
-class VerificationFailed(RuntimeError):
+class VerificationFailed(SetupError):
     """--strict, and a path measured outside its tolerance."""
 
 
-class TrialTimeout(Exception):
+class TrialTimeout(TrialError):
     """A trial ran past its time limit."""
 
 
-class RunAborted(RuntimeError):
+class RunAborted(SetupError):
     """Trial after trial failed: something is wrong beyond one trial, and the run stopped."""
 
 
@@ -113,6 +119,24 @@ def _cell_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (str(v) if not isinstance(v, (int, float, str, bool, dict, list)) else v) for k, v in params.items()}
 
 
+def trial_outcome(exc: BaseException) -> str | None:
+    """The status a trial's row gets for an exception its workload raised, or None: not the trial's, stop the run.
+
+    A trial fails on what its measurement hit: a TrialError (a parser or a
+    client that did not get what it needed), a tool run inside the workload
+    that failed (CommandError), an OSError (a file a tool should have
+    written).  A SetupError (the lab, the server, the machine) and anything
+    that is not a NetreproError (TypeError, KeyError, ...: a bug) stop the run.
+    """
+    if isinstance(exc, TrialTimeout):
+        return "timeout"
+    if isinstance(exc, SetupError | UserError):
+        return None
+    if isinstance(exc, TrialError | CommandError | OSError):
+        return "failed"
+    return None
+
+
 def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial_log: TrialLog) -> dict[str, Any]:
     """Run the trials on one lab; return the verification of each path used.
 
@@ -139,8 +163,12 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                 if str(path) not in verifications:
                     v = verify(lab)
                     verifications[str(path)] = {"path": path.describe(), **v.as_dict()}
+                    # logged, not printed: written above the progress bar, and kept in the log file
                     for c in v.checks:
-                        print(("  " if c.ok else "  WARNING ") + c.line(), flush=True)
+                        if c.ok:
+                            log.info("  %s", c.line())
+                        else:
+                            log.warning("  WARNING %s", c.line())
                     if opts.strict and not v.ok:
                         raise VerificationFailed(f"{path}: " + "; ".join(c.line() for c in v.failed()))
                 v_cols = _verification_columns_from(verifications[str(path)])
@@ -155,27 +183,31 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                     "seed": opts.seed,
                 }
                 began = time.monotonic()
+                # The trial's host set-up: a failure here is the machine's, not the trial's, and stops the run.
+                row.update(session.congestion_control(params))
+                session.apply_hosts(params)
+                repairs_before = session.ss_repairs(params)
                 try:
-                    row.update(session.congestion_control(params))
-                    session.apply_hosts(params)
-                    repairs_before = session.ss_repairs(params)
                     with time_limit(fig.trial_timeout(params)):
                         metrics = workload(session, params)
                     row.update(metrics, status="ok", error="")
                     row.update(_initcwnd_check(params, metrics))
                     if repairs_before is not None:
                         row["cc_ss_repairs_in_trial"] = (session.ss_repairs(params) or 0) - repairs_before
-                except TrialTimeout as e:
-                    row.update(status="timeout", error=str(e))
-                except Exception as e:  # a failed trial is recorded, and the figure goes on
-                    log.warning("trial failed: %s", e)
-                    row.update(status="failed", error=str(e)[:500])
+                except Exception as e:
+                    status = trial_outcome(e)
+                    if status is None:
+                        raise  # a setup or programming error: no row, the run stops
+                    if status == "failed":
+                        log.warning("trial failed: %s", e)
+                    row.update(status=status, error=str(e)[:500])
                 row.update(trial_seconds=round(time.monotonic() - began, 3), **v_cols)
                 trial_log.append(row)
                 progress.step(f"{fig.x}={params[fig.x]} {params.get('series', '')}".rstrip())
                 if streak.record(row["status"], row["error"]):
                     raise RunAborted(streak.report(session.apache.error_log_tail()))
         finally:
+            progress.close()
             session.stop()
     return verifications
 
@@ -273,17 +305,29 @@ def trials_to_run(grid: list[Params], trials: int, trial_log: TrialLog, opts: Op
 def run_figure(fig: Figure, opts: Options) -> Path:
     """Run (or resume) a figure, then write its plot, manifest and table; return the CSV's path.
 
-    Raises figurelock.FigureBusy at once when another run holds the figure's CSV.
+    Raises figurelock.FigureBusy at once when another run holds the figure's CSV.  The preflight
+    is in two steps: the names and root before the lock, the machine's probes (tools, backend,
+    variants) once there are trials to run, before the lab (a UserError or SetupError either way).
     """
+    needs = preflight.figure_needs(fig, fig.grid(opts.quick, opts.overrides), opts.overrides, opts.shaper, opts.cc_impl)
+    if not opts.plot_only:
+        preflight.check_request(needs)
     out_dir = opts.out / fig.study
     csv_path = out_dir / fig.csv_name
     with figurelock.holding(csv_path):  # before anything else: nothing is built, read or written unlocked
-        _run_figure(fig, opts, csv_path)
+        log_path: Path | None = None
+        try:
+            with logs.log_file(out_dir / "logs", fig.name) as log_path:
+                _run_figure(fig, opts, csv_path, needs, f"logs/{log_path.name}")
+        finally:
+            if log_path is not None:
+                results.hand_back(log_path, opts.out)
     return csv_path
 
 
-def _run_figure(fig: Figure, opts: Options, csv_path: Path) -> None:
+def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Needs, log_name: str) -> None:
     began = time.monotonic()
+    log.debug("%s: %s", fig.full_name, opts)
     out_dir = csv_path.parent
     trial_log = TrialLog(csv_path, fresh=opts.fresh, tree=opts.out)
     trials = fig.trial_count(opts.quick, opts.trials)
@@ -309,6 +353,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path) -> None:
         if missing:
             print(f"  --plot-only: {missing} trials missing, not run", flush=True)
     elif todo:
+        preflight.check_machine(needs)
         verifications.update(run_trials(fig, todo, opts, trial_log))
     wanted = {trial_key(p, i) for p in grid for i in range(trials)}
     attempts = [r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == opts.seed]
@@ -322,9 +367,12 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path) -> None:
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
     )
     results.write_json(
-        manifest_path, {**manifest, "wall_seconds_this_run": round(time.monotonic() - began, 1)}, opts.out
+        manifest_path,
+        {**manifest, "log": log_name, "wall_seconds_this_run": round(time.monotonic() - began, 1)},
+        opts.out,
     )
     print(plot.table(fig, points))
     for note in notes:
         print(f"note: {note}")
     print(f"wrote {csv_path}, {png.name}, {fig.name}.manifest.json")
+    log.debug("%s: wrote %s, %s, %s", fig.full_name, csv_path, png, manifest_path)

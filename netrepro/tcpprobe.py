@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
+from netrepro.errors import NetreproError, SetupError, TrialError
 from netrepro.ledger import Ledger
 from netrepro.results import replace_file
 
@@ -39,8 +40,16 @@ _LINE = re.compile(
 )
 
 
-class TraceError(RuntimeError):
+class TraceError(NetreproError):
     """The capture is incomplete (events lost) or tracefs is unusable."""
+
+
+class TraceIncomplete(TraceError, TrialError):
+    """The kernel dropped events, or the reader fell behind: this capture cannot be trusted."""
+
+
+class TraceUnavailable(TraceError, SetupError):
+    """This kernel has no tcp:tcp_probe tracepoint."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,7 @@ class TcpProbe:
         with self.ledger.change({"kind": "tracefs", "path": str(self.instance)}):
             self.instance.mkdir()
         if not event.is_dir():
-            raise TraceError("this kernel has no tcp:tcp_probe tracepoint")
+            raise TraceUnavailable("this kernel has no tcp:tcp_probe tracepoint")
         (self.instance / "buffer_size_kb").write_text(f"{self.buffer_kb}\n")
         (self.instance / "trace_clock").write_text("mono\n")
         (event / "filter").write_text(port_filter(self.ports) + "\n")
@@ -156,7 +165,7 @@ class TcpProbe:
         self._flush_asked.set()
         os.write(self._wake_w, b"f")
         if not self._flushed.wait(timeout):
-            raise TraceError(f"tcp_probe reader did not catch up within {timeout}s")
+            raise TraceIncomplete(f"tcp_probe reader did not catch up within {timeout}s")
         return self.samples
 
     def lost_events(self) -> int:
@@ -182,7 +191,7 @@ class TcpProbe:
             os.close(self._wake_r)
             os.close(self._wake_w)
         if lost:
-            raise TraceError(f"tcp_probe lost {lost} events: enlarge buffer_size_kb (now {self.buffer_kb})")
+            raise TraceIncomplete(f"tcp_probe lost {lost} events: enlarge buffer_size_kb (now {self.buffer_kb})")
         return self.samples
 
     def __enter__(self) -> TcpProbe:

@@ -11,6 +11,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from netrepro.errors import UserError
+
 __all__ = [
     "Duration",
     "Probability",
@@ -24,13 +26,14 @@ __all__ = [
 ]
 
 
-class QuantityError(ValueError):
+class QuantityError(UserError, ValueError):
     """A value that does not parse, or lies outside its allowed range."""
 
     def __init__(self, option: str, value: object, why: str) -> None:
         super().__init__(f"{option} {value!r}: {why}")
         self.option = option
         self.value = value
+        self.why = why
 
 
 _NUMBER = r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:e([+-]?[0-9]+))?"

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from netrepro.errors import SetupError
 from netrepro.kernel import VM_ACCEL_ENV
 from netrepro.ledger import Ledger
 from netrepro.proc import Process, run
@@ -40,7 +41,7 @@ KVM_PROBE_SECONDS = 45
 GUEST_CPUS, GUEST_MEMORY = "2", "2G"
 
 
-class VmError(RuntimeError):
+class VmError(SetupError):
     """The stock-kernel lane cannot run here (no image, no headers, no QEMU)."""
 
 
@@ -108,7 +109,7 @@ def vng_argv(kernel: StockKernel, accel: str, guest_argv: list[str], shared: Seq
 
 
 def qemu_version() -> str:
-    done = subprocess.run(["qemu-system-x86_64", "--version"], capture_output=True, text=True, check=False)
+    done = run(["qemu-system-x86_64", "--version"], check=False)
     return done.stdout.splitlines()[0] if done.returncode == 0 and done.stdout else "unknown"
 
 

@@ -4,7 +4,9 @@ A `Session` holds what a figure's trials share for the life of one lab: the
 Apache server (started once, content written as trials first need it) and
 the hosts' current TCP settings (re-applied only when a trial changes them).
 Each workload function takes the session and the trial's parameters and
-returns the trial's metrics; an exception fails the trial.
+returns the trial's metrics; a TrialError (a client or parser that did not
+get what it needed) or a failed tool fails the trial, anything else stops
+the run (sweep.trial_outcome).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from netrepro.errors import SetupError
 from netrepro.ledger import Ledger
 from netrepro.proc import CommandError, Netns, Process, run
 from netrepro.results import replace_file
@@ -44,7 +45,7 @@ KEEPALIVE_TIMEOUT_S = 30
 DEFAULT_H2_WINDOW = 65_535  # RFC 7540's initial window
 
 
-class ApacheError(RuntimeError):
+class ApacheError(SetupError):
     """The server did not start or did not stay up; the message carries its error log's tail."""
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
+from netrepro.errors import TrialError
 from netrepro.ledger import Ledger
 from netrepro.proc import CommandError, Netns, Process, run
 from servers.apache import HTTP_PORT, TLS_PORT
@@ -82,7 +83,7 @@ _H2LOAD_NAME: dict[str, str] = {"http/1.1": "http/1.1", "h2c": "h2c", "h2": "h2"
 _CURL_VERSION: dict[str, str] = {"http/1.1": "1.1", "h2c": "2", "h2": "2"}
 
 
-class WorkloadError(RuntimeError):
+class WorkloadError(TrialError):
     """A trial whose client did not do what was asked (failed requests, missing bytes)."""
 
 

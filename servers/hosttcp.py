@@ -15,8 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from netrepro.errors import SetupError
 from netrepro.ledger import Ledger
 from netrepro.proc import Netns, run
+from netrepro.units import QuantityError
 
 __all__ = [
     "DEFAULT_TCP_RMEM",
@@ -49,9 +51,9 @@ class HostTcp:
         for name in ("initcwnd", "initrwnd"):
             value = getattr(self, name)
             if value is not None and not 1 <= value <= 1024:
-                raise ValueError(f"{name} {value}: allowed range is 1 to 1024 segments")
+                raise QuantityError(name, value, "allowed range is 1 to 1024 segments")
         if self.receive_buffer is not None and self.receive_buffer < DEFAULT_TCP_RMEM[1]:
-            raise ValueError(f"receive_buffer {self.receive_buffer}: at least {DEFAULT_TCP_RMEM[1]} bytes")
+            raise QuantityError("receive_buffer", self.receive_buffer, f"at least {DEFAULT_TCP_RMEM[1]} bytes")
 
     def describe(self) -> dict[str, Any]:
         """Plain values for CSV rows and manifests."""
@@ -110,7 +112,7 @@ def route_device(ns: Netns, peer: str) -> str:
     """The interface through which ns reaches peer."""
     routes = json.loads(run(["ip", "-j", "route", "get", peer], ns).stdout or "[]")
     if not routes or "dev" not in routes[0]:
-        raise RuntimeError(f"[{ns.name}] no route to {peer}")
+        raise SetupError(f"[{ns.name}] no route to {peer}")
     return str(routes[0]["dev"])
 
 

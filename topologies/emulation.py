@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from netrepro import kernel
+from netrepro.errors import SetupError
 from netrepro.ledger import Ledger
 from netrepro.proc import Netns, run
 from netrepro.units import Duration, Probability
@@ -27,7 +28,7 @@ DIRECTIONS = ("down", "up")
 BACKENDS = ("netem", "delayline")
 
 
-class ShaperUnavailable(RuntimeError):
+class ShaperUnavailable(SetupError):
     """The requested backend cannot run on this kernel or machine."""
 
 

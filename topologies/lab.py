@@ -28,6 +28,7 @@ from mininet.net import Mininet
 from mininet.nodelib import LinuxBridge
 from mininet.topo import Topo
 
+from netrepro.errors import SetupError
 from netrepro.ledger import Ledger
 from netrepro.parsers import parse_ping
 from netrepro.path import PathSpec
@@ -50,7 +51,7 @@ def ip_base() -> str:
     return f"10.{os.getpid() % 250 + 1}.{os.getpid() // 250 % 250 + 1}.0/24"
 
 
-class LabError(RuntimeError):
+class LabError(SetupError):
     """The lab did not come up as a working path."""
 
 

@@ -1,5 +1,8 @@
-"""Unit-test set-up: figure locks go to a directory of the test's own, never /run/netrepro/locks."""
+"""Unit-test set-up: figure locks go to a directory of the test's own, never /run/netrepro/locks;
+the CLI's logging set-up is undone after each test."""
 
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,3 +13,18 @@ def lock_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     locks = tmp_path_factory.mktemp("locks")
     monkeypatch.setenv("NETREPRO_LOCK_DIR", str(locks))
     return locks
+
+
+@pytest.fixture(autouse=True)
+def netrepro_logging_restored() -> Iterator[None]:
+    """A test that runs the CLI configures the `netrepro` logger (logs.configure): undo it after,
+    so that later tests' caplog sees the records again and no handler writes to a closed capture."""
+    top = logging.getLogger("netrepro")
+    handlers, level, propagate = list(top.handlers), top.level, top.propagate
+    yield
+    for handler in list(top.handlers):
+        top.removeHandler(handler)
+    for handler in handlers:
+        top.addHandler(handler)
+    top.setLevel(level)
+    top.propagate = propagate

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro import kernel
+from netrepro import kernel, proc
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 BEFORE = (FIXTURES / "proc_modules_before_nfqueue_probe.txt").read_text()
@@ -93,7 +93,7 @@ def test_unload_waits_for_the_namespace_then_removes_in_order(monkeypatch: pytes
         return subprocess.CompletedProcess(argv, 0, "", "")
 
     monkeypatch.setattr(kernel, "_read_proc_modules", read)
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(proc, "run", fake_run)  # kernel runs rmmod through proc.run
     monkeypatch.setattr(time, "sleep", lambda _: None)
     kernel.unload_modules_loaded_since(BEFORE, settle=5)
     assert set(removed) == PROBE_LOADED

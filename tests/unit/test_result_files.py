@@ -176,7 +176,9 @@ def test_fresh_moves_the_old_csv_aside_only_when_the_first_row_comes(
     assert log.backup.read_bytes() == before
 
 
-@pytest.mark.parametrize(("bad", "needle"), [(["--set", "rate=abc"], "'abc'"), (["--trials", "0"], "--trials")])
+@pytest.mark.parametrize(
+    ("bad", "needle"), [(["--set", "rate=abc"], "--set rate=abc"), (["--trials", "0"], "--trials")]
+)
 def test_a_refused_fresh_run_leaves_the_csv_byte_identical(
     bad: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import IO, Any, cast
 
+from netrepro.errors import SetupError
 from netrepro.ledger import Ledger
 from netrepro.proc import Netns, Process
 from netrepro.units import Duration, Probability
@@ -23,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 BINARY = HERE / "delayline"
 
 
-class DelayLineError(RuntimeError):
+class DelayLineError(SetupError):
     """The delay line refused a command or stopped answering."""
 
 

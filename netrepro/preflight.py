@@ -1,0 +1,124 @@
+"""Preflight: everything a run needs is checked before its first namespace is made.
+
+Bad input first (a congestion control neither the kernel nor netrepro has:
+a UserError listing the ones there are), then the machine: root, the tools
+the lab and the workload run, an emulation backend that works here, and an
+implementation each netrepro variant can load as (SetupError).  Nothing is
+created here, except what the kernel probes of topologies.emulation load and
+unload again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from kmod import loader
+from netrepro import kernel
+from netrepro.errors import SetupError, UserError
+from netrepro.spec import Figure
+from topologies import emulation, shaping
+
+# What every lab runs: Mininet's helpers, the links and qdiscs, the path's verification, the hosts' settings.
+LAB_TOOLS = ("ip", "tc", "ethtool", "ping", "nsenter", "mnexec", "ss", "sysctl", "iperf3")
+# The delay line's NFQUEUE rules (the netem backend needs no iptables).
+DELAYLINE_TOOLS = (shaping.IPTABLES,)
+# The server every figure's trials share, and each workload's clients (netrepro.workloads.WORKLOADS).
+FIGURE_TOOLS = ("apache2",)
+WORKLOAD_TOOLS: dict[str, tuple[str, ...]] = {
+    "readback": (),
+    "download": ("curl",),
+    "page_load": ("h2load", "flock"),
+    "bulk": ("h2load",),
+}
+# Building and loading a netrepro variant, by implementation (kmod.loader).
+VARIANT_TOOLS = {"lkm": ("make", "insmod"), "bpf": ("make", "clang", "bpftool")}
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What one run asks of the machine."""
+
+    what: str  # how the run is named in a message, e.g. `run cubicplus/fig10`
+    tools: tuple[str, ...] = LAB_TOOLS
+    congestion_controls: tuple[str, ...] = ("cubic",)
+    shaper: str = "auto"
+    cc_impl: str | None = None  # lkm or bpf for netrepro's variants; None: module where possible
+    named_by: str = "cc "  # how the user named them: `--cc `, `--set cc=`, or the figure's `cc `
+
+
+def figure_needs(
+    fig: Figure, grid: Iterable[Mapping[str, object]], overrides: Mapping[str, object], shaper: str, cc_impl: str | None
+) -> Needs:
+    """A figure run: the lab's tools, the server's, its workload's, and every congestion control its grid names."""
+    named = [str(p["cc"]) for p in grid if p.get("cc") is not None]
+    return Needs(
+        what=f"run {fig.full_name}",
+        tools=(*LAB_TOOLS, *FIGURE_TOOLS, *WORKLOAD_TOOLS[fig.workload]),
+        # the lab's hosts start with CUBIC before each trial sets its own
+        congestion_controls=tuple(dict.fromkeys(["cubic", *named])),
+        shaper=shaper,
+        cc_impl=cc_impl,
+        named_by="--set cc=" if "cc" in overrides else f"{fig.full_name}: cc ",
+    )
+
+
+def lab_needs(command: str, cc: str, shaper: str, cc_impl: str | None) -> Needs:
+    """`check` and `shell`: the lab alone, with the hosts on --cc."""
+    return Needs(what=command, congestion_controls=(cc,), shaper=shaper, cc_impl=cc_impl, named_by="--cc ")
+
+
+# -- probes (replaced in the unit tests) -----------------------------------------------
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def on_path(tool: str) -> bool:
+    return shutil.which(tool) is not None
+
+
+def kernel_congestion_controls() -> list[str]:
+    """What the kernel offers now, and what it would load as a module on first use."""
+    available, _ = kernel.congestion_controls()
+    shipped = kernel.loadable_congestion_controls() if kernel.modules_supported() else []
+    return list(dict.fromkeys([*available, *shipped]))
+
+
+# -- the check ---------------------------------------------------------------------------
+
+
+def preflight(needs: Needs) -> None:
+    """Refuse the run before anything is built: UserError for a name nobody offers, SetupError for the machine."""
+    check_request(needs)
+    check_machine(needs)
+
+
+def check_request(needs: Needs) -> None:
+    """What is known without a probe: every congestion control named exists (UserError), and we are root."""
+    offered = kernel_congestion_controls()
+    for name in needs.congestion_controls:
+        if name not in offered and name not in loader.VARIANTS:
+            allowed = ", ".join([*offered, *(v for v in loader.VARIANTS if v not in offered)])
+            raise UserError(f"{needs.named_by}{name}: no such congestion control here; allowed: {allowed}")
+    if not is_root():
+        raise SetupError(f"{needs.what} needs root (namespaces, qdiscs, tracefs): run it with `sudo ./run.sh`")
+
+
+def check_machine(needs: Needs) -> None:
+    """The tools on PATH, an emulation backend that works, and each netrepro variant loadable now (SetupError)."""
+    tools = list(needs.tools)
+    if emulation.choose_backend(needs.shaper) == "delayline":  # ShaperUnavailable says what is missing
+        tools += DELAYLINE_TOOLS
+    for name in needs.congestion_controls:
+        if name in loader.VARIANTS:
+            tools += VARIANT_TOOLS[loader.loadable(name, needs.cc_impl)]
+    missing = [t for t in dict.fromkeys(tools) if not on_path(t)]
+    if missing:
+        raise SetupError(
+            f"{needs.what} needs {', '.join(missing)}: not found on PATH; "
+            "`sudo ./run.sh` installs what is missing, `run.sh doctor` lists every tool"
+        )
