@@ -134,7 +134,7 @@ def annotate_fig2(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
 FIG2 = Figure(
     study="iw",
     name="fig2",
-    title="Download time of a 37,000-byte response vs initial window (3 Mbit/s, RTT 100 ms, CUBIC)",
+    title="Download time of a 37,000-byte response vs initial window ({rate}, RTT {rtt}, {cc})",
     workload="download",
     x="initcwnd",
     levels=(3, 6, 10, 16, 26, 42),
@@ -237,7 +237,7 @@ def _fig5(
 
 FIG5A = _fig5(
     "fig5a",
-    "Improvement from IW 3 to IW 10 and 26 by RTT (3 Mbit/s)",
+    "Improvement from IW 3 to IW 10 and 26 by RTT ({rate})",
     "rtt",
     ("20ms", "50ms", "100ms", "200ms", "500ms", "1000ms", "3000ms"),
     ("20ms", "100ms", "500ms"),
@@ -246,7 +246,7 @@ FIG5A = _fig5(
 )
 FIG5B = _fig5(
     "fig5b",
-    "Improvement from IW 3 to IW 10 and 26 by bandwidth (RTT 100 ms)",
+    "Improvement from IW 3 to IW 10 and 26 by bandwidth (RTT {rtt})",
     "rate",
     ("56kbit", "256kbit", "512kbit", "1mbit", "2mbit", "3mbit", "5mbit"),
     ("256kbit", "1mbit", "5mbit"),
@@ -255,7 +255,7 @@ FIG5B = _fig5(
 )
 FIG5C = _fig5(
     "fig5c",
-    "Improvement from IW 3 to IW 10 and 26 by bandwidth-delay product (RTT 1000 ms)",
+    "Improvement from IW 3 to IW 10 and 26 by bandwidth-delay product (RTT {rtt})",
     "rate",
     ("8kbit", "40kbit", "80kbit", "400kbit", "800kbit"),
     ("80kbit", "800kbit"),

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -22,7 +22,7 @@ from netrepro.ledger import Ledger
 from netrepro.path import DEFAULT_QUEUE, PathSpec
 from netrepro.results import REPO, RESULTS
 from netrepro.spec import PATH_KEYS, Figure, path_params
-from netrepro.units import QuantityError
+from netrepro.units import QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from topologies.lab import Lab
 
 log = logging.getLogger("netrepro")
@@ -79,8 +79,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("figure", help="a figure, e.g. fig2 or iw/fig2")
     r.add_argument("--trials", type=int, default=None, help="trials per setting (default: the figure's)")
     r.add_argument("--quick", action="store_true", help="a reduced grid and trial count that shows the shape")
-    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a fixed parameter")
-    r.add_argument("--out", type=Path, default=RESULTS, help="results directory (default: results/)")
+    derived = "; a derived figure, written to <study>/<figure>@<what differs>/"
+    r.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a fixed parameter's value" + derived
+    )
+    r.add_argument("--vary", metavar="KEY=V1,V2,...", help="the x axis: these levels of KEY" + derived)
+    r.add_argument("--series", metavar="KEY=V1,V2,...", help="one series per value of KEY" + derived)
+    r.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS,
+        help="results directory (default: results/; the project's reference reproduction is results/reference/)",
+    )
     r.add_argument("--seed", type=int, default=1, help="seed of the trial order and the emulated loss")
     r.add_argument("--strict", action="store_true", help="stop when a path is measured outside tolerance")
     again = r.add_mutually_exclusive_group()
@@ -190,24 +200,71 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     for fig in expts.all_figures():
-        print(f"{fig.full_name:<16} {fig.title}")
+        print(f"{fig.full_name:<16} {fig.heading}")
     return 0
 
 
-def _overrides(fig: Figure, pairs: list[str]) -> dict[str, str]:
-    allowed = sorted({*fig.fixed, *PATH_KEYS} - {fig.x})
+def _declared_value(fig: Figure, key: str) -> object:
+    """A value the figure declares for `key` (its type is the type the key takes), or None."""
+    if key in fig.fixed:
+        return fig.fixed[key]
+    if key == fig.x and fig.levels:
+        return fig.levels[0]
+    return next((s.params[key] for s in fig.series if key in s.params), None)
+
+
+def typed_value(fig: Figure, option: str, key: str, text: str) -> object:
+    """A value from the command line in the type its key takes: a path quantity normalized (3000kbit is 3mbit),
+    a whole number where the figure declares one; else the text.  Refused with what the user typed."""
+    parsers: dict[str, Callable[[str], object]] = {"rtt": parse_duration, "rate": parse_rate, "rate_up": parse_rate}
+    parsers.update(loss=parse_probability, loss_up=parse_probability, queue=parse_queue)
+    if key in parsers:
+        try:
+            return str(parsers[key](text))
+        except QuantityError as e:  # it names --rate, an option of check, not of run
+            raise UserError(f"{option} {key}={text}: {e.why}") from None
+    example = _declared_value(fig, key)
+    if isinstance(example, int) and not isinstance(example, bool):
+        try:
+            return int(text)
+        except ValueError:
+            raise UserError(f"{option} {key}={text}: {key} is a whole number, e.g. {key}={example}") from None
+    return text
+
+
+def _overrides(fig: Figure, pairs: list[str], x: str | None = None) -> dict[str, object]:
+    """--set KEY=VALUE: a key the figure holds fixed, or a path key; not the x factor (`x`, which --vary may move)."""
+    allowed = sorted({*fig.fixed, *PATH_KEYS, fig.x} - {x or fig.x})
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or key not in allowed:
             raise QuantityError("--set", pair, f"give KEY=VALUE with KEY one of {', '.join(allowed)}")
-        if key in PATH_KEYS:
-            try:
-                PathSpec.parse(**{key: value})
-            except QuantityError as e:  # it names --rate, an option of check, not of run
-                raise UserError(f"--set {pair}: {e.why}") from None
-        out[key] = value
+        out[key] = typed_value(fig, "--set", key, value)
     return out
+
+
+def _levels(fig: Figure, option: str, text: str, allowed: list[str]) -> tuple[str, list[object]]:
+    """--vary or --series KEY=V1,V2,...: the key, and its values typed, distinct, in the order given."""
+    key, sep, values = text.partition("=")
+    if not sep or key not in allowed:
+        raise QuantityError(option, text, f"give KEY=V1,V2,... with KEY one of {', '.join(allowed)}")
+    levels = [typed_value(fig, option, key, v.strip()) for v in values.split(",") if v.strip()]
+    if not levels or len(set(map(str, levels))) != len(levels):
+        raise QuantityError(option, text, "give one or more distinct values, separated by commas")
+    return key, levels
+
+
+def derived_figure(fig: Figure, args: argparse.Namespace) -> Figure:
+    """The figure as declared, or the figure --set, --vary and --series derive from it (spec.Figure.derive)."""
+    series_keys = sorted({k for s in fig.series for k in s.params})
+    vary = series = None
+    if args.vary:
+        vary = _levels(fig, "--vary", args.vary, sorted({fig.x, *fig.fixed, *PATH_KEYS} - set(series_keys)))
+    x = vary[0] if vary else fig.x
+    if args.series:
+        series = _levels(fig, "--series", args.series, sorted({*fig.fixed, *PATH_KEYS, *series_keys} - {x}))
+    return fig.derive(_overrides(fig, args.set, x), vary=vary, series=series)
 
 
 def writable_out(out: Path, fig: Figure) -> Path:
@@ -216,7 +273,7 @@ def writable_out(out: Path, fig: Figure) -> Path:
     Refused as a UserError naming --out; an existing CSV is not touched.
     """
     out = out.resolve()
-    study_dir = out / fig.study
+    study_dir = out / fig.study  # a derived figure's own directory is made once the run begins
     probe = study_dir / f".netrepro-write-probe.{os.getpid()}"
     try:
         study_dir.mkdir(parents=True, exist_ok=True)
@@ -233,14 +290,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     fig = expts.find(args.figure)
     if args.trials is not None and not 1 <= args.trials <= 1000:
         raise QuantityError("--trials", args.trials, "allowed range is 1 to 1000")
-    overrides = _overrides(fig, args.set)
-    for params in fig.grid(args.quick, overrides):  # refuse a bad value before anything is built
+    fig = derived_figure(fig, args)
+    for params in fig.grid(args.quick):  # refuse a bad value before anything is built
         PathSpec.parse(**path_params(params))
     opts = sweep.Options(
         out=writable_out(args.out, fig),
         trials=args.trials,
         quick=args.quick,
-        overrides=overrides,
         seed=args.seed,
         strict=args.strict,
         fresh=args.fresh,

@@ -3,7 +3,8 @@
 Two runs appending to one CSV would interleave their rows and each resume
 from a file the other is changing, so a run holds an exclusive flock on a
 lock file named after the CSV for as long as it runs.  The lock files live in
-/run/netrepro/locks (NETREPRO_LOCK_DIR overrides it); the holder writes its
+/run/netrepro/locks (NETREPRO_LOCK_DIR overrides it; without root, the
+user's runtime directory); the holder writes its
 pid into its file, so that a refused run can say who holds the figure.  The
 kernel drops a flock when its holder dies, however it dies: a stale lock
 file locks nothing.
@@ -15,6 +16,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,8 +30,19 @@ class FigureBusy(SetupError):
 
 
 def lock_dir() -> Path:
-    """Where the lock files are (read when a lock is taken, so a test can point it elsewhere)."""
-    return Path(os.environ.get("NETREPRO_LOCK_DIR") or DEFAULT_LOCK_DIR)
+    """Where the lock files are (read when a lock is taken, so a test can point it elsewhere).
+
+    A run without root (`--plot-only`) cannot write /run/netrepro: its locks
+    are in the user's runtime directory, one the user owns.
+    """
+    if os.environ.get("NETREPRO_LOCK_DIR"):
+        return Path(os.environ["NETREPRO_LOCK_DIR"])
+    if os.geteuid() == 0:
+        return DEFAULT_LOCK_DIR
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return (
+        Path(runtime, "netrepro", "locks") if runtime else Path(tempfile.gettempdir(), f"netrepro-{os.getuid()}-locks")
+    )
 
 
 def lock_path(csv_path: Path) -> Path:
@@ -47,7 +60,9 @@ def _holder(fd: int) -> str:
 def holding(csv_path: Path) -> Iterator[Path]:
     """Hold the CSV's lock for the duration of the block, or raise FigureBusy at once."""
     path = lock_path(csv_path)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755 if os.geteuid() == 0 else 0o700)
+    if path.parent.lstat().st_uid != os.geteuid():  # a directory planted by someone else locks nothing of ours
+        raise SetupError(f"{path.parent} belongs to another user: set NETREPRO_LOCK_DIR to a directory of yours")
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:

@@ -4,7 +4,9 @@ The default summary of a level is the median of its successful trials with
 the interquartile range as spread, and the number of trials it rests on
 (and how many failed or timed out).  A figure spec may summarise otherwise
 (e.g. an improvement between two series) and may annotate the plot with a
-model or the source's numbers; its notes are printed under the plot.
+model or the source's numbers; its notes are printed under the plot.  The
+project's reference reproduction, where given, is drawn beside the run's
+own points (dashed, in each series' colour) and is a column of the table.
 """
 
 from __future__ import annotations
@@ -79,8 +81,10 @@ def summarize(fig: Figure, rows: Rows) -> list[Point]:
     return points
 
 
-def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = False) -> list[str]:
-    """Plot the points (median, IQR bars), let the spec annotate, write the PNG; return the notes."""
+def draw(
+    fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = False, reference: list[Point] | None = None
+) -> list[str]:
+    """Plot the points (median, IQR bars) and the reference's; let the spec annotate; write the PNG; return notes."""
     # Imported here: matplotlib takes half a second to load, which every
     # other command (list, doctor, cc, a trial's own work) would pay.
     import matplotlib
@@ -92,17 +96,31 @@ def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = 
     by_series: dict[str, list[Point]] = defaultdict(list)
     for p in points:
         by_series[p.series].append(p)
+    colours: dict[str, Any] = {}
     for label, pts in by_series.items():
         pts = sorted(pts, key=lambda p: numeric(p.x))
         xs = [numeric(p.x) for p in pts]
         ys = [p.y for p in pts]
         err = [[p.y - p.low for p in pts], [p.high - p.y for p in pts]]
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label or "measured")
+        drawn = ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label or "measured")
+        colours[label] = drawn.lines[0].get_color()
         for p, x in zip(pts, xs, strict=True):
             if p.failed:
                 ax.annotate(
                     f"n={p.n} ({p.failed} failed)", (x, p.y), fontsize=7, xytext=(3, -10), textcoords="offset points"
                 )
+    for label, pts in _by_series(reference or []).items():
+        pts = [p for p in sorted(pts, key=lambda p: numeric(p.x)) if p.n]
+        ax.plot(
+            [numeric(p.x) for p in pts],
+            [p.y for p in pts],
+            linestyle="--",
+            marker="o",
+            markerfacecolor="none",
+            alpha=0.6,
+            color=colours.get(label),
+            label=f"{label}: reference" if label else "reference reproduction",
+        )
     notes = fig.annotate(fig, points, rows, ax) if fig.annotate is not None else []
     if ax.get_legend() is None:  # an annotation may have placed it already
         ax.legend(fontsize=8)
@@ -113,10 +131,12 @@ def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = 
     ax.set_xlabel(fig.x_label or fig.x)
     ax.set_ylabel(fig.y_label or fig.y)
     counts = sorted({p.n for p in points})
-    title = f"{fig.full_name}: {fig.title}" + ("  [quick]" if quick else "")
+    title = f"{fig.full_name}: {fig.heading}" + ("  [quick]" if quick else "")
     ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)
     ax.grid(True, alpha=0.3)
     caption = f"median and interquartile range; trials per point: {', '.join(map(str, counts))}"
+    if reference:
+        caption += f"; dashed, hollow: the project's reference reproduction (results/reference/{fig.study})"
     text = "\n".join(textwrap.fill(t, 130) for t in [caption, *notes])
     figure.text(0.01, 0.01, text, fontsize=7, va="bottom", ha="left")
     lines = text.count("\n") + 1
@@ -128,11 +148,26 @@ def draw(fig: Figure, points: list[Point], rows: Rows, png: Path, quick: bool = 
     return notes
 
 
-def table(fig: Figure, points: list[Point]) -> str:
-    w = max([len("series"), *(len(p.series) for p in points)])
-    lines = [f"{'series':<{w}} {fig.x:>12} {fig.y:>22} {'IQR':>22} {'n':>4} {'failed':>6}"]
+def _by_series(points: list[Point]) -> dict[str, list[Point]]:
+    out: dict[str, list[Point]] = defaultdict(list)
     for p in points:
-        lines.append(
-            f"{p.series:<{w}} {p.x!s:>12} {p.y:>22.4g} {f'{p.low:.4g}..{p.high:.4g}':>22} {p.n:>4} {p.failed:>6}"
-        )
+        out[p.series].append(p)
+    return out
+
+
+def table(fig: Figure, points: list[Point], reference: list[Point] | None = None) -> str:
+    """The points as text; with a reference, its value at each point and the run's difference from it."""
+    w = max([len("series"), *(len(p.series) for p in points)])
+    head = f"{'series':<{w}} {fig.x:>12} {fig.y:>22} {'IQR':>22} {'n':>4} {'failed':>6}"
+    lines = [head + (f" {'reference':>12} {'vs ref':>8}" if reference is not None else "")]
+    for p in points:
+        line = f"{p.series:<{w}} {p.x!s:>12} {p.y:>22.4g} {f'{p.low:.4g}..{p.high:.4g}':>22} {p.n:>4} {p.failed:>6}"
+        if reference is not None:
+            ref = point_at(reference, p.series, p.x)
+            if ref is None:
+                line += f" {'-':>12} {'':>8}"
+            else:
+                change = f"{(p.y - ref.y) / ref.y * 100:+.0f}%" if ref.y and p.n else ""
+                line += f" {ref.y:>12.4g} {change:>8}"
+        lines.append(line)
     return "\n".join(lines)

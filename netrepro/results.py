@@ -1,6 +1,9 @@
 """Result files and their provenance.
 
-Results live in results/<study>/<figure>.{csv,png,manifest.json}.  A result
+A run's results live in results/<study>/<figure>.{csv,png,manifest.json}
+(untracked), the project's reference reproduction of each figure in
+results/reference/<study>/ (committed), and a figure run with other
+parameters than declared in results/<study>/<figure>@<what differs>/.  A result
 file is replaced whole (`replace_file`: a new file beside it, synced, renamed
 over it), so a crash leaves the old version or the new one, never half of
 either.  Files a root run writes are handed back to the user who called sudo
@@ -25,6 +28,8 @@ log = logging.getLogger("netrepro.results")
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
+# The project's own reproduction, committed: what a user's run is set beside (results/reference/README.md).
+REFERENCE = RESULTS / "reference"
 MANIFEST_VERSION = 1
 TOOLS = ("ip", "tc", "iptables-legacy", "ethtool", "ping", "iperf3", "apache2", "h2load", "curl", "bpftool", "clang")
 

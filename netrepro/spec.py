@@ -7,13 +7,26 @@ and what the source reported.  Every parameter of a trial is one flat
 mapping: path keys (`rtt`, `rate`, `rate_up`, `loss`, `loss_up`, `queue`),
 host keys (`cc`, `cc_params`, `initcwnd`, `slow_start_after_idle`, ...)
 and workload keys (`protocol`, `object_bytes`, `page`, ...).
+
+A figure run with other parameters than its spec declares (`--set`,
+`--vary`, `--series`) is a *derived* figure (`Figure.derive`): a figure of
+its own, whose fixed parameters, levels and series are the effective ones
+(so its title, model lines and notes follow them) and whose results go to
+their own directory, `<study>/<figure>@<what differs>/`, never over the
+declared figure's.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from netrepro.errors import UserError
+from netrepro.units import parse_duration, parse_rate
 
 PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue")
 
@@ -75,10 +88,92 @@ class Figure:
     # plots (another metric of the same page loads): its CSV is shared, and
     # running either one runs only the trials the CSV lacks.
     trials_of: str = ""
+    # A derived figure: what differs from the declared one (`rtt=50ms`); empty for the figure as declared.
+    variant: str = ""
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # a derived figure's --set, for its manifest
 
     @property
     def full_name(self) -> str:
-        return f"{self.study}/{self.name}"
+        return f"{self.study}/{self.name}" + (f"@{self.variant}" if self.variant else "")
+
+    @property
+    def directory(self) -> str:
+        """Where its results go, below the results tree: the study's folder, or a derived figure's own."""
+        return f"{self.study}/{self.name}@{self.variant}" if self.variant else self.study
+
+    @property
+    def heading(self) -> str:
+        """The title with its {parameter} fields filled from the effective fixed parameters."""
+        return self.title.format_map(_Pretty(self.fixed)) if "{" in self.title else self.title
+
+    def derive(
+        self,
+        overrides: Mapping[str, Any] | None = None,
+        vary: tuple[str, Sequence[Any]] | None = None,
+        series: tuple[str, Sequence[Any]] | None = None,
+    ) -> Figure:
+        """The figure with other fixed parameters, another factor or levels, or other series.
+
+        `vary` (factor, levels) replaces the x axis: the same factor at other
+        levels, or another factor, in which case the declared factor needs a
+        value in `overrides`.  `series` (key, values) replaces the series by
+        one per value.  A figure's own summary and annotations (the source's
+        findings, models) are kept where its x factor and series are; else
+        the default summary is drawn, with a note saying why.
+        """
+        overrides = dict(overrides or {})
+        if not (overrides or vary or series):
+            return self
+        x, levels, quick_levels, x_label, x_log = self.x, self.levels, self.quick_levels, self.x_label, self.x_log
+        parts = [f"{k}={v}" for k, v in overrides.items()]
+        fixed = {**self.fixed, **overrides}
+        if vary is not None:
+            key, values = vary
+            if key != self.x:
+                if self.x not in overrides:
+                    raise UserError(
+                        f"--vary {key}=...: {self.full_name} sweeps {self.x}; "
+                        f"give it one value with --set {self.x}=VALUE"
+                    )
+                x, x_label, x_log = key, key, False
+            else:
+                fixed.pop(self.x, None)
+            fixed.pop(key, None)
+            levels, quick_levels = tuple(values), None
+            parts.append(f"{key}={','.join(map(str, values))}")
+        kept_series = self.series
+        quick_series = self.quick_series
+        if series is not None:
+            key, values = series
+            if key == x:
+                raise UserError(f"--series {key}=...: {key} is the figure's x factor; a series varies another key")
+            kept_series = tuple(Series(str(v) if key == "cc" else f"{key}={v}", {key: v}) for v in values)
+            quick_series = None
+            fixed.pop(key, None)
+            parts.append(f"series-{key}={','.join(map(str, values))}")
+        own_view = x == self.x and series is None
+        return dataclasses.replace(
+            self,
+            x=x,
+            levels=levels,
+            quick_levels=quick_levels,
+            x_label=x_label,
+            x_log=x_log,
+            fixed=fixed,
+            series=kept_series,
+            quick_series=quick_series,
+            summarize=self.summarize if own_view else None,
+            annotate=self.annotate if own_view else None,
+            trials_of="",
+            deviations=self.deviations
+            + (
+                ()
+                if own_view
+                else ("derived with another x factor or other series: the source's finding is not judged",)
+            ),
+            variant=variant_name("+".join(parts)),
+            overrides={**self.overrides, **overrides},
+        )
 
     @property
     def csv_name(self) -> str:
@@ -99,6 +194,44 @@ class Figure:
         if trials is not None:
             return trials
         return self.quick_trials if quick else self.trials
+
+
+class _Pretty(dict[str, str]):
+    """Fixed parameters as a title shows them: 3 Mbit/s, RTT 100 ms, CUBIC."""
+
+    def __init__(self, fixed: Mapping[str, Any]) -> None:
+        super().__init__({k: _pretty(k, v) for k, v in fixed.items()})
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _pretty(key: str, value: Any) -> str:
+    text = str(value)
+    try:
+        if key in ("rate", "rate_up"):
+            return f"{parse_rate(text).mbps:g} Mbit/s"
+        if key in ("rtt",):
+            return f"{parse_duration(text).ms:g} ms"
+    except ValueError:
+        return text
+    return {"cubic": "CUBIC", "reno": "Reno", "bbr": "BBR"}.get(text, text) if key == "cc" else text
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._,%=+-]")
+
+
+def variant_name(description: str, limit: int = 60) -> str:
+    """A derived figure's directory suffix: what differs, in characters safe in a file name, and short.
+
+    A long description is cut and given a hash of the whole, so that two
+    different derivations never share a directory.
+    """
+    safe = _UNSAFE.sub("-", description)
+    if len(safe) <= limit and safe == description:
+        return safe
+    digest = hashlib.sha256(description.encode()).hexdigest()[:8]
+    return f"{safe[: limit - 9]}~{digest}"
 
 
 def path_params(params: Mapping[str, Any]) -> dict[str, Any]:

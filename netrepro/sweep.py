@@ -11,9 +11,12 @@ figure runs its failed trials again, and five failures in a row stop a run.
 Only a trial's own failure (`trial_outcome`) makes a failed row; a setup or
 programming error stops the run at once, and a preflight runs before the lab.
 One run at a time holds a figure's CSV.  At the end: the summary, the
-figure, the manifest and a short table on the terminal.  Every log record of
-the run (each command with its namespace) also goes to
-results/<study>/logs/<figure>-<time>.log, which the manifest names.
+figure, the manifest and a short table on the terminal, each with the
+project's reference reproduction (results/reference/) beside this run's
+numbers where the figure is the one declared.  Every log record of the run
+(each command with its namespace) also goes to
+results/<study>/logs/<figure>-<time>.log, which the manifest names.  A
+derived figure (other parameters than declared) has a directory of its own.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from netrepro.path import PathSpec
 from netrepro.proc import CommandError
 from netrepro.progress import Progress
 from netrepro.spec import Figure, Params, Point, Rows, path_params
-from netrepro.trials import TrialLog, latest_rows, row_seed, trial_key
+from netrepro.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_key
 from netrepro.verify import verify
 from netrepro.workloads import WORKLOADS, Session
 from topologies.lab import Lab
@@ -154,7 +157,7 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
         Lab(first, ledger, shaper=opts.shaper, seed=opts.seed, cc="cubic") as lab,
     ):
         work = ledger.temp_dir("netrepro-trials-")
-        session = Session(lab, ledger, work, results_dir=opts.out / fig.study / "logs", cc_impl=opts.cc_impl)
+        session = Session(lab, ledger, work, results_dir=opts.out / fig.directory / "logs", cc_impl=opts.cc_impl)
         try:
             for params, index in todo:
                 path = PathSpec.parse(**path_params(params))
@@ -264,12 +267,14 @@ def figure_manifest(
     return {
         **results.provenance(),
         "figure": fig.full_name,
-        "title": fig.title,
+        "title": fig.heading,
+        # a derived figure: the declared one it comes from, and what differs
+        "derived_from": f"{fig.study}/{fig.name}" if fig.variant else None,
         "workload": fig.workload,
         "factor": {"name": fig.x, "levels": [str(p[fig.x]) for p in grid[:: len(fig.series)]]},
         "series": [{"label": s.label, "params": dict(s.params)} for s in fig.series],
         "fixed": {k: str(v) for k, v in {**fig.fixed, **opts.overrides}.items()},
-        "overrides": {k: str(v) for k, v in opts.overrides.items()},
+        "overrides": {k: str(v) for k, v in {**fig.overrides, **opts.overrides}.items()},
         "trials_per_setting": trials,
         "trials_missing": missing,
         "quick": opts.quick,
@@ -309,10 +314,11 @@ def run_figure(fig: Figure, opts: Options) -> Path:
     is in two steps: the names and root before the lock, the machine's probes (tools, backend,
     variants) once there are trials to run, before the lab (a UserError or SetupError either way).
     """
-    needs = preflight.figure_needs(fig, fig.grid(opts.quick, opts.overrides), opts.overrides, opts.shaper, opts.cc_impl)
+    overrides = {**fig.overrides, **opts.overrides}
+    needs = preflight.figure_needs(fig, fig.grid(opts.quick, opts.overrides), overrides, opts.shaper, opts.cc_impl)
     if not opts.plot_only:
         preflight.check_request(needs)
-    out_dir = opts.out / fig.study
+    out_dir = opts.out / fig.directory
     csv_path = out_dir / fig.csv_name
     with figurelock.holding(csv_path):  # before anything else: nothing is built, read or written unlocked
         log_path: Path | None = None
@@ -338,7 +344,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     retried = sum(1 for p, i in todo if trial_key(p, i) in tried)
     again = f", {retried} failed before, run again (--no-retry-failed: keep them)" if retried else ""
     print(
-        f"{fig.full_name}: {fig.title}\n  {len(grid)} settings x {trials} trials"
+        f"{fig.full_name}: {fig.heading}\n  {len(grid)} settings x {trials} trials"
         + (f", {skipped} already in {csv_path.name} (resuming; --fresh to start over)" if skipped else "")
         + ("" if opts.plot_only else again),
         flush=True,
@@ -359,8 +365,9 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     attempts = [r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == opts.seed]
     rows = latest_rows(attempts)
     points = plot.summarize(fig, rows)
+    reference = reference_of(fig, opts.out)
     png = out_dir / f"{fig.name}.png"
-    notes = plot.draw(fig, points, rows, png, quick=opts.quick)
+    notes = plot.draw(fig, points, rows, png, quick=opts.quick, reference=reference.points if reference else None)
     results.hand_back(png, opts.out)
     failed_attempts = sum(1 for r in attempts if r.get("status") != "ok")
     manifest = figure_manifest(
@@ -368,11 +375,71 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     )
     results.write_json(
         manifest_path,
-        {**manifest, "log": log_name, "wall_seconds_this_run": round(time.monotonic() - began, 1)},
+        {
+            **manifest,
+            "reference": reference.manifest() if reference else None,
+            "log": log_name,
+            "wall_seconds_this_run": round(time.monotonic() - began, 1),
+        },
         opts.out,
     )
-    print(plot.table(fig, points))
+    print(plot.table(fig, points, reference.points if reference else None))
+    if reference:
+        print(f"reference: {reference.describe()}")
     for note in notes:
         print(f"note: {note}")
     print(f"wrote {csv_path}, {png.name}, {fig.name}.manifest.json")
     log.debug("%s: wrote %s, %s, %s", fig.full_name, csv_path, png, manifest_path)
+
+
+@dataclass
+class Reference:
+    """The project's reference reproduction of a figure: where it is, what made it, its points."""
+
+    csv: Path
+    points: list[Point]
+    rows: int
+    made_by: dict[str, Any]
+
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "csv": str(self.csv.relative_to(results.REPO)) if self.csv.is_relative_to(results.REPO) else str(self.csv),
+            "rows": self.rows,
+            **self.made_by,
+            "points": [p.__dict__ for p in self.points],
+        }
+
+    def describe(self) -> str:
+        machine = ", ".join(f"{k} {v}" for k, v in self.made_by.items() if v)
+        return f"{self.manifest()['csv']} ({self.rows} trials; {machine})"
+
+
+def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Reference | None:
+    """The reference reproduction of a declared figure, to set beside a run's own numbers.
+
+    None for a derived figure (its parameters are not the reference's), for a
+    run that writes the reference itself, and where there is none.
+    """
+    reference = reference or results.REFERENCE
+    csv_path = reference / fig.study / fig.csv_name
+    if fig.variant or out.resolve() == reference.resolve() or not csv_path.is_file():
+        return None
+    made_by: dict[str, Any] = {"seed": DEFAULT_SEED}
+    manifest = reference / fig.study / f"{fig.name}.manifest.json"
+    try:
+        doc = json.loads(manifest.read_text())
+        made_by = {
+            "git": doc.get("git", {}).get("commit") if isinstance(doc.get("git"), dict) else doc.get("git"),
+            "kernel": doc.get("kernel"),
+            "shaper": ",".join(doc.get("shaper") or []),
+            "seed": int(doc.get("seed", DEFAULT_SEED)),
+        }
+    except (OSError, ValueError, TypeError) as e:
+        log.warning("%s unreadable (%s): the reference is shown without its provenance", manifest, e)
+    wanted = {trial_key(p, i) for p in fig.grid() for i in range(fig.trials)}
+    rows = latest_rows(
+        r for r in read_rows(csv_path) if r.get("trial_key") in wanted and row_seed(r) == made_by["seed"]
+    )
+    if not rows:
+        return None
+    return Reference(csv_path, plot.summarize(fig, rows), len(rows), made_by)

@@ -168,6 +168,13 @@ class TcpProbe:
             raise TraceIncomplete(f"tcp_probe reader did not catch up within {timeout}s")
         return self.samples
 
+    def take(self, timeout: float = 2.0) -> list[ProbeSample]:
+        """Flush, then hand over the samples and forget them: a capture that lasts a whole
+        figure keeps only what no trial has taken yet."""
+        self.flush(timeout)
+        taken, self.samples = self.samples, []
+        return taken
+
     def lost_events(self) -> int:
         lost = 0
         for stats in (self.instance / "per_cpu").glob("cpu*/stats"):

@@ -53,12 +53,12 @@ class Session:
         self._applied: dict[str, HostTcp] = {}
         self._probe: TcpProbe | None = None
 
-    def probe(self, port: int) -> TcpProbe:
-        """One tcp_probe capture for the whole session, filtered to the server's port."""
+    def probe(self, port: int | None = None) -> TcpProbe:
+        """One tcp_probe capture for the whole session, filtered to Apache's two ports (`port` is one of them)."""
+        if port is not None and port not in (HTTP_PORT, TLS_PORT):
+            raise ValueError(f"the session's tcp_probe follows Apache's ports {HTTP_PORT} and {TLS_PORT}, not {port}")
         if self._probe is None:
-            self._probe = TcpProbe(self.ledger, [port], buffer_kb=4096).start()
-        elif self._probe.ports != [port]:
-            raise ValueError(f"tcp_probe follows port {self._probe.ports}, not {port}")
+            self._probe = TcpProbe(self.ledger, [HTTP_PORT, TLS_PORT], buffer_kb=4096).start()
         return self._probe
 
     # -- content ----------------------------------------------------------------
@@ -190,18 +190,23 @@ def download(session: Session, params: Mapping[str, Any]) -> Metrics:
 
 
 def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
-    """A page of study cubicplus: HTML and all its objects, PLT and throughput."""
+    """A page of study cubicplus: HTML and all its objects, PLT and throughput; the initial window from tcp_probe."""
     protocol = params.get("protocol", "h2c")
     lab = session.lab
+    probe = session.probe()
+    old = {s.flow for s in probe.take()}  # the samples of earlier trials are let go
     result = clients.load_page(
         lab.client, lab.ip("server"), session.page(params["page"]), protocol, session.work_dir, ledger=session.ledger
     )
+    # A page load lasts many round trips: the first ACK of every connection has long reached the server.
+    samples = [s for s in probe.take() if s.flow not in old]
     return {
         "page_load_time_ms": round(result.page_load_time * 1e3, 3),
         "throughput_mbit": round(result.throughput_bps / 1e6, 4),
         "bytes": result.bytes,
         "connections": result.connections,
         "negotiated": result.negotiated,
+        **first_flight(samples, lab.ip("server"), _port(protocol)),
     }
 
 

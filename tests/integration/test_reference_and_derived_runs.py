@@ -1,0 +1,72 @@
+"""A run measures (beside the reference reproduction); a run with other parameters keeps to its own directory."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netrepro.results import REFERENCE, REPO
+from netrepro.trials import read_rows
+
+pytestmark = pytest.mark.root
+
+
+def run(*argv: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "netrepro", "run", *argv], cwd=REPO, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    return done
+
+
+def stored_files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+def test_fig2_measures_beside_the_reference_and_a_derived_run_keeps_out_of_it(tmp_path: Path) -> None:
+    reference_before = stored_files(REFERENCE / "iw")
+
+    # The headline command: every setting measured here (none taken from the reference), set beside it.
+    first = run("iw/fig2", "--trials", "1", "--out", str(tmp_path))
+    assert "6 settings x 1 trials" in first.stdout and "already in" not in first.stdout
+    table = first.stdout[first.stdout.index("series") :]
+    assert "reference" in table.splitlines()[0] and "vs ref" in table.splitlines()[0]
+    assert "reference: results/reference/iw/fig2.csv (120 trials" in first.stdout
+    rows = read_rows(tmp_path / "iw" / "fig2.csv")
+    assert len(rows) == 6 and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
+    manifest = json.loads((tmp_path / "iw" / "fig2.manifest.json").read_text())
+    assert manifest["reference"]["rows"] == 120 and manifest["reference"]["csv"] == "results/reference/iw/fig2.csv"
+    assert len(manifest["reference"]["points"]) == 6 and manifest["derived_from"] is None
+
+    # The same figure on another path: a figure of its own, in its own directory.
+    stored = stored_files(tmp_path / "iw")
+    derived = run("iw/fig2", "--quick", "--trials", "1", "--set", "rtt=50ms", "--out", str(tmp_path))
+    assert stored_files(tmp_path / "iw") == stored  # the declared figure's CSV, PNG and manifest, byte for byte
+    own = tmp_path / "iw" / "fig2@rtt=50ms"
+    assert {"fig2.csv", "fig2.png", "fig2.manifest.json"} <= set(stored_files(own))
+    assert "iw/fig2@rtt=50ms: Download time of a 37,000-byte response vs initial window (3 Mbit/s, RTT 50 ms" in (
+        derived.stdout
+    )
+    doc = json.loads((own / "fig2.manifest.json").read_text())
+    assert doc["overrides"] == {"rtt": "50ms"} and doc["derived_from"] == "iw/fig2" and doc["reference"] is None
+    assert "RTT 50 ms" in doc["title"]
+    derived_rows = read_rows(own / "fig2.csv")
+    assert derived_rows and {r["rtt"] for r in derived_rows} == {"50ms"}
+    # The path was verified at what the run asked for, not at the figure's 100 ms.
+    assert all(abs(float(r["verify_rtt"]) - 50) < 5 for r in derived_rows)
+    assert stored_files(REFERENCE / "iw") == reference_before
+
+
+def test_set_initcwnd_reaches_the_servers_first_flight(tmp_path: Path) -> None:
+    """`--set initcwnd=16` is the number 16 all the way to the route: tcp_probe sees a first window of 16."""
+    run(
+        "cubicplus/fig7",
+        *("--set", "initcwnd=16", "--vary", "rtt=20ms", "--series", "cc=cubic", "--trials", "1"),
+        *("--out", str(tmp_path)),
+    )
+    rows = read_rows(tmp_path / "cubicplus" / "fig7@initcwnd=16+rtt=20ms+series-cc=cubic" / "fig7.csv")
+    assert len(rows) == 1 and rows[0]["status"] == "ok", rows[0]["error"]
+    assert rows[0]["initcwnd"] == "16" and rows[0]["initcwnd_measured"] == "16"
+    assert rows[0]["verify_initcwnd_ok"] == "True"
