@@ -16,7 +16,7 @@ from types import FrameType
 
 import expts
 from kmod import loader
-from netrepro import doctor, kernel, ledger, logs, preflight, sweep, verify
+from netrepro import doctor, kernel, ledger, logs, preflight, studyfile, sweep, verify
 from netrepro.errors import NetreproError, UserError
 from netrepro.ledger import Ledger
 from netrepro.path import DEFAULT_QUEUE, PathSpec
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", parents=[common], help="every figure, as <study>/<figure> with its title")
 
     r = sub.add_parser("run", parents=[common], help="run a figure (also: `run.sh <figure>`)")
-    r.add_argument("figure", help="a figure, e.g. fig2 or iw/fig2")
+    r.add_argument("figure", help="a figure (fig2 or iw/fig2), or a study file (my-study.toml: each of its figures)")
     r.add_argument("--trials", type=int, default=None, help="trials per setting (default: the figure's)")
     r.add_argument("--quick", action="store_true", help="a reduced grid and trial count that shows the shape")
     derived = "; a derived figure, written to <study>/<figure>@<what differs>/"
@@ -287,12 +287,21 @@ def writable_out(out: Path, fig: Figure) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    fig = expts.find(args.figure)
+    # a study file: each of its figures, in order
+    toml = args.figure.endswith(".toml")
+    declared = studyfile.load(Path(args.figure)) if toml else [expts.find(args.figure)]
     if args.trials is not None and not 1 <= args.trials <= 1000:
         raise QuantityError("--trials", args.trials, "allowed range is 1 to 1000")
-    fig = derived_figure(fig, args)
-    for params in fig.grid(args.quick):  # refuse a bad value before anything is built
-        PathSpec.parse(**path_params(params))
+    figures = [derived_figure(fig, args) for fig in declared]
+    for fig in figures:
+        for params in fig.grid(args.quick):  # refuse a bad value before anything is built
+            PathSpec.parse(**path_params(params))
+    for fig in figures:
+        _run_one(fig, args)
+    return 0
+
+
+def _run_one(fig: Figure, args: argparse.Namespace) -> None:
     opts = sweep.Options(
         out=writable_out(args.out, fig),
         trials=args.trials,
@@ -306,7 +315,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         cc_impl=args.impl,
     )
     sweep.run_figure(fig, opts)
-    return 0
 
 
 def _pairs(option: str, pairs: list[str]) -> dict[str, str]:

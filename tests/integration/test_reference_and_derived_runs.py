@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from expts import iw
 from netrepro.results import REFERENCE, REPO
-from netrepro.trials import read_rows
+from netrepro.trials import read_rows, trial_key
 
 pytestmark = pytest.mark.root
 
@@ -70,3 +71,13 @@ def test_set_initcwnd_reaches_the_servers_first_flight(tmp_path: Path) -> None:
     assert len(rows) == 1 and rows[0]["status"] == "ok", rows[0]["error"]
     assert rows[0]["initcwnd"] == "16" and rows[0]["initcwnd_measured"] == "16"
     assert rows[0]["verify_initcwnd_ok"] == "True"
+
+
+def test_the_readme_study_file_runs_and_gives_fig2s_trials(tmp_path: Path) -> None:
+    """expts/example-study.toml, run --quick: the rows iw/fig2 --quick would have, in results/example/."""
+    done = run("expts/example-study.toml", "--quick", "--trials", "1", "--out", str(tmp_path))
+    assert "example/iw: Download time of a 37,000-byte response vs initial window (3 Mbit/s, RTT 100 ms" in done.stdout
+    rows = read_rows(tmp_path / "example" / "iw.csv")
+    assert sorted(r["trial_key"] for r in rows) == sorted(trial_key(p, 0) for p in iw.FIG2.grid(quick=True))
+    assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
+    assert json.loads((tmp_path / "example" / "iw.manifest.json").read_text())["figure"] == "example/iw"

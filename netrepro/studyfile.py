@@ -1,0 +1,204 @@
+"""Studies declared in TOML files: a user's figures, run by the same runner as `expts/`.
+
+A file names its study and declares one or more figures, each as a figure
+spec in `expts/` would (netrepro.spec.Figure): the workload, the factor on
+the x axis and its levels, the series, the fixed parameters, the metric, the
+trials, a quick variant, labels and the source's finding.  Everything is
+checked when the file is read, before anything runs: an unknown key, a
+workload or metric netrepro does not have, a path quantity that does not
+parse; the message names the file, the figure and the key.
+
+    study = "mystudy"
+
+    [[figure]]
+    name = "iw50"
+    title = "Download time vs initial window ({rate}, RTT {rtt})"
+    workload = "download"
+    y = "download_time_ms"
+    x = { factor = "initcwnd", levels = [3, 10, 26], quick = [3, 26] }
+    fixed = { rtt = "50ms", rate = "3mbit", cc = "cubic", protocol = "http/1.1", object_bytes = 37000 }
+    series = [ { label = "CUBIC" } ]       # optional; each a label and its parameters
+
+A study file's results go to results/<study>/ like any figure's; its study
+may not take the name of one of netrepro's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from netrepro.errors import UserError
+from netrepro.path import PathSpec
+from netrepro.spec import PATH_KEYS, Figure, Series
+from netrepro.units import QuantityError
+
+FIGURE_KEYS = {
+    "name": "the figure's name, e.g. iw50 (letters, digits, - and _)",
+    "title": "its title; {key} fields are filled from the fixed parameters",
+    "workload": "what one trial runs (run.sh list shows the workloads)",
+    "y": "the metric on the y axis",
+    "x": "{ factor = KEY, levels = [...], quick = [...] }",
+    "fixed": "the parameters every trial has",
+    "series": "[ { label = ..., KEY = VALUE, ... }, ... ]",
+    "trials": "trials per setting (default 10)",
+    "quick_trials": "trials per setting with --quick (default 3)",
+    "x_label": "the x axis' label",
+    "y_label": "the y axis' label",
+    "x_log": "a log x axis (true/false)",
+    "y_log": "a log y axis (true/false)",
+    "finding": "what the source reports, set beside the result",
+    "deviations": "how this setup differs from the source's, a list of strings",
+    "timeout_s": "a trial's time limit in seconds (default 120)",
+}
+X_KEYS = ("factor", "levels", "quick")
+# What each workload reports (netrepro.workloads): the metrics a figure may plot.
+METRICS = {
+    "download": ("download_time_ms", "connect_ms", "first_byte_ms", "initcwnd_measured", "first_flight_segments"),
+    "page_load": ("page_load_time_ms", "throughput_mbit", "initcwnd_measured", "first_flight_segments"),
+    "bulk": ("throughput_mbit", "seconds"),
+    "readback": ("beta_effective", "backoff_pct"),
+}
+
+
+class StudyFileError(UserError):
+    """A study file that cannot be run as it stands."""
+
+
+def load(path: Path) -> list[Figure]:
+    """The figures a study file declares, checked (StudyFileError names the file, figure and key)."""
+    from expts import STUDIES
+
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise StudyFileError(f"{path}: cannot read it ({e.strerror or e})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise StudyFileError(f"{path}: not valid TOML ({e})") from None
+    unknown = sorted(set(doc) - {"study", "figure"})
+    if unknown:
+        raise StudyFileError(f"{path}: unknown top-level key {unknown[0]!r}; a study file has `study` and [[figure]]")
+    study = doc.get("study")
+    if not isinstance(study, str) or not _is_name(study):
+        raise StudyFileError(f'{path}: give `study = "NAME"` (letters, digits, - and _), not {study!r}')
+    builtin = {s.__name__.rsplit(".", 1)[-1] for s in STUDIES}
+    if study in builtin:
+        raise StudyFileError(f"{path}: study {study!r} is one of netrepro's own ({', '.join(sorted(builtin))})")
+    figures = doc.get("figure")
+    if not isinstance(figures, list) or not figures:
+        raise StudyFileError(f"{path}: declare at least one figure as a [[figure]] table")
+    out = [_figure(path, study, i, table) for i, table in enumerate(figures)]
+    names = [f.name for f in out]
+    if len(set(names)) != len(names):
+        raise StudyFileError(f"{path}: two figures are named {next(n for n in names if names.count(n) > 1)!r}")
+    return out
+
+
+def _is_name(text: str) -> bool:
+    return bool(text) and text.replace("-", "").replace("_", "").isalnum() and text.isascii()
+
+
+def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
+    from netrepro.workloads import WORKLOADS
+
+    where = f"{path}: figure {index + 1}"
+    if not isinstance(table, dict):
+        raise StudyFileError(f"{where}: a figure is a table of keys")
+    if isinstance(table.get("name"), str):
+        where = f"{path}: figure {table['name']!r}"
+    for key in table:
+        if key not in FIGURE_KEYS:
+            allowed = ", ".join(FIGURE_KEYS)
+            raise StudyFileError(f"{where}: unknown key {key!r}; a figure takes {allowed}")
+    for key in ("name", "title", "workload", "y", "x", "fixed"):
+        if key not in table:
+            raise StudyFileError(f"{where}: `{key}` is missing ({FIGURE_KEYS[key]})")
+    name = _text(where, table, "name")
+    if not _is_name(name):
+        raise StudyFileError(f"{where}: name {name!r}: use letters, digits, - and _")
+    workload = _text(where, table, "workload")
+    if workload not in WORKLOADS:
+        raise StudyFileError(f"{where}: workload {workload!r}; netrepro has {', '.join(WORKLOADS)}")
+    y = _text(where, table, "y")
+    if y not in METRICS[workload]:
+        raise StudyFileError(
+            f"{where}: y = {y!r} is not a metric of {workload}; it reports {', '.join(METRICS[workload])}"
+        )
+    x = table["x"]
+    if not isinstance(x, dict) or set(x) - set(X_KEYS) or "factor" not in x or "levels" not in x:
+        raise StudyFileError(f"{where}: x = {{ factor = KEY, levels = [...], quick = [...] }}, not {x!r}")
+    factor = _text(where, x, "factor", "x.factor")
+    levels = _values(where, x, "levels", "x.levels")
+    quick = _values(where, x, "quick", "x.quick") if "quick" in x else None
+    if quick is not None and not set(map(str, quick)) <= set(map(str, levels)):
+        raise StudyFileError(f"{where}: x.quick {quick!r} must be among x.levels {levels!r}")
+    fixed = table["fixed"]
+    if not isinstance(fixed, dict):
+        raise StudyFileError(f"{where}: fixed = {{ KEY = VALUE, ... }}, not {fixed!r}")
+    if factor in fixed:
+        raise StudyFileError(f"{where}: {factor!r} is the x factor and cannot also be fixed")
+    series = tuple(_series(where, i, s) for i, s in enumerate(table.get("series") or [{"label": ""}]))
+    figure = Figure(
+        study=study,
+        name=name,
+        title=_text(where, table, "title"),
+        workload=workload,
+        x=factor,
+        levels=tuple(levels),
+        y=y,
+        fixed=dict(fixed),
+        series=series,
+        trials=_whole(where, table, "trials", 10),
+        quick_levels=tuple(quick) if quick is not None else None,
+        quick_trials=_whole(where, table, "quick_trials", 3),
+        x_label=str(table.get("x_label", "")),
+        y_label=str(table.get("y_label", "")),
+        x_log=bool(table.get("x_log", False)),
+        y_log=bool(table.get("y_log", False)),
+        finding=str(table.get("finding", "")),
+        deviations=tuple(map(str, table.get("deviations", ()))),
+        trial_timeout=_timeout(float(_whole(where, table, "timeout_s", 120))),
+    )
+    for params in [*figure.grid(), *figure.grid(quick=True)]:
+        try:
+            PathSpec.parse(**{k: params[k] for k in PATH_KEYS if k in params})
+        except QuantityError as e:
+            raise StudyFileError(
+                f"{where}: {e.option.removeprefix('--').replace('-', '_')} {e.value!r}: {e.why}"
+            ) from None
+    return figure
+
+
+def _timeout(seconds: float) -> Any:
+    return lambda params: seconds
+
+
+def _text(where: str, table: Mapping[str, Any], key: str, shown: str = "") -> str:
+    value = table[key]
+    if not isinstance(value, str) or not value:
+        raise StudyFileError(f"{where}: {shown or key} = {value!r}: give a non-empty string")
+    return value
+
+
+def _values(where: str, table: Mapping[str, Any], key: str, shown: str) -> list[Any]:
+    value = table[key]
+    if not isinstance(value, list) or not value or len(set(map(str, value))) != len(value):
+        raise StudyFileError(f"{where}: {shown} = {value!r}: give a list of distinct values")
+    return value
+
+
+def _whole(where: str, table: Mapping[str, Any], key: str, default: int) -> int:
+    value = table.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 10_000:
+        raise StudyFileError(f"{where}: {key} = {value!r}: give a whole number from 1 to 10000")
+    return value
+
+
+def _series(where: str, index: int, table: Any) -> Series:
+    if not isinstance(table, dict) or not isinstance(table.get("label", ""), str):
+        raise StudyFileError(f'{where}: series {index + 1}: a table {{ label = "...", KEY = VALUE, ... }}')
+    params = {k: v for k, v in table.items() if k != "label"}
+    return Series(str(table.get("label", "")), params)

@@ -1,0 +1,96 @@
+"""Studies in TOML files: read into the same figure specs as expts/, every mistake named before a run."""
+
+from pathlib import Path
+
+import pytest
+
+from expts import iw
+from netrepro import cli, studyfile
+from netrepro.results import REPO
+from netrepro.trials import trial_key
+
+EXAMPLE = REPO / "expts" / "example-study.toml"
+
+GOOD = """
+study = "mine"
+
+[[figure]]
+name = "dl"
+title = "Download time ({rate})"
+workload = "download"
+y = "download_time_ms"
+x = { factor = "initcwnd", levels = [3, 10], quick = [3] }
+fixed = { rtt = "50ms", rate = "3mbit", cc = "cubic", protocol = "http/1.1", object_bytes = 37000 }
+series = [ { label = "CUBIC" }, { label = "Reno", cc = "reno" } ]
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "study.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_readme_example_is_iw_fig2_trial_for_trial() -> None:
+    [fig] = studyfile.load(EXAMPLE)
+    assert fig.full_name == "example/iw" and fig.directory == "example"
+    for quick in (False, True):
+        mine = [trial_key(p, i) for p in fig.grid(quick) for i in range(fig.trial_count(quick))]
+        theirs = [trial_key(p, i) for p in iw.FIG2.grid(quick) for i in range(iw.FIG2.trial_count(quick))]
+        assert mine == theirs
+    assert fig.heading == iw.FIG2.heading
+
+
+def test_a_study_file_with_series(tmp_path: Path) -> None:
+    [fig] = studyfile.load(write(tmp_path, GOOD))
+    assert [s.label for s in fig.series] == ["CUBIC", "Reno"]
+    assert {(p["initcwnd"], p["cc"]) for p in fig.grid()} == {(3, "cubic"), (10, "cubic"), (3, "reno"), (10, "reno")}
+    assert [p["initcwnd"] for p in fig.grid(quick=True)] == [3, 3]
+    assert fig.heading == "Download time (3 Mbit/s)" and fig.trial_timeout({}) == 120
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (('name = "dl"', 'name = "dl"\ncolour = "red"'), "unknown key 'colour'"),
+        (('workload = "download"', 'workload = "video"'), "workload 'video'; netrepro has"),
+        (('y = "download_time_ms"', 'y = "goodput"'), "y = 'goodput' is not a metric of download"),
+        (('rate = "3mbit"', 'rate = "fast"'), "rate 'fast'"),
+        (('rtt = "50ms"', 'rtt = "50"'), "rtt '50'"),
+        (('study = "mine"', 'study = "iw"'), "study 'iw' is one of netrepro's own"),
+        (('y = "download_time_ms"\n', ""), "`y` is missing"),
+        (("quick = [3]", "quick = [4]"), "x.quick [4] must be among x.levels"),
+        (('name = "dl"', 'name = "d/l"'), "name 'd/l'"),
+        (("levels = [3, 10]", "levels = [3, 3]"), "x.levels = [3, 3]"),
+        (('fixed = { rtt = "50ms"', 'fixed = { initcwnd = 4, rtt = "50ms"'), "'initcwnd' is the x factor"),
+        (('study = "mine"', 'study = "mine"\n['), "not valid TOML"),
+        (('study = "mine"', 'study = "mine"\nauthor = "me"'), "unknown top-level key 'author'"),
+    ],
+)
+def test_mistakes_are_named_with_the_file_and_figure(tmp_path: Path, change: tuple[str, str], named: str) -> None:
+    path = write(tmp_path, GOOD.replace(*change, 1))
+    with pytest.raises(studyfile.StudyFileError) as refused:
+        studyfile.load(path)
+    assert named in str(refused.value) and str(path) in str(refused.value)
+
+
+def test_run_of_a_bad_study_file_exits_2_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, GOOD.replace('workload = "download"', 'workload = "video"'))
+    out = tmp_path / "out"
+    assert cli.main(["run", str(path), "--out", str(out)]) == 2
+    assert "workload 'video'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_missing_study_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", str(tmp_path / "nowhere.toml")]) == 2
+    assert "nowhere.toml: cannot read it" in capsys.readouterr().err
+
+
+def test_derivations_apply_to_a_study_files_figures(tmp_path: Path) -> None:
+    args = cli.build_parser().parse_args(["run", str(write(tmp_path, GOOD)), "--set", "rtt=80ms"])
+    [fig] = studyfile.load(Path(args.figure))
+    derived = cli.derived_figure(fig, args)
+    assert derived.directory == "mine/dl@rtt=80ms" and derived.fixed["rtt"] == "80ms"
