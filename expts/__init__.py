@@ -6,7 +6,7 @@ unique (`fig2`); an ambiguous bare name is refused with the candidates.
 
 from __future__ import annotations
 
-from netrepro.errors import UserError
+from ground.errors import UserError
 from netrepro.spec import Figure
 
 from . import cubicplus, iw, spdy

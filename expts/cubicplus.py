@@ -13,11 +13,11 @@ import math
 import statistics
 from typing import Any
 
-from netrepro.cwnd import slow_start_rounds
-from netrepro.path import MSS
+from ground.cwnd import slow_start_rounds
+from ground.path import MSS
+from ground.units import parse_duration, parse_rate
 from netrepro.plot import numeric, point_at
 from netrepro.spec import Figure, Params, Point, Rows, Series
-from netrepro.units import parse_duration, parse_rate
 
 DEFAULTS: dict[str, Any] = {"rtt": "20ms", "rate": "100mbit", "loss": "0%", "initcwnd": 10}
 DEVIATIONS = (

@@ -16,12 +16,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from netrepro.cwnd import slow_start_rounds
-from netrepro.path import MSS
+from ground.cwnd import slow_start_rounds
+from ground.path import MSS
+from ground.trials import numbers
+from ground.units import parse_duration, parse_rate
 from netrepro.plot import numeric, quartiles
 from netrepro.spec import Figure, Params, Point, Rows, Series
-from netrepro.trials import numbers
-from netrepro.units import parse_duration, parse_rate
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "dukkipati2010.csv"
 

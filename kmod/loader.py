@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from netrepro import kernel
-from netrepro.errors import NetreproError, SetupError, UserError
-from netrepro.ledger import Ledger, ledger_files, machine_lock
-from netrepro.proc import run
+from ground import kernel
+from ground.errors import NetreproError, SetupError, UserError
+from ground.ledger import Ledger, ledger_files, machine_lock
+from ground.proc import run
 
 HERE = Path(__file__).resolve().parent
 IMPLS = ("lkm", "bpf")

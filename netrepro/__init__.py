@@ -1,11 +1,12 @@
 """netrepro: reproduce network papers on an emulated path, with provenance.
 
-The shared core, in two layers.  The ground, used by everything:
-`units` (typed quantities), `path` (the path model), `proc` (commands and
-processes), `ledger` (undo records), `kernel` (feature probes), `parsers`,
-`results` (files and provenance).  The orchestration on top, which may use
-`topologies/`, `servers/` and `kmod/`: `verify`, `doctor` and `cli`.  Nothing
-in the ground imports anything above it.
+The orchestration, on top of every other folder: `sweep` (the runner),
+`verify` (the path measured against what was asked), `workloads`, `plot`,
+`spec` and `studyfile` (figures as data, in `expts/` or in TOML files),
+`preflight`, `doctor`, `vm` (the stock-kernel lane), `bench` and `soak`,
+and `cli`.  It stands on `ground/` (units, ledger, processes, kernel probes,
+result files) and on the domain folders `topologies/`, `servers/` and
+`kmod/`, none of which imports it.
 """
 
 __version__ = "0.1.0"

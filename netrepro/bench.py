@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netrepro.ledger import Ledger
-from netrepro.path import PathSpec
-from netrepro.results import RESULTS, hand_back, provenance, replace_file, write_json
+from ground.ledger import Ledger
+from ground.path import PathSpec
+from ground.results import RESULTS, hand_back, provenance, replace_file, write_json
 from netrepro.verify import measure_goodput, measure_rtt
 from topologies.emulation import DelayLineStage
 from topologies.lab import Lab
@@ -82,8 +82,8 @@ def delayline(
 
 def runner(out: Path | None = None) -> dict[str, Any]:
     from expts import iw
+    from ground.trials import numbers, read_rows
     from netrepro import sweep
-    from netrepro.trials import numbers, read_rows
 
     target = out or RESULTS / "bench"
     began = time.monotonic()

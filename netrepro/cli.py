@@ -15,14 +15,15 @@ from pathlib import Path
 from types import FrameType
 
 import expts
+from ground import kernel, ledger, logs
+from ground.errors import NetreproError, UserError
+from ground.ledger import Ledger
+from ground.path import DEFAULT_QUEUE, PathSpec
+from ground.results import REPO, RESULTS
+from ground.units import QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from kmod import loader
-from netrepro import doctor, kernel, ledger, logs, preflight, studyfile, sweep, verify
-from netrepro.errors import NetreproError, UserError
-from netrepro.ledger import Ledger
-from netrepro.path import DEFAULT_QUEUE, PathSpec
-from netrepro.results import REPO, RESULTS
+from netrepro import doctor, preflight, studyfile, sweep, verify
 from netrepro.spec import PATH_KEYS, Figure, path_params
-from netrepro.units import QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from topologies.lab import Lab
 
 log = logging.getLogger("netrepro")
@@ -127,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seed", type=int, default=1, help="soak: seed of the kill moments")
 
     t = sub.add_parser(
-        "test", parents=[common], help="the whole test suite (lint, types, unit and root integration tests)"
+        "test", parents=[common], help="the whole test suite (lint, types, layers, unit and root integration tests)"
     )
     t.add_argument("pytest_args", nargs=argparse.REMAINDER)
     return parser
@@ -382,6 +383,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         [sys.executable, "-m", "ruff", "check", str(REPO)],
         [sys.executable, "-m", "ruff", "format", "--check", str(REPO)],
         [sys.executable, "-m", "mypy"],
+        [str(Path(sys.executable).with_name("lint-imports"))],  # the layers of ground/__init__.py
         [sys.executable, "-m", "pytest", *args.pytest_args],
     ]
     for argv in steps:

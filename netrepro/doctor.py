@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from netrepro import kernel
-from netrepro.results import TOOLS
+from ground import kernel
+from ground.results import TOOLS
 from topologies.emulation import ShaperUnavailable, choose_backend, nfqueue_works
 
 

@@ -18,10 +18,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from netrepro.results import replace_file
+from ground.results import replace_file
+from ground.trials import numbers
+from ground.units import Duration, Probability, Rate, parse_duration, parse_probability, parse_rate
 from netrepro.spec import Figure, Point, Rows
-from netrepro.trials import numbers
-from netrepro.units import Duration, Probability, Rate, parse_duration, parse_probability, parse_rate
 
 
 def quartiles(values: list[float]) -> tuple[float, float, float]:

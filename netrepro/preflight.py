@@ -15,9 +15,9 @@ import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ground import kernel
+from ground.errors import SetupError, UserError
 from kmod import loader
-from netrepro import kernel
-from netrepro.errors import SetupError, UserError
 from netrepro.spec import Figure
 from topologies import emulation, shaping
 

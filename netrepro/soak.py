@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from netrepro.machinestate import MachineState, differences, snapshot
+from ground.machinestate import MachineState, differences, snapshot
 
 REPO = Path(__file__).resolve().parent.parent
 FIGURE = ("run", "cubicplus/fig3", "--quick")

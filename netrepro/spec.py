@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from netrepro.errors import UserError
-from netrepro.units import parse_duration, parse_rate
+from ground.errors import UserError
+from ground.units import parse_duration, parse_rate
 
 PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue")
 

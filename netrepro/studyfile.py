@@ -31,10 +31,10 @@ from typing import Any
 
 import tomllib
 
-from netrepro.errors import UserError
-from netrepro.path import PathSpec
+from ground.errors import UserError
+from ground.path import PathSpec
+from ground.units import QuantityError
 from netrepro.spec import PATH_KEYS, Figure, Series
-from netrepro.units import QuantityError
 
 FIGURE_KEYS = {
     "name": "the figure's name, e.g. iw50 (letters, digits, - and _)",

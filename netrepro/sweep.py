@@ -33,14 +33,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from netrepro import figurelock, logs, plot, preflight, results
-from netrepro.errors import SetupError, TrialError, UserError
-from netrepro.ledger import Ledger
-from netrepro.path import PathSpec
-from netrepro.proc import CommandError
-from netrepro.progress import Progress
+from ground import figurelock, logs, results
+from ground.errors import SetupError, TrialError, UserError
+from ground.ledger import Ledger
+from ground.path import PathSpec
+from ground.proc import CommandError
+from ground.progress import Progress
+from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_key
+from netrepro import plot, preflight
 from netrepro.spec import Figure, Params, Point, Rows, path_params
-from netrepro.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_key
 from netrepro.verify import verify
 from netrepro.workloads import WORKLOADS, Session
 from topologies.lab import Lab

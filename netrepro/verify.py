@@ -26,10 +26,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from netrepro.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping
-from netrepro.path import FRAME, PathSpec
-from netrepro.proc import CommandError, Netns, Process, run
-from netrepro.units import Duration, Rate
+from ground.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping
+from ground.path import FRAME, PathSpec
+from ground.proc import CommandError, Netns, Process, run
+from ground.units import Duration, Rate
 from servers.iperf import iperf3_server_argv, wait_listening
 
 log = logging.getLogger("netrepro.verify")

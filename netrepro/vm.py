@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from netrepro.errors import SetupError
-from netrepro.kernel import VM_ACCEL_ENV
-from netrepro.ledger import Ledger
-from netrepro.proc import Process, run
+from ground.errors import SetupError
+from ground.kernel import VM_ACCEL_ENV
+from ground.ledger import Ledger
+from ground.proc import Process, run
 
 REPO = Path(__file__).resolve().parent.parent
 KVM_PROBE_SECONDS = 45

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ground.ledger import Ledger
+from ground.path import MSS
+from ground.proc import Process, run
+from ground.tcpprobe import ProbeSample, TcpProbe, sender_samples
 from kmod import loader
-from netrepro.ledger import Ledger
-from netrepro.path import MSS
-from netrepro.proc import Process, run
-from netrepro.tcpprobe import ProbeSample, TcpProbe, sender_samples
 from servers import clients, content
 from servers.apache import HTTP_PORT, TLS_PORT, Apache
 from servers.hosttcp import HostTcp, apply_host_tcp

@@ -10,5 +10,5 @@
   capture   tcpdump as an independent clock
   parsers   curl, h2load and pcap output to typed numbers
 
-Everything here builds on the ground (netrepro.proc, ledger, units) only.
+Everything here builds on the ground (ground.proc, ledger, units) only.
 """

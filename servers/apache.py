@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from netrepro.errors import SetupError
-from netrepro.ledger import Ledger
-from netrepro.proc import CommandError, Netns, Process, run
-from netrepro.results import replace_file
+from ground.errors import SetupError
+from ground.ledger import Ledger
+from ground.proc import CommandError, Netns, Process, run
+from ground.results import replace_file
 
 log = logging.getLogger("netrepro.apache")
 

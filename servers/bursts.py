@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netrepro.proc import Netns, run
+from ground.proc import Netns, run
 from servers.apache import HTTP_PORT
 from servers.clients import ProtocolMismatch, WorkloadError
 

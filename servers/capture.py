@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from netrepro.ledger import Ledger
-from netrepro.proc import CommandError, Netns, Process
+from ground.ledger import Ledger
+from ground.proc import CommandError, Netns, Process
 from servers.clients import WorkloadError
 from servers.parsers import Packet, parse_pcap
 

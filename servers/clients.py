@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from netrepro.errors import TrialError
-from netrepro.ledger import Ledger
-from netrepro.proc import CommandError, Netns, Process, run
+from ground.errors import TrialError
+from ground.ledger import Ledger
+from ground.proc import CommandError, Netns, Process, run
 from servers.apache import HTTP_PORT, TLS_PORT
 from servers.content import Page, WebObject
 from servers.parsers import (

@@ -15,10 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from netrepro.errors import SetupError
-from netrepro.ledger import Ledger
-from netrepro.proc import Netns, run
-from netrepro.units import QuantityError
+from ground.errors import SetupError
+from ground.ledger import Ledger
+from ground.proc import Netns, run
+from ground.units import QuantityError
 
 __all__ = [
     "DEFAULT_TCP_RMEM",

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from netrepro.ledger import Ledger
-from netrepro.parsers import IperfTcp, IperfUdp, parse_iperf3_tcp, parse_iperf3_udp
-from netrepro.proc import CommandError, Netns, Process, run
-from netrepro.units import Rate
+from ground.ledger import Ledger
+from ground.parsers import IperfTcp, IperfUdp, parse_iperf3_tcp, parse_iperf3_udp
+from ground.proc import CommandError, Netns, Process, run
+from ground.units import Rate
 
 __all__ = ["CrossTraffic", "iperf3_client_argv", "iperf3_server_argv", "wait_listening"]
 

@@ -3,7 +3,7 @@
 Each takes the tool's captured output and returns typed numbers; each is
 tested on real output kept in tests/fixtures (`curl_*`, `h2load_*`,
 `tcpdump_*`).  A parser that cannot find what it needs raises `ParseError`
-(the project's one parse error, from netrepro.parsers) quoting the text.
+(the project's one parse error, from ground.parsers) quoting the text.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netrepro.parsers import ParseError
+from ground.parsers import ParseError
 
 __all__ = [
     "CurlTiming",

@@ -13,11 +13,11 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from netrepro import kernel
-from netrepro.errors import SetupError
-from netrepro.ledger import Ledger
-from netrepro.proc import Netns, run
-from netrepro.units import Duration, Probability
+from ground import kernel
+from ground.errors import SetupError
+from ground.ledger import Ledger
+from ground.proc import Netns, run
+from ground.units import Duration, Probability
 from topologies import shaping
 from topologies.delayline import BINARY as DELAYLINE_BINARY
 from topologies.delayline import DelayLine

@@ -28,12 +28,12 @@ from mininet.net import Mininet
 from mininet.nodelib import LinuxBridge
 from mininet.topo import Topo
 
-from netrepro.errors import SetupError
-from netrepro.ledger import Ledger
-from netrepro.parsers import parse_ping
-from netrepro.path import PathSpec
-from netrepro.proc import Netns, kill_netns_processes, run, start_time
-from netrepro.units import Duration, Probability
+from ground.errors import SetupError
+from ground.ledger import Ledger
+from ground.parsers import parse_ping
+from ground.path import PathSpec
+from ground.proc import Netns, kill_netns_processes, run, start_time
+from ground.units import Duration, Probability
 from topologies import shaping
 from topologies.emulation import DelayLineStage, DelayLossStage, NetemStage, Stage, choose_backend
 

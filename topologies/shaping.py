@@ -14,8 +14,8 @@ and the unit tests compare them without root.  The shapes:
 
 from __future__ import annotations
 
-from netrepro.path import FRAME
-from netrepro.units import Duration, Probability, Queue, Rate
+from ground.path import FRAME
+from ground.units import Duration, Probability, Queue, Rate
 
 Argv = list[str]
 

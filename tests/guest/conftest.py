@@ -6,7 +6,7 @@ runs them there (tests/integration/test_stock_kernel_lane.py).
 
 import pytest
 
-from netrepro import kernel
+from ground import kernel
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -3,7 +3,7 @@
 import subprocess
 from pathlib import Path
 
-from netrepro import kernel
+from ground import kernel
 from topologies import shaping
 
 PROC_MODULES = Path("/proc/modules")

@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 
 from expts import spdy
+from ground import kernel
+from ground.ledger import Ledger
+from ground.path import PathSpec
+from ground.results import REPO, write_json
+from ground.tcpprobe import reductions
+from ground.trials import read_rows
 from kmod import loader
-from netrepro import doctor, kernel
-from netrepro.ledger import Ledger
-from netrepro.path import PathSpec
-from netrepro.results import REPO, write_json
-from netrepro.tcpprobe import reductions
-from netrepro.trials import read_rows
+from netrepro import doctor
 from netrepro.workloads import iperf3_trace
 from topologies.lab import Lab
 

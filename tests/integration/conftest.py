@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from machine import differences, snapshot  # pytest puts this folder on sys.path
 
-from netrepro import ledger
+from ground import ledger
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -1,5 +1,5 @@
-"""The machine snapshot the root tests compare (it lives in netrepro.machinestate, beside the soak)."""
+"""The machine snapshot the root tests compare (it lives in ground.machinestate, beside the soak)."""
 
-from netrepro.machinestate import MachineState, differences, snapshot
+from ground.machinestate import MachineState, differences, snapshot
 
 __all__ = ["MachineState", "differences", "snapshot"]

@@ -9,7 +9,7 @@ from itertools import pairwise
 
 import pytest
 
-from netrepro.results import REPO
+from ground.results import REPO
 
 pytestmark = pytest.mark.root
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from expts import iw
-from netrepro import figurelock
-from netrepro.results import REPO
-from netrepro.trials import read_rows, trial_key
+from ground import figurelock
+from ground.results import REPO
+from ground.trials import read_rows, trial_key
 
 pytestmark = pytest.mark.root
 

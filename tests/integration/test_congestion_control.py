@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from ground import kernel
+from ground.cwnd import cubic_fit, epochs
+from ground.ledger import Ledger
+from ground.parsers import parse_iperf3_tcp
+from ground.path import PathSpec
+from ground.proc import Process, run
+from ground.tcpprobe import reductions
 from kmod import loader
-from netrepro import kernel
-from netrepro.cwnd import cubic_fit, epochs
-from netrepro.ledger import Ledger
-from netrepro.parsers import parse_iperf3_tcp
-from netrepro.path import PathSpec
-from netrepro.proc import Process, run
-from netrepro.tcpprobe import reductions
 from netrepro.workloads import iperf3_trace
 from topologies.lab import Lab
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from expts import cubicplus
-from netrepro.results import REPO
+from ground.results import REPO
+from ground.trials import read_rows
 from netrepro.spec import Figure
-from netrepro.trials import read_rows
 
 pytestmark = pytest.mark.root
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from machine import differences, snapshot
 
-from netrepro.ledger import LEDGER_DIR
-from netrepro.results import REPO
+from ground.ledger import LEDGER_DIR
+from ground.results import REPO
 
 pytestmark = pytest.mark.root
 

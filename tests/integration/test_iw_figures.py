@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from expts import iw
-from netrepro.results import REPO
-from netrepro.trials import read_rows
+from ground.results import REPO
+from ground.trials import read_rows
 
 pytestmark = pytest.mark.root
 

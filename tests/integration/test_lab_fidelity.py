@@ -8,8 +8,8 @@ rate x 1448/1514, loss inside the 99 % binomial interval.
 
 import pytest
 
-from netrepro.ledger import Ledger
-from netrepro.path import PathSpec
+from ground.ledger import Ledger
+from ground.path import PathSpec
 from netrepro.verify import measure_loss, verify
 from topologies.lab import Lab
 

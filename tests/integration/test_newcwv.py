@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from netrepro.ledger import Ledger
-from netrepro.path import PathSpec
-from netrepro.proc import Process
-from netrepro.tcpprobe import UNSET_SSTHRESH, ProbeSample
+from ground.ledger import Ledger
+from ground.path import PathSpec
+from ground.proc import Process
+from ground.tcpprobe import UNSET_SSTHRESH, ProbeSample
 from netrepro.workloads import Session
 from servers.apache import HTTP_PORT
 from servers.bursts import burst_client_argv, run_bursts

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from expts import iw
-from netrepro.results import REFERENCE, REPO
-from netrepro.trials import read_rows, trial_key
+from ground.results import REFERENCE, REPO
+from ground.trials import read_rows, trial_key
 
 pytestmark = pytest.mark.root
 

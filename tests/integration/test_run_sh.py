@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro.results import REPO
+from ground.results import REPO
 
 pytestmark = pytest.mark.root
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from netrepro.results import REPO
-from netrepro.trials import read_rows
+from ground.results import REPO
+from ground.trials import read_rows
 
 pytestmark = pytest.mark.root
 

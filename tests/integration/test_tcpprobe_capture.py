@@ -4,10 +4,10 @@ import time
 
 import pytest
 
-from netrepro.ledger import Ledger
-from netrepro.path import PathSpec
-from netrepro.proc import Process, run
-from netrepro.tcpprobe import TcpProbe
+from ground.ledger import Ledger
+from ground.path import PathSpec
+from ground.proc import Process, run
+from ground.tcpprobe import TcpProbe
 from topologies.lab import Lab
 
 pytestmark = pytest.mark.root

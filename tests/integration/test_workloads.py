@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from netrepro.ledger import Ledger
-from netrepro.parsers import IperfTcp, IperfUdp
-from netrepro.path import FRAME, MSS, PathSpec
-from netrepro.tcpprobe import TcpProbe
-from netrepro.units import Rate
+from ground.ledger import Ledger
+from ground.parsers import IperfTcp, IperfUdp
+from ground.path import FRAME, MSS, PathSpec
+from ground.tcpprobe import TcpProbe
+from ground.units import Rate
 from servers import bursts, clients, content
 from servers.apache import Apache, ApacheError
 from servers.capture import PacketCapture

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro import kernel
+from ground import kernel
 from topologies import emulation
 
 

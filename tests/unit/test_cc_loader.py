@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from ground import kernel
+from ground.tcpprobe import ProbeSample, reductions
 from kmod import loader
-from netrepro import kernel
-from netrepro.tcpprobe import ProbeSample, reductions
 
 
 def test_parameters_are_checked_against_their_ranges() -> None:

@@ -21,7 +21,7 @@ from netrepro import cli
 def test_bad_path_values_exit_2_naming_the_option(
     argv: list[str], needle: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("netrepro.ledger.LEDGER_DIR", tmp_path)
+    monkeypatch.setattr("ground.ledger.LEDGER_DIR", tmp_path)
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err

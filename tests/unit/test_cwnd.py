@@ -2,8 +2,8 @@
 
 import pytest
 
-from netrepro.cwnd import cubic_fit, epochs
-from netrepro.tcpprobe import UNSET_SSTHRESH, ProbeSample
+from ground.cwnd import cubic_fit, epochs
+from ground.tcpprobe import UNSET_SSTHRESH, ProbeSample
 
 
 def sample(t: float, cwnd: int, ssthresh: int) -> ProbeSample:

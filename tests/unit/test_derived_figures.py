@@ -11,11 +11,11 @@ import pytest
 
 import expts
 from expts import cubicplus, iw
+from ground.errors import UserError
+from ground.results import REFERENCE, RESULTS
+from ground.trials import latest_rows, read_rows, row_seed, trial_key
 from netrepro import cli, plot, sweep
-from netrepro.errors import UserError
-from netrepro.results import REFERENCE, RESULTS
 from netrepro.spec import Figure, Point, variant_name
-from netrepro.trials import latest_rows, read_rows, row_seed, trial_key
 
 
 def run_args(*argv: str) -> argparse.Namespace:
@@ -159,7 +159,7 @@ def test_a_run_of_its_own_writes_beside_not_over_the_reference() -> None:
 
 def test_a_run_in_a_fresh_results_directory_runs_every_trial(tmp_path: Path) -> None:
     """The headline command measures: nothing of the reference counts as done for a run of one's own."""
-    from netrepro.trials import TrialLog
+    from ground.trials import TrialLog
 
     opts = sweep.Options(out=tmp_path)
     log = TrialLog(tmp_path / "iw" / iw.FIG2.csv_name, tree=tmp_path)

@@ -10,18 +10,19 @@ from typing import Any, ClassVar
 import pytest
 
 import expts
+from ground import results
+from ground.cgroups import CgroupError
+from ground.errors import NetreproError, SetupError, TrialError, UserError
+from ground.figurelock import FigureBusy
+from ground.ledger import LedgerError
+from ground.parsers import ParseError
+from ground.proc import ROOT, CommandError, NamespaceError
+from ground.tcpprobe import TraceIncomplete, TraceUnavailable
+from ground.trials import TrialLog, read_rows
+from ground.units import QuantityError
 from kmod import loader
-from netrepro import cli, results, sweep
-from netrepro.cgroups import CgroupError
-from netrepro.errors import NetreproError, SetupError, TrialError, UserError
-from netrepro.figurelock import FigureBusy
-from netrepro.ledger import LedgerError
-from netrepro.parsers import ParseError
-from netrepro.proc import ROOT, CommandError, NamespaceError
+from netrepro import cli, sweep
 from netrepro.spec import Figure
-from netrepro.tcpprobe import TraceIncomplete, TraceUnavailable
-from netrepro.trials import TrialLog, read_rows
-from netrepro.units import QuantityError
 from netrepro.vm import VmError
 from netrepro.workloads import WORKLOADS
 from servers.apache import ApacheError

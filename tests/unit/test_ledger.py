@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from netrepro import cgroups
-from netrepro import ledger as ledger_mod
-from netrepro.ledger import Entry, Ledger, LedgerError
-from netrepro.proc import NamespaceError, Netns, Process, is_alive, start_time, terminate
+from ground import cgroups
+from ground import ledger as ledger_mod
+from ground.ledger import Entry, Ledger, LedgerError
+from ground.proc import NamespaceError, Netns, Process, is_alive, start_time, terminate
 
 needs_cgroups = pytest.mark.skipif(not cgroups.usable(), reason="needs root and a cgroup v2 hierarchy")
 

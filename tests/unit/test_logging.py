@@ -9,8 +9,9 @@ from pathlib import Path
 import mininet.log  # noqa: F401  (imported before configuring, as the CLI does through topologies.lab)
 import pytest
 
-from netrepro import cli, logs, proc
-from netrepro.progress import Progress
+from ground import logs, proc
+from ground.progress import Progress
+from netrepro import cli
 
 
 def test_a_warning_is_written_once_on_a_line_of_its_own(capfd: pytest.CaptureFixture[str]) -> None:

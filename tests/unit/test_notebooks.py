@@ -6,7 +6,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from netrepro.results import REPO
+from ground.results import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro.parsers import ParseError, parse_iperf3_tcp, parse_iperf3_udp, parse_ping
+from ground.parsers import ParseError, parse_iperf3_tcp, parse_iperf3_udp, parse_ping
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

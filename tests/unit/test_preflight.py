@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 import expts
+from ground import kernel
+from ground.errors import SetupError, UserError
 from kmod import loader
-from netrepro import cli, kernel, preflight, sweep
-from netrepro.errors import SetupError, UserError
+from netrepro import cli, preflight, sweep
 from netrepro.workloads import WORKLOADS
 from topologies import emulation
 from topologies.emulation import ShaperUnavailable
@@ -124,7 +125,7 @@ def test_a_registered_variant_is_refused_by_loadable(monkeypatch: pytest.MonkeyP
 def test_check_cc_typo_exits_2(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("netrepro.ledger.LEDGER_DIR", tmp_path)
+    monkeypatch.setattr("ground.ledger.LEDGER_DIR", tmp_path)
     monkeypatch.setattr(preflight, "kernel_congestion_controls", lambda: ["reno", "cubic"])
     monkeypatch.setattr(preflight, "is_root", _never)
     assert cli.main(["check", "--cc", "typo"]) == 2

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro import kernel, proc
+from ground import kernel, proc
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 BEFORE = (FIXTURES / "proc_modules_before_nfqueue_probe.txt").read_text()

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 import expts
-from netrepro import cli, figurelock, results, trials
-from netrepro.figurelock import FigureBusy
+from ground import figurelock, results, trials
+from ground.figurelock import FigureBusy
+from ground.trials import TrialLog, complete_length, latest_rows, trial_key
+from netrepro import cli
 from netrepro.sweep import FailureStreak, Options, trials_to_run
-from netrepro.trials import TrialLog, complete_length, latest_rows, trial_key
 
 
 def row(a: int, index: int, status: str = "ok", **more: Any) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 import subprocess
 from pathlib import Path
 
-from netrepro.results import REPO
+from ground.results import REPO
 
 
 def missing_packages(tmp_path: Path, asked: list[str], installed: set[str], in_archive: set[str]) -> list[str]:

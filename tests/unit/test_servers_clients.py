@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro.proc import ROOT, CommandError
+from ground.proc import ROOT, CommandError
 from servers import clients
 from servers.clients import (
     ProtocolMismatch,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from netrepro.proc import ROOT
+from ground.proc import ROOT
 from servers.hosttcp import HostTcp, apply_host_tcp, host_tcp_commands, route_argv, sysctl_argv, tcp_rmem_value
 
 

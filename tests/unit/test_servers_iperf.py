@@ -1,6 +1,6 @@
 """The iperf3 commands: cross traffic, and the bulk flows of the congestion-control traces."""
 
-from netrepro.units import Rate
+from ground.units import Rate
 from servers.iperf import iperf3_client_argv
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from netrepro.units import Duration, Probability, Queue, Rate
+from ground.units import Duration, Probability, Queue, Rate
 from topologies import shaping
 from topologies.delayline import argv as delayline_argv
 from topologies.delayline import set_command

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from expts import iw
+from ground.results import REPO
+from ground.trials import trial_key
 from netrepro import cli, studyfile
-from netrepro.results import REPO
-from netrepro.trials import trial_key
 
 EXAMPLE = REPO / "expts" / "example-study.toml"
 

@@ -7,11 +7,11 @@ import pytest
 
 import expts
 from expts import iw
-from netrepro.cwnd import slow_start_rounds
+from ground.cwnd import slow_start_rounds
+from ground.trials import TrialLog, read_rows, trial_key
 from netrepro.plot import numeric, quartiles, summarize
 from netrepro.spec import Figure, Series
 from netrepro.sweep import Options, earlier_verifications, figure_manifest
-from netrepro.trials import TrialLog, read_rows, trial_key
 
 
 def test_slow_start_model_of_studies_md() -> None:

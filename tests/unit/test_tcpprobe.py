@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from netrepro.tcpprobe import ProbeSample, parse_line, port_filter
+from ground.tcpprobe import ProbeSample, parse_line, port_filter
 
 TRACE = Path(__file__).resolve().parent.parent / "fixtures" / "tcp_probe_trace.txt"
 

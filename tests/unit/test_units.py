@@ -2,8 +2,8 @@
 
 import pytest
 
-from netrepro.path import PathSpec
-from netrepro.units import (
+from ground.path import PathSpec
+from ground.units import (
     Duration,
     Probability,
     QuantityError,

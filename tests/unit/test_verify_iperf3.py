@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
+from ground.proc import ROOT, CommandError
 from netrepro import verify
-from netrepro.proc import ROOT, CommandError
 
 LOST = '{"start": {"connected": []}, "error": "unable to read from stream socket: "}'
 GOOD = '{"end": {}}'

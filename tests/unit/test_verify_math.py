@@ -2,7 +2,7 @@
 
 import pytest
 
-from netrepro.path import PathSpec
+from ground.path import PathSpec
 from netrepro.verify import (
     Check,
     binomial_interval,

@@ -15,10 +15,10 @@ import subprocess
 from pathlib import Path
 from typing import IO, Any, cast
 
-from netrepro.errors import SetupError
-from netrepro.ledger import Ledger
-from netrepro.proc import Netns, Process
-from netrepro.units import Duration, Probability
+from ground.errors import SetupError
+from ground.ledger import Ledger
+from ground.proc import Netns, Process
+from ground.units import Duration, Probability
 
 HERE = Path(__file__).resolve().parent
 BINARY = HERE / "delayline"

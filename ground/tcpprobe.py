@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
-from netrepro.errors import NetreproError, SetupError, TrialError
-from netrepro.ledger import Ledger
-from netrepro.results import replace_file
+from ground.errors import NetreproError, SetupError, TrialError
+from ground.ledger import Ledger
+from ground.results import replace_file
 
 TRACEFS = Path("/sys/kernel/tracing")
 _counter = itertools.count()

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from netrepro.results import hand_back, replace_file, sync_directory
+from ground.results import hand_back, replace_file, sync_directory
 
 log = logging.getLogger("netrepro.trials")
 

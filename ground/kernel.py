@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from netrepro import proc
+from ground import proc
 
 log = logging.getLogger("netrepro.kernel")
 

@@ -22,14 +22,17 @@ import threading
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any, Protocol
 
-from netrepro.errors import NetreproError, SetupError
-
-if TYPE_CHECKING:
-    from netrepro.ledger import Ledger
+from ground.errors import NetreproError, SetupError
 
 log = logging.getLogger("netrepro.cmd")
+
+
+class Journal(Protocol):
+    """Where a Process records itself: the run's ledger (ground.ledger.Ledger), which imports this module."""
+
+    def record(self, entry: dict[str, Any]) -> int: ...
 
 
 class NamespaceError(SetupError):
@@ -275,7 +278,7 @@ class Process:
         argv: Sequence[str],
         ns: Netns = ROOT,
         *,
-        ledger: Ledger | None = None,
+        ledger: Journal | None = None,
         stdin: int | None = subprocess.DEVNULL,
         stdout: int | IO[bytes] | None = subprocess.PIPE,
         stderr: int | IO[bytes] | None = subprocess.PIPE,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from netrepro.units import (
+from ground.units import (
     Duration,
     Probability,
     Queue,

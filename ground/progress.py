@@ -12,7 +12,7 @@ import sys
 import time
 from typing import TextIO
 
-from netrepro import logs
+from ground import logs
 
 
 def _clock(seconds: float) -> str:

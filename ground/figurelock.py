@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from netrepro.errors import SetupError
+from ground.errors import SetupError
 
 DEFAULT_LOCK_DIR = Path("/run/netrepro/locks")
 

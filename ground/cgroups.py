@@ -17,7 +17,7 @@ import os
 import time
 from pathlib import Path
 
-from netrepro.errors import SetupError
+from ground.errors import SetupError
 
 log = logging.getLogger("netrepro.cgroups")
 

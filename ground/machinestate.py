@@ -12,8 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from netrepro import cgroups
-from netrepro.ledger import LEDGER_DIR
+from ground import cgroups
+from ground.ledger import LEDGER_DIR
 
 WATCHED = {
     "delayline",

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from netrepro import kernel, proc
+from ground import kernel, proc
 
 log = logging.getLogger("netrepro.results")
 

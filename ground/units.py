@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from netrepro.errors import UserError
+from ground.errors import UserError
 
 __all__ = [
     "Duration",

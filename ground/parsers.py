@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from netrepro.errors import TrialError
+from ground.errors import TrialError
 
 
 class ParseError(TrialError, ValueError):

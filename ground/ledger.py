@@ -56,8 +56,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from netrepro import cgroups, proc
-from netrepro.errors import SetupError
+from ground import cgroups, proc
+from ground.errors import SetupError
 
 log = logging.getLogger("netrepro.ledger")
 

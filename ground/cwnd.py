@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from netrepro.tcpprobe import UNSET_SSTHRESH, ProbeSample
+from ground.tcpprobe import UNSET_SSTHRESH, ProbeSample
 
 
 def slow_start_rounds(initcwnd: int, segs: int) -> int:
