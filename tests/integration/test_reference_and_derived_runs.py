@@ -62,12 +62,13 @@ def test_fig2_measures_beside_the_reference_and_a_derived_run_keeps_out_of_it(tm
 
 def test_set_initcwnd_reaches_the_servers_first_flight(tmp_path: Path) -> None:
     """`--set initcwnd=16` is the number 16 all the way to the route: tcp_probe sees a first window of 16."""
+    # fig3 cut to one trial: its large page, CUBIC, no loss
     run(
-        "cubicplus/fig7",
-        *("--set", "initcwnd=16", "--vary", "rtt=20ms", "--series", "cc=cubic", "--trials", "1"),
+        "cubicplus/fig3",
+        *("--set", "initcwnd=16", "--vary", "loss=0%", "--series", "cc=cubic", "--trials", "1"),
         *("--out", str(tmp_path)),
     )
-    rows = read_rows(tmp_path / "cubicplus" / "fig7@initcwnd=16+rtt=20ms+series-cc=cubic" / "fig7.csv")
+    rows = read_rows(tmp_path / "cubicplus" / "fig3@initcwnd=16+loss=0%+series-cc=cubic" / "fig3.csv")
     assert len(rows) == 1 and rows[0]["status"] == "ok", rows[0]["error"]
     assert rows[0]["initcwnd"] == "16" and rows[0]["initcwnd_measured"] == "16"
     assert rows[0]["verify_initcwnd_ok"] == "True"
