@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -20,10 +20,11 @@ from ground.errors import NetreproError, UserError
 from ground.ledger import Ledger
 from ground.path import DEFAULT_QUEUE, PathSpec
 from ground.results import REPO, RESULTS
-from ground.units import QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
+from ground.units import QuantityError
 from kmod import loader
-from netrepro import doctor, preflight, studyfile, sweep, verify
-from netrepro.spec import PATH_KEYS, Figure, path_params
+from netrepro import doctor, params, preflight, studyfile, sweep, verify
+from netrepro.spec import Figure, path_params
+from netrepro.workloads import WORKLOADS
 from topologies.lab import Lab
 
 log = logging.getLogger("netrepro")
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true")
 
     sub.add_parser("list", parents=[common], help="every figure, as <study>/<figure> with its title")
+    sub.add_parser("workloads", parents=[common], help="what a trial can run: keys, types, allowed values, metrics")
 
     r = sub.add_parser("run", parents=[common], help="run a figure (also: `run.sh <figure>`)")
     r.add_argument("figure", help="a figure (fig2 or iw/fig2), or a study file (my-study.toml: each of its figures)")
@@ -199,43 +201,55 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def cmd_workloads(args: argparse.Namespace) -> int:
+    """Each workload with its keys and metrics, then the keys every trial takes (netrepro.params)."""
+
+    def show(keys: Sequence[params.Key]) -> None:
+        for k in keys:
+            print(f"    {k.name:<22} {k.allowed()}: {k.help}")
+
+    for w in WORKLOADS.values():
+        print(f"{w.name}: {w.doc}")
+        print(f"  tools: {', '.join(w.tools) or '(none)'}")
+        print(f"  metrics: {', '.join(w.metrics)}")
+        print("  keys:" if w.keys else "  keys: only those every trial takes")
+        show(w.keys)
+    for title, keys in (
+        ("every trial, the path", params.PATH_KEYS),
+        ("every trial, the hosts", params.HOST_KEYS),
+        ("a netrepro congestion control's parameters (with that cc)", tuple(params.variant_keys().values())),
+    ):
+        print(f"{title}:")
+        show(keys)
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     for fig in expts.all_figures():
         print(f"{fig.full_name:<16} {fig.heading}")
     return 0
 
 
-def _declared_value(fig: Figure, key: str) -> object:
-    """A value the figure declares for `key` (its type is the type the key takes), or None."""
-    if key in fig.fixed:
-        return fig.fixed[key]
-    if key == fig.x and fig.levels:
-        return fig.levels[0]
-    return next((s.params[key] for s in fig.series if key in s.params), None)
+def keys_of(fig: Figure) -> dict[str, params.Key]:
+    """Every key a trial of this figure may have (netrepro.params), by name."""
+    return params.trial_keys(WORKLOADS[fig.workload].keys)
 
 
 def typed_value(fig: Figure, option: str, key: str, text: str) -> object:
-    """A value from the command line in the type its key takes: a path quantity normalized (3000kbit is 3mbit),
-    a whole number where the figure declares one; else the text.  Refused with what the user typed."""
-    parsers: dict[str, Callable[[str], object]] = {"rtt": parse_duration, "rate": parse_rate, "rate_up": parse_rate}
-    parsers.update(loss=parse_probability, loss_up=parse_probability, queue=parse_queue)
-    if key in parsers:
-        try:
-            return str(parsers[key](text))
-        except QuantityError as e:  # it names --rate, an option of check, not of run
-            raise UserError(f"{option} {key}={text}: {e.why}") from None
-    example = _declared_value(fig, key)
-    if isinstance(example, int) and not isinstance(example, bool):
-        try:
-            return int(text)
-        except ValueError:
-            raise UserError(f"{option} {key}={text}: {key} is a whole number, e.g. {key}={example}") from None
-    return text
+    """A value from the command line in the type its key declares (netrepro.params): a path quantity
+    normalized (3000kbit is 3mbit), a whole number where the key takes one, a value among its choices.
+    Refused as what the user typed, with what is allowed."""
+    try:
+        return keys_of(fig)[key].parse(text)
+    except ValueError as e:
+        raise UserError(f"{option} {key}={text}: {e}") from None
 
 
 def _overrides(fig: Figure, pairs: list[str], x: str | None = None) -> dict[str, object]:
-    """--set KEY=VALUE: a key the figure holds fixed, or a path key; not the x factor (`x`, which --vary may move)."""
-    allowed = sorted({*fig.fixed, *PATH_KEYS, fig.x} - {x or fig.x})
+    """--set KEY=VALUE: any key a trial of the figure takes, but its x factor (`x`, which --vary may move)
+    and the keys its series set."""
+    series_keys = {k for s in fig.series for k in s.params}
+    allowed = sorted(set(keys_of(fig)) - {x or fig.x, "series", "cc_params"} - series_keys)
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -257,15 +271,19 @@ def _levels(fig: Figure, option: str, text: str, allowed: list[str]) -> tuple[st
 
 
 def derived_figure(fig: Figure, args: argparse.Namespace) -> Figure:
-    """The figure as declared, or the figure --set, --vary and --series derive from it (spec.Figure.derive)."""
-    series_keys = sorted({k for s in fig.series for k in s.params})
+    """The figure as declared, or the figure --set, --vary and --series derive from it (spec.Figure.derive);
+    every trial of it checked against the keys it may have (netrepro.params)."""
+    series_keys = {k for s in fig.series for k in s.params}
+    settable = set(keys_of(fig)) - {"series", "cc_params"}
     vary = series = None
     if args.vary:
-        vary = _levels(fig, "--vary", args.vary, sorted({fig.x, *fig.fixed, *PATH_KEYS} - set(series_keys)))
+        vary = _levels(fig, "--vary", args.vary, sorted(settable - series_keys))
     x = vary[0] if vary else fig.x
     if args.series:
-        series = _levels(fig, "--series", args.series, sorted({*fig.fixed, *PATH_KEYS, *series_keys} - {x}))
-    return fig.derive(_overrides(fig, args.set, x), vary=vary, series=series)
+        series = _levels(fig, "--series", args.series, sorted(settable - {x}))
+    derived = fig.derive(_overrides(fig, args.set, x), vary=vary, series=series)
+    params.check_grid(derived.full_name, [*derived.grid(), *derived.grid(quick=True)], keys_of(derived))
+    return derived
 
 
 def writable_out(out: Path, fig: Figure) -> Path:
@@ -295,8 +313,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise QuantityError("--trials", args.trials, "allowed range is 1 to 1000")
     figures = [derived_figure(fig, args) for fig in declared]
     for fig in figures:
-        for params in fig.grid(args.quick):  # refuse a bad value before anything is built
-            PathSpec.parse(**path_params(params))
+        for setting in fig.grid(args.quick):  # refuse a bad value before anything is built
+            PathSpec.parse(**path_params(setting))
     for fig in figures:
         _run_one(fig, args)
     return 0
@@ -399,6 +417,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 COMMANDS = {
     "cc": cmd_cc,
     "list": cmd_list,
+    "workloads": cmd_workloads,
     "run": cmd_run,
     "doctor": cmd_doctor,
     "shell": cmd_shell,

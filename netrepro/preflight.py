@@ -19,20 +19,15 @@ from ground import kernel
 from ground.errors import SetupError, UserError
 from kmod import loader
 from netrepro.spec import Figure
+from netrepro.workloads import WORKLOADS
 from topologies import emulation, shaping
 
 # What every lab runs: Mininet's helpers, the links and qdiscs, the path's verification, the hosts' settings.
 LAB_TOOLS = ("ip", "tc", "ethtool", "ping", "nsenter", "mnexec", "ss", "sysctl", "iperf3")
 # The delay line's NFQUEUE rules (the netem backend needs no iptables).
 DELAYLINE_TOOLS = (shaping.IPTABLES,)
-# The server every figure's trials share, and each workload's clients (netrepro.workloads.WORKLOADS).
+# The server every figure's trials share (each workload declares its clients: netrepro.workloads.WORKLOADS).
 FIGURE_TOOLS = ("apache2",)
-WORKLOAD_TOOLS: dict[str, tuple[str, ...]] = {
-    "readback": (),
-    "download": ("curl",),
-    "page_load": ("h2load", "flock"),
-    "bulk": ("h2load",),
-}
 # Building and loading a netrepro variant, by implementation (kmod.loader).
 VARIANT_TOOLS = {"lkm": ("make", "insmod"), "bpf": ("make", "clang", "bpftool")}
 
@@ -56,7 +51,7 @@ def figure_needs(
     named = [str(p["cc"]) for p in grid if p.get("cc") is not None]
     return Needs(
         what=f"run {fig.full_name}",
-        tools=(*LAB_TOOLS, *FIGURE_TOOLS, *WORKLOAD_TOOLS[fig.workload]),
+        tools=(*LAB_TOOLS, *FIGURE_TOOLS, *WORKLOADS[fig.workload].tools),
         # the lab's hosts start with CUBIC before each trial sets its own
         congestion_controls=tuple(dict.fromkeys(["cubic", *named])),
         shaper=shaper,

@@ -34,6 +34,7 @@ import tomllib
 from ground.errors import UserError
 from ground.path import PathSpec
 from ground.units import QuantityError
+from netrepro import params
 from netrepro.spec import PATH_KEYS, Figure, Series
 
 FIGURE_KEYS = {
@@ -55,13 +56,6 @@ FIGURE_KEYS = {
     "timeout_s": "a trial's time limit in seconds (default 120)",
 }
 X_KEYS = ("factor", "levels", "quick")
-# What each workload reports (netrepro.workloads): the metrics a figure may plot.
-METRICS = {
-    "download": ("download_time_ms", "connect_ms", "first_byte_ms", "initcwnd_measured", "first_flight_segments"),
-    "page_load": ("page_load_time_ms", "throughput_mbit", "initcwnd_measured", "first_flight_segments"),
-    "bulk": ("throughput_mbit", "seconds"),
-    "readback": ("beta_effective", "backoff_pct"),
-}
 
 
 class StudyFileError(UserError):
@@ -123,10 +117,9 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
     if workload not in WORKLOADS:
         raise StudyFileError(f"{where}: workload {workload!r}; netrepro has {', '.join(WORKLOADS)}")
     y = _text(where, table, "y")
-    if y not in METRICS[workload]:
-        raise StudyFileError(
-            f"{where}: y = {y!r} is not a metric of {workload}; it reports {', '.join(METRICS[workload])}"
-        )
+    metrics = WORKLOADS[workload].metrics
+    if y not in metrics:
+        raise StudyFileError(f"{where}: y = {y!r} is not a metric of {workload}; it reports {', '.join(metrics)}")
     x = table["x"]
     if not isinstance(x, dict) or set(x) - set(X_KEYS) or "factor" not in x or "levels" not in x:
         raise StudyFileError(f"{where}: x = {{ factor = KEY, levels = [...], quick = [...] }}, not {x!r}")
@@ -162,13 +155,18 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
         deviations=tuple(map(str, table.get("deviations", ()))),
         trial_timeout=_timeout(float(_whole(where, table, "timeout_s", 120))),
     )
-    for params in [*figure.grid(), *figure.grid(quick=True)]:
+    grid = [*figure.grid(), *figure.grid(quick=True)]
+    for setting in grid:
         try:
-            PathSpec.parse(**{k: params[k] for k in PATH_KEYS if k in params})
+            PathSpec.parse(**{k: setting[k] for k in PATH_KEYS if k in setting})
         except QuantityError as e:
             raise StudyFileError(
                 f"{where}: {e.option.removeprefix('--').replace('-', '_')} {e.value!r}: {e.why}"
             ) from None
+    try:
+        params.check_grid(where, grid, params.trial_keys(WORKLOADS[workload].keys))
+    except UserError as e:
+        raise StudyFileError(str(e)) from None
     return figure
 
 

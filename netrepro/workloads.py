@@ -3,10 +3,12 @@
 A `Session` holds what a figure's trials share for the life of one lab: the
 Apache server (started once, content written as trials first need it) and
 the hosts' current TCP settings (re-applied only when a trial changes them).
-Each workload function takes the session and the trial's parameters and
-returns the trial's metrics; a TrialError (a client or parser that did not
-get what it needed) or a failed tool fails the trial, anything else stops
-the run (sweep.trial_outcome).
+Each workload takes the session and the trial's parameters and returns the
+trial's metrics; a TrialError (a client or parser that did not get what it
+needed) or a failed tool fails the trial, anything else stops the run
+(sweep.trial_outcome).  A workload declares itself (`Workload`): the keys
+it takes (netrepro.params.Key), the metrics it reports and the tools it
+runs, registered by name in WORKLOADS; `run.sh workloads` lists them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ from ground.path import MSS
 from ground.proc import Process, run
 from ground.tcpprobe import ProbeSample, TcpProbe, sender_samples
 from kmod import loader
+from netrepro.params import Key
 from servers import clients, content
 from servers.apache import HTTP_PORT, TLS_PORT, Apache
 from servers.hosttcp import HostTcp, apply_host_tcp
@@ -239,11 +243,59 @@ def readback(session: Session, params: Mapping[str, Any]) -> Metrics:
     return {k.removeprefix("cc_"): v for k, v in reported.items() if k != "cc_impl"}
 
 
-WORKLOADS: dict[str, Callable[[Session, Mapping[str, Any]], Metrics]] = {
-    "readback": readback,
-    "download": download,
-    "page_load": page_load,
-    "bulk": bulk,
+@dataclass(frozen=True)
+class Workload:
+    """One kind of trial: what it runs, the keys it takes, what it reports, the tools it needs."""
+
+    name: str
+    run: Callable[[Session, Mapping[str, Any]], Metrics]
+    keys: tuple[Key, ...]
+    metrics: tuple[str, ...]
+    tools: tuple[str, ...]
+
+    def __call__(self, session: Session, params: Mapping[str, Any]) -> Metrics:
+        return self.run(session, params)
+
+    @property
+    def doc(self) -> str:
+        return (self.run.__doc__ or "").split("\n")[0]
+
+
+PROTOCOL = Key("protocol", str, "HTTP/1.1, HTTP/2 with prior knowledge (h2c) or over TLS (h2)", clients.PROTOCOLS)
+OBJECT_BYTES = Key("object_bytes", int, "the object's size in bytes", low=0, high=2**31 - 1)
+FIRST_FLIGHT = ("initcwnd_measured", "first_flight_segments")
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload("readback", readback, (), ("beta_effective", "backoff_pct"), ()),
+        Workload(
+            "download",
+            download,
+            (PROTOCOL, OBJECT_BYTES),
+            ("download_time_ms", "connect_ms", "first_byte_ms", "bytes", *FIRST_FLIGHT),
+            ("curl",),
+        ),
+        Workload(
+            "page_load",
+            page_load,
+            (PROTOCOL, Key("page", str, "a page of STUDIES.md's page set", tuple(content.PAGES))),
+            ("page_load_time_ms", "throughput_mbit", "bytes", "connections", *FIRST_FLIGHT),
+            ("h2load", "flock"),
+        ),
+        Workload(
+            "bulk",
+            bulk,
+            (
+                PROTOCOL,
+                OBJECT_BYTES,
+                Key("connections", int, "HTTP/1.1 connections (default six; HTTP/2 uses one)", low=1, high=64),
+                Key("duration_s", float, "how long the download lasts, seconds", low=1, high=3600),
+            ),
+            ("throughput_mbit", "bytes", "seconds", "connections"),
+            ("h2load",),
+        ),
+    )
 }
 
 

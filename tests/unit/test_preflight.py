@@ -71,8 +71,11 @@ def test_tools_follow_the_workload(machine: dict[str, object]) -> None:
         preflight.preflight(preflight.figure_needs(fig, fig.grid(True), {}, "auto", None))
 
 
-def test_every_workload_says_what_it_runs() -> None:
-    assert set(preflight.WORKLOAD_TOOLS) == set(WORKLOADS)
+def test_a_figure_needs_the_tools_its_workload_declares() -> None:
+    for name, tools in (("cubicplus/fig3", {"h2load", "flock"}), ("iw/fig2", {"curl"}), ("spdy/betatable", set())):
+        fig = expts.find(name)
+        needs = preflight.figure_needs(fig, fig.grid(True), {}, "auto", None)
+        assert set(WORKLOADS[fig.workload].tools) == tools and tools <= set(needs.tools)
 
 
 def test_the_delay_line_needs_iptables(machine: dict[str, object]) -> None:

@@ -65,6 +65,8 @@ def test_a_study_file_with_series(tmp_path: Path) -> None:
         (('fixed = { rtt = "50ms"', 'fixed = { initcwnd = 4, rtt = "50ms"'), "'initcwnd' is the x factor"),
         (('study = "mine"', 'study = "mine"\n['), "not valid TOML"),
         (('study = "mine"', 'study = "mine"\nauthor = "me"'), "unknown top-level key 'author'"),
+        (('rate = "3mbit"', 'rate = "3mbit", pgae = "small"'), "'pgae' is not a key any part of a trial takes"),
+        (("object_bytes = 37000", 'object_bytes = "big"'), "object_bytes='big': a whole number"),
     ],
 )
 def test_mistakes_are_named_with_the_file_and_figure(tmp_path: Path, change: tuple[str, str], named: str) -> None:

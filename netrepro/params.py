@@ -1,0 +1,176 @@
+"""The keys a trial's parameters may have, each declared once, and the check of a trial against them.
+
+A trial's parameters are one flat mapping, and every key belongs to what
+consumes it: the path (`rtt`, `rate`, ...: ground.path parses them), the
+hosts' TCP settings (`cc`, `initcwnd`, ...: Session.apply_hosts), a netrepro
+congestion-control variant's parameters (`n`, `beta`, `r`, ..., or all of
+them in `cc_params`: kmod.loader), and the workload (`protocol`, `page`,
+...: each workload in netrepro.workloads declares its own).  `check`
+refuses a key no consumer takes (a misspelt key in a figure spec too), and
+a value of the wrong type or outside what is allowed, naming the key and
+listing what is allowed; `Key.parse` turns command-line text into the key's
+type.  Congestion-control names are the preflight's to check: what this
+kernel offers depends on the machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ground.errors import UserError
+from ground.units import QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
+from kmod import loader
+
+
+@dataclass(frozen=True)
+class Key:
+    """One parameter a consumer takes: its type, what values are allowed, what it means."""
+
+    name: str
+    kind: type  # int, float, str, dict; or a quantity's parser below
+    help: str
+    choices: tuple[Any, ...] = ()
+    low: float | None = None
+    high: float | None = None
+
+    def allowed(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        if self.name in QUANTITIES:
+            return QUANTITIES[self.name][1]
+        kind = {int: "a whole number", float: "a number", str: "text", dict: "a table of KEY = VALUE"}[self.kind]
+        if self.low is not None and self.high is not None:
+            if self.kind is int:
+                return f"{kind} from {int(self.low)} to {int(self.high)}"
+            return f"{kind} from {self.low:g} to {self.high:g}"
+        return kind
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` is not allowed for this key, or None."""
+        if self.name in QUANTITIES:
+            try:
+                QUANTITIES[self.name][0](value if isinstance(value, str | float | int) else str(value))
+            except QuantityError as e:
+                return e.why
+            return None
+        if self.kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            return f"{self.allowed()}, not {value!r}"
+        if self.kind is float and (isinstance(value, bool) or not isinstance(value, int | float)):
+            return f"{self.allowed()}, not {value!r}"
+        if self.kind in (str, dict) and not isinstance(value, self.kind):
+            return f"{self.allowed()}, not {value!r}"
+        if self.choices and value not in self.choices:
+            return self.allowed()
+        if self.low is not None and self.high is not None and not self.low <= value <= self.high:
+            return self.allowed()
+        return None
+
+    def parse(self, text: str) -> Any:
+        """Command-line text as this key's value, normalized (3000kbit is 3mbit); ValueError says why not."""
+        if self.name in QUANTITIES:
+            try:
+                value: Any = str(QUANTITIES[self.name][0](text))
+            except QuantityError as e:
+                raise ValueError(e.why) from None
+        elif self.kind is int:
+            try:
+                value = int(text)
+            except ValueError:
+                raise ValueError(self.allowed()) from None
+        elif self.kind is float:
+            try:
+                value = float(text)
+            except ValueError:
+                raise ValueError(self.allowed()) from None
+        elif self.kind is dict:
+            raise ValueError("a table: give it in a figure or study file, or its keys one by one")
+        else:
+            value = text
+        why = self.problem(value)
+        if why:
+            raise ValueError(why)
+        return value
+
+
+# The path's keys, parsed by ground.units (their ranges are there).
+QUANTITIES: dict[str, tuple[Callable[[Any], object], str]] = {
+    "rtt": (parse_duration, "a time, e.g. 100ms (0 to 10s)"),
+    "rate": (parse_rate, "a rate, e.g. 3mbit (1kbit to 10gbit)"),
+    "rate_up": (parse_rate, "a rate, e.g. 3mbit (1kbit to 10gbit)"),
+    "loss": (parse_probability, "a loss rate, e.g. 2% (0% to under 100%)"),
+    "loss_up": (parse_probability, "a loss rate, e.g. 2% (0% to under 100%)"),
+    "queue": (parse_queue, "a buffer, e.g. 100p (packets) or 30kb (bytes)"),
+}
+PATH_KEYS = (
+    Key("rtt", str, "round-trip time of the path, split evenly over the two directions"),
+    Key("rate", str, "bottleneck rate, server to client (and client to server, unless rate_up)"),
+    Key("rate_up", str, "bottleneck rate, client to server"),
+    Key("loss", str, "random loss, server to client (the data direction)"),
+    Key("loss_up", str, "random loss, client to server"),
+    Key("queue", str, "the bottleneck's buffer"),
+)
+HOST_KEYS = (
+    Key("cc", str, "congestion control of both hosts: a kernel one or a netrepro variant (the preflight checks it)"),
+    Key("initcwnd", int, "the server's initial congestion window, segments (ip route initcwnd)", low=1, high=1024),
+    Key("slow_start_after_idle", int, "net.ipv4.tcp_slow_start_after_idle on both hosts", choices=(0, 1)),
+    Key("receive_buffer", int, "the client's receive-buffer ceiling, bytes (tcp_rmem max)", low=4096, high=2**31 - 1),
+)
+SERIES_KEY = Key("series", str, "the series' label (set by the figure)")
+
+
+def variant_keys() -> dict[str, Key]:
+    """The netrepro variants' parameters, by name (a name two variants share takes the wider range)."""
+    keys: dict[str, Key] = {"cc_params": Key("cc_params", dict, "the variant's parameters as one table")}
+    for variant in loader.VARIANTS.values():
+        for p in variant.params:
+            old = keys.get(p.name)
+            low = min(p.low, old.low) if old is not None and old.low is not None else p.low
+            high = max(p.high, old.high) if old is not None and old.high is not None else p.high
+            keys[p.name] = Key(p.name, int, f"a parameter of netrepro's {variant.name} ({p.unit})", low=low, high=high)
+    return keys
+
+
+def trial_keys(workload_keys: Iterable[Key]) -> dict[str, Key]:
+    """Every key a trial of a workload may have."""
+    keys = {k.name: k for k in (*PATH_KEYS, *HOST_KEYS, SERIES_KEY)}
+    keys.update(variant_keys())
+    keys.update({k.name: k for k in workload_keys})
+    return keys
+
+
+def problems(params: Mapping[str, Any], keys: Mapping[str, Key]) -> list[str]:
+    """What is wrong with one trial's parameters: unknown keys, bad values, a variant's key without it."""
+    out = []
+    for name, value in params.items():
+        key = keys.get(name)
+        if key is None:
+            out.append(f"{name!r} is not a key any part of a trial takes; the keys are {', '.join(sorted(keys))}")
+            continue
+        why = key.problem(value)
+        if why:
+            out.append(f"{name}={value!r}: {why}")
+    cc = params.get("cc")
+    for name in params:
+        owners = [v.name for v in loader.VARIANTS.values() if any(p.name == name for p in v.params)]
+        if owners and cc not in owners:
+            out.append(f"{name} is a parameter of {' and '.join(owners)}, and the trial's cc is {cc!r}")
+    variant = loader.VARIANTS.get(str(cc))
+    if isinstance(params.get("cc_params"), dict):
+        if variant is None:
+            out.append(f"cc_params is for a netrepro variant, and the trial's cc is {cc!r}")
+        else:
+            try:
+                loader.parse_params(variant, dict(params["cc_params"]))
+            except loader.CongestionControlInputError as e:
+                out.append(f"cc_params: {e}")
+    return out
+
+
+def check_grid(where: str, grid: Sequence[Mapping[str, Any]], keys: Mapping[str, Key]) -> None:
+    """Refuse a figure whose trials have a problem (UserError naming `where`, e.g. the figure or --set)."""
+    for params in grid:
+        found = problems(params, keys)
+        if found:
+            raise UserError(f"{where}: " + "; ".join(dict.fromkeys(found)))

@@ -1,0 +1,77 @@
+"""Each key a trial may have is declared once; a trial is checked against them before anything runs."""
+
+import dataclasses
+
+import pytest
+
+import expts
+from ground.errors import UserError
+from netrepro import cli, params
+from netrepro.spec import Figure
+from netrepro.workloads import WORKLOADS
+
+
+def keys_of(name: str) -> dict[str, params.Key]:
+    return params.trial_keys(WORKLOADS[expts.find(name).workload].keys)
+
+
+def derived(*argv: str) -> Figure:
+    args = cli.build_parser().parse_args(["run", *argv])
+    return cli.derived_figure(expts.find(args.figure), args)
+
+
+def test_every_declared_figure_has_only_keys_its_consumers_take() -> None:
+    for fig in expts.all_figures():
+        keys = params.trial_keys(WORKLOADS[fig.workload].keys)
+        for setting in [*fig.grid(), *fig.grid(quick=True)]:
+            assert params.problems(setting, keys) == [], fig.full_name
+
+
+def test_a_misspelt_key_in_a_figure_spec_is_refused() -> None:
+    fig = expts.find("cubicplus/fig3")
+    misspelt = dataclasses.replace(fig, fixed={**fig.fixed, "pgae": "small"})
+    with pytest.raises(UserError, match="'pgae' is not a key any part of a trial takes"):
+        params.check_grid(misspelt.full_name, misspelt.grid(), keys_of("cubicplus/fig3"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["cubicplus/fig3", "--set", "page=huge"], "--set page=huge: one of tiny, small, medium, large"),
+        (["cubicplus/fig3", "--set", "initcwnd=2000"], "--set initcwnd=2000: a whole number from 1 to 1024"),
+        (["cubicplus/fig3", "--set", "initcwnd=16.5"], "--set initcwnd=16.5: a whole number"),
+        (["iw/fig2", "--set", "protocol=spdy"], "--set protocol=spdy: one of http/1.1, h2c, h2"),
+        (["iw/fig2", "--set", "n=6"], "n is a parameter of cubic_plus, and the trial's cc is 'cubic'"),
+        (["iw/fig2", "--set", "slow_start_after_idle=2"], "one of 0, 1"),
+        (["spdy/conns", "--set", "duration_s=forever"], "--set duration_s=forever: a number"),
+        (["spdy/conns", "--set", "cc_params=n"], "--set 'cc_params=n'"),
+    ],
+)
+def test_bad_values_are_refused_with_what_was_typed_and_what_is_allowed(argv: list[str], message: str) -> None:
+    with pytest.raises(UserError) as refused:
+        derived(*argv)
+    assert message in str(refused.value)
+
+
+def test_set_takes_a_key_the_figure_does_not_fix() -> None:
+    fig = derived("cubicplus/fig3", "--set", "slow_start_after_idle=0")
+    assert all(p["slow_start_after_idle"] == 0 for p in fig.grid())
+
+
+def test_values_take_their_keys_types() -> None:
+    keys = keys_of("spdy/conns")
+    assert keys["duration_s"].parse("2.5") == 2.5
+    assert keys["rate"].parse("3000kbit") == "3mbit"
+    assert keys["loss"].parse("0.5%") == "0.5%"
+    assert keys["initcwnd"].parse("16") == 16
+    with pytest.raises(ValueError, match="did you mean 2%"):
+        keys["loss"].parse("2")
+
+
+def test_workloads_lists_every_workload_with_its_keys_and_metrics(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["workloads"]) == 0
+    out = capsys.readouterr().out
+    for w in WORKLOADS.values():
+        assert f"{w.name}: " in out and ", ".join(w.metrics) in out
+    assert "page                   one of tiny, small, medium, large" in out
+    assert "initcwnd               a whole number from 1 to 1024" in out
