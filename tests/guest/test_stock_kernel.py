@@ -4,11 +4,14 @@ Software emulation (TCG) makes timing coarse, so what is asserted here is
 what does not depend on it: modules load, register, take and report their
 parameters, unload; the backoff a module applied, read from tcp_probe as a
 ratio of windows; the netem backend in place and measured; the inventory of
-congestion controls.  The measurements are written to results/vm/ for the
-README's record of the lane.
+congestion controls.  The measurements are written to the test's own
+temporary directory; with NETREPRO_VM_RECORD=1 in the environment, to
+results/vm/ (the README's record of the lane, refreshed by hand from a clean
+commit), so that a suite run leaves the repository as it was.
 """
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -28,7 +31,13 @@ from netrepro import doctor
 from netrepro.workloads import iperf3_trace
 from topologies.lab import Lab
 
-RECORD = REPO / "results" / "vm"
+
+def record_dir(tmp_path: Path) -> Path:
+    record = REPO / "results" / "vm" if os.environ.get("NETREPRO_VM_RECORD") == "1" else tmp_path
+    record.mkdir(parents=True, exist_ok=True)
+    return record
+
+
 # Seed 004's congestion controls that Linux ships (it also ran Compound, which Linux never had).
 SEED_004_LINUX = {"bic", "cubic", "highspeed", "htcp", "hybla", "illinois", "lp", "reno", "scalable", "vegas", "veno",
                   "westwood", "yeah"}  # fmt: skip
@@ -83,7 +92,7 @@ def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 20) -> list[tuple
     return [(b, a) for b, a in reductions(iperf3_trace(lab, ledger, cc, seconds)) if b >= 10]
 
 
-def test_module_backoff_read_from_tcp_probe_matches_the_setting() -> None:
+def test_module_backoff_read_from_tcp_probe_matches_the_setting(tmp_path: Path) -> None:
     """The ssthresh a module set against the window it was computed from: 5 Mbit/s, 100 ms, netem loss.
 
     The window is small here (tens of segments), so the ratio carries the
@@ -106,11 +115,10 @@ def test_module_backoff_read_from_tcp_probe_matches_the_setting() -> None:
             record.append({"cc": cc, **params, "expected": round(expected, 4), "median_ratio": round(ratio, 4),
                            "events": len(events), "median_cwnd_before": window})  # fmt: skip
             assert ratio == pytest.approx(expected, abs=0.02 + 1 / window), record[-1]
-    RECORD.mkdir(parents=True, exist_ok=True)
-    write_json(RECORD / "module_backoff.json", {"path": str(path), "cases": record})
+    write_json(record_dir(tmp_path) / "module_backoff.json", {"path": str(path), "cases": record})
 
 
-def test_check_with_netem_runs_and_reports() -> None:
+def test_check_with_netem_runs_and_reports(tmp_path: Path) -> None:
     """`check --shaper netem`: configured against measured, recorded (software emulation: timing is coarse)."""
     done = netrepro("check", "--shaper", "netem", "--rtt", "50ms", "--rate", "10mbit", "--loss", "2%", "--json")
     assert done.stdout.startswith("{"), f"exit {done.returncode}: " + done.stdout[-3000:] + done.stderr[-3000:]
@@ -118,8 +126,7 @@ def test_check_with_netem_runs_and_reports() -> None:
     assert doc["backend"] == "netem"
     assert {c["name"] for c in doc["checks"]} == {"rtt", "goodput", "loss_down"}
     assert done.returncode == (0 if all(c["low"] <= c["measured"] <= c["high"] for c in doc["checks"]) else 1)
-    RECORD.mkdir(parents=True, exist_ok=True)
-    write_json(RECORD / "check_netem.json", doc)
+    write_json(record_dir(tmp_path) / "check_netem.json", doc)
 
 
 def test_doctor_lists_the_congestion_controls_linux_ships() -> None:
