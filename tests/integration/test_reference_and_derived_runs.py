@@ -71,7 +71,7 @@ def test_set_initcwnd_reaches_the_servers_first_flight(tmp_path: Path) -> None:
     rows = read_rows(tmp_path / "cubicplus" / "fig3@initcwnd=16+loss=0%+series-cc=cubic" / "fig3.csv")
     assert len(rows) == 1 and rows[0]["status"] == "ok", rows[0]["error"]
     assert rows[0]["initcwnd"] == "16" and rows[0]["initcwnd_measured"] == "16"
-    assert rows[0]["verify_initcwnd_ok"] == "True"
+    assert rows[0]["verify_initcwnd_ok"] == "true"
 
 
 def test_the_readme_study_file_runs_and_gives_fig2s_trials(tmp_path: Path) -> None:
