@@ -29,17 +29,20 @@ class Key:
     """One parameter a consumer takes: its type, what values are allowed, what it means."""
 
     name: str
-    kind: type  # int, float, str, dict; or a quantity's parser below
+    kind: type  # int, float, str or dict
     help: str
     choices: tuple[Any, ...] = ()
     low: float | None = None
     high: float | None = None
+    # Text with a form of its own: a parser (ValueError says why not) whose result, as text, is the
+    # normal form (3000kbit is 3mbit), and how the form is described.
+    form: tuple[Callable[[str], object], str] | None = None
 
     def allowed(self) -> str:
         if self.choices:
             return "one of " + ", ".join(map(str, self.choices))
-        if self.name in QUANTITIES:
-            return QUANTITIES[self.name][1]
+        if self.form is not None:
+            return self.form[1]
         kind = {int: "a whole number", float: "a number", str: "text", dict: "a table of KEY = VALUE"}[self.kind]
         if self.low is not None and self.high is not None:
             if self.kind is int:
@@ -49,11 +52,11 @@ class Key:
 
     def problem(self, value: Any) -> str | None:
         """Why `value` is not allowed for this key, or None."""
-        if self.name in QUANTITIES:
+        if self.form is not None:
             try:
-                QUANTITIES[self.name][0](value if isinstance(value, str | float | int) else str(value))
-            except QuantityError as e:
-                return e.why
+                self.form[0](str(value))
+            except ValueError as e:
+                return e.why if isinstance(e, QuantityError) else str(e)
             return None
         if self.kind is int and (isinstance(value, bool) or not isinstance(value, int)):
             return f"{self.allowed()}, not {value!r}"
@@ -69,11 +72,11 @@ class Key:
 
     def parse(self, text: str) -> Any:
         """Command-line text as this key's value, normalized (3000kbit is 3mbit); ValueError says why not."""
-        if self.name in QUANTITIES:
+        if self.form is not None:
             try:
-                value: Any = str(QUANTITIES[self.name][0](text))
-            except QuantityError as e:
-                raise ValueError(e.why) from None
+                value: Any = str(self.form[0](text))
+            except ValueError as e:
+                raise ValueError(e.why if isinstance(e, QuantityError) else str(e)) from None
         elif self.kind is int:
             try:
                 value = int(text)
@@ -95,21 +98,17 @@ class Key:
 
 
 # The path's keys, parsed by ground.units (their ranges are there).
-QUANTITIES: dict[str, tuple[Callable[[Any], object], str]] = {
-    "rtt": (parse_duration, "a time, e.g. 100ms (0 to 10s)"),
-    "rate": (parse_rate, "a rate, e.g. 3mbit (1kbit to 10gbit)"),
-    "rate_up": (parse_rate, "a rate, e.g. 3mbit (1kbit to 10gbit)"),
-    "loss": (parse_probability, "a loss rate, e.g. 2% (0% to under 100%)"),
-    "loss_up": (parse_probability, "a loss rate, e.g. 2% (0% to under 100%)"),
-    "queue": (parse_queue, "a buffer, e.g. 100p (packets) or 30kb (bytes)"),
-}
+TIME = (parse_duration, "a time, e.g. 100ms (0 to 10s)")
+RATE = (parse_rate, "a rate, e.g. 3mbit (1kbit to 10gbit)")
+LOSS = (parse_probability, "a loss rate, e.g. 2% (0% to under 100%)")
+BUFFER = (parse_queue, "a buffer, e.g. 100p (packets) or 30kb (bytes)")
 PATH_KEYS = (
-    Key("rtt", str, "round-trip time of the path, split evenly over the two directions"),
-    Key("rate", str, "bottleneck rate, server to client (and client to server, unless rate_up)"),
-    Key("rate_up", str, "bottleneck rate, client to server"),
-    Key("loss", str, "random loss, server to client (the data direction)"),
-    Key("loss_up", str, "random loss, client to server"),
-    Key("queue", str, "the bottleneck's buffer"),
+    Key("rtt", str, "round-trip time of the path, split evenly over the two directions", form=TIME),
+    Key("rate", str, "bottleneck rate, server to client (and client to server, unless rate_up)", form=RATE),
+    Key("rate_up", str, "bottleneck rate, client to server", form=RATE),
+    Key("loss", str, "random loss, server to client (the data direction)", form=LOSS),
+    Key("loss_up", str, "random loss, client to server", form=LOSS),
+    Key("queue", str, "the bottleneck's buffer", form=BUFFER),
 )
 HOST_KEYS = (
     Key("cc", str, "congestion control of both hosts: a kernel one or a netrepro variant (the preflight checks it)"),

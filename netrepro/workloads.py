@@ -264,6 +264,12 @@ class Workload:
 PROTOCOL = Key("protocol", str, "HTTP/1.1, HTTP/2 with prior knowledge (h2c) or over TLS (h2)", clients.PROTOCOLS)
 OBJECT_BYTES = Key("object_bytes", int, "the object's size in bytes", low=0, high=2**31 - 1)
 FIRST_FLIGHT = ("initcwnd_measured", "first_flight_segments")
+PAGE = Key(
+    "page",
+    str,
+    "a page: one of STUDIES.md's page set, or N objects of a size after the HTML",
+    form=(lambda text: content.page_spec(text).name, f"one of {', '.join(content.PAGES)}, or e.g. 20x50KB"),
+)
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -279,7 +285,7 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "page_load",
             page_load,
-            (PROTOCOL, Key("page", str, "a page of STUDIES.md's page set", tuple(content.PAGES))),
+            (PROTOCOL, PAGE),
             ("page_load_time_ms", "throughput_mbit", "bytes", "connections", *FIRST_FLIGHT),
             ("h2load", "flock"),
         ),

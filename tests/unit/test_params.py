@@ -75,3 +75,10 @@ def test_workloads_lists_every_workload_with_its_keys_and_metrics(capsys: pytest
         assert f"{w.name}: " in out and ", ".join(w.metrics) in out
     assert "page                   one of tiny, small, medium, large" in out
     assert "initcwnd               a whole number from 1 to 1024" in out
+
+
+def test_a_page_is_a_parameter() -> None:
+    fig = derived("cubicplus/fig3", "--set", "page=20x50kb+html")
+    assert fig.fixed["page"] == "20x50KB" and fig.directory == "cubicplus/fig3@page=20x50KB"
+    with pytest.raises(UserError, match="--set page=20x0KB: an object has 1 B"):
+        derived("cubicplus/fig3", "--set", "page=20x0KB")

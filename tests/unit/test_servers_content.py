@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from servers.content import PAGES, object_path, page_html, write_object, write_page
+from servers.content import PAGES, object_path, page_html, page_spec, write_object, write_page
 
 
 def test_object_of_exact_size(tmp_path: Path) -> None:
@@ -44,3 +44,24 @@ def test_small_page(tmp_path: Path) -> None:
 def test_html_references_in_order() -> None:
     html = page_html("x", [])
     assert "<img" not in html and html.startswith("<!DOCTYPE html>")
+
+
+def test_a_page_described_as_a_parameter(tmp_path: Path) -> None:
+    for text in ("20x50KB", "20x50000B", "20x50kb+html", "20x0.05MB"):
+        assert page_spec(text) == page_spec("20x50KB")
+    spec = page_spec("20x50KB")
+    assert (spec.name, spec.objects, spec.object_size) == ("20x50KB", 20, 50_000)
+    assert page_spec("large") is PAGES["large"]
+    page = write_page(tmp_path, "3x1500B+html")
+    assert page.html.path == "/3x1500B/index.html" and [o.size for o in page.objects] == [1500] * 3
+    assert [o.path for o in write_page(tmp_path, "120x1KB").objects][-1] == "/120x1KB/img-120.jpg"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("huge", "one of tiny, small, medium, large, or"), ("0x5KB", "1 to 500 objects"), ("2x0B", "1 B to 100MB"),
+     ("2x5GB", "such as 20x50KB"), ("x5KB", "such as 20x50KB")],
+)  # fmt: skip
+def test_a_page_that_cannot_be_is_refused_with_what_can(text: str, why: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(why)):
+        page_spec(text)
