@@ -215,8 +215,8 @@ def cmd_workloads(args: argparse.Namespace) -> int:
         print("  keys:" if w.keys else "  keys: only those every trial takes")
         show(w.keys)
     for title, keys in (
-        ("every trial, the path", params.PATH_KEYS),
-        ("every trial, the hosts", params.HOST_KEYS),
+        ("every trial, the path", params.PATH_PARAMS),
+        ("every trial, the hosts", params.HOST_PARAMS),
         ("a netrepro congestion control's parameters (with that cc)", tuple(params.variant_keys().values())),
     ):
         print(f"{title}:")

@@ -102,7 +102,7 @@ TIME = (parse_duration, "a time, e.g. 100ms (0 to 10s)")
 RATE = (parse_rate, "a rate, e.g. 3mbit (1kbit to 10gbit)")
 LOSS = (parse_probability, "a loss rate, e.g. 2% (0% to under 100%)")
 BUFFER = (parse_queue, "a buffer, e.g. 100p (packets) or 30kb (bytes)")
-PATH_KEYS = (
+PATH_PARAMS = (
     Key("rtt", str, "round-trip time of the path, split evenly over the two directions", form=TIME),
     Key("rate", str, "bottleneck rate, server to client (and client to server, unless rate_up)", form=RATE),
     Key("rate_up", str, "bottleneck rate, client to server", form=RATE),
@@ -110,7 +110,7 @@ PATH_KEYS = (
     Key("loss_up", str, "random loss, client to server", form=LOSS),
     Key("queue", str, "the bottleneck's buffer", form=BUFFER),
 )
-HOST_KEYS = (
+HOST_PARAMS = (
     Key("cc", str, "congestion control of both hosts: a kernel one or a netrepro variant (the preflight checks it)"),
     Key("initcwnd", int, "the server's initial congestion window, segments (ip route initcwnd)", low=1, high=1024),
     Key("slow_start_after_idle", int, "net.ipv4.tcp_slow_start_after_idle on both hosts", choices=(0, 1)),
@@ -133,7 +133,7 @@ def variant_keys() -> dict[str, Key]:
 
 def trial_keys(workload_keys: Iterable[Key]) -> dict[str, Key]:
     """Every key a trial of a workload may have."""
-    keys = {k.name: k for k in (*PATH_KEYS, *HOST_KEYS, SERIES_KEY)}
+    keys = {k.name: k for k in (*PATH_PARAMS, *HOST_PARAMS, SERIES_KEY)}
     keys.update(variant_keys())
     keys.update({k.name: k for k in workload_keys})
     return keys

@@ -6,7 +6,8 @@ control variants), fixed parameters for everything else, repeated trials,
 and what the source reported.  Every parameter of a trial is one flat
 mapping: path keys (`rtt`, `rate`, `rate_up`, `loss`, `loss_up`, `queue`),
 host keys (`cc`, `cc_params`, `initcwnd`, `slow_start_after_idle`, ...)
-and workload keys (`protocol`, `object_bytes`, `page`, ...).
+and workload keys (`protocol`, `object_bytes`, `page`, ...), each declared
+once by what consumes it (netrepro.params, netrepro.workloads).
 
 A figure run with other parameters than its spec declares (`--set`,
 `--vary`, `--series`) is a *derived* figure (`Figure.derive`): a figure of
