@@ -1,8 +1,12 @@
-"""Verification of an emulated path: measure it, compare with what was asked.
+"""Verification of an emulated network: measure it, compare with what was asked.
 
-Every time a lab comes up its path is measured with real tools, as seed 001
-did: ping for the RTT, an iperf3 TCP transfer for the bottleneck's goodput,
-iperf3 UDP datagrams for the loss rate.  Tolerances:
+Every time a lab comes up its paths are measured with real tools, as seed 001
+did: ping for the RTT of every client/server pair (against the sum of its
+links' delays), an iperf3 TCP transfer over the first pair for the
+bottleneck's goodput, iperf3 UDP datagrams for the loss rate of every pair
+whose links lose packets (and always the first pair's data direction).
+Checks of the first pair are named `rtt`, `goodput`, `loss_down`,
+`loss_up`; those of pair N also carry `_pairN`.  Tolerances:
 
   RTT      median within max(1 %, 0.5 ms) of the set RTT
   goodput  within 5 % of the ideal rate x 1448/1514
@@ -23,6 +27,8 @@ import math
 import statistics
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -31,6 +37,7 @@ from ground.path import FRAME, PathSpec
 from ground.proc import CommandError, Netns, Process, run
 from ground.units import Duration, Rate
 from servers.iperf import iperf3_server_argv, wait_listening
+from topologies.topology import Network, Pair
 
 log = logging.getLogger("netrepro.verify")
 
@@ -39,18 +46,63 @@ UDP_PAYLOAD = 200  # small datagrams: many samples for the loss estimate
 
 
 class PathUnderTest(Protocol):
-    """What verification needs of a lab (topologies.lab.Lab provides it)."""
+    """What a measurement needs of one client/server path (a PairView, or the lab's first pair)."""
 
-    path: PathSpec
-    ledger: Any
-    base_rtt: Duration  # the lab's own RTT, deducted from the emulated delay
+    @property
+    def path(self) -> PathSpec: ...
+    @property
+    def ledger(self) -> Any: ...
+    @property
+    def base_rtt(self) -> Duration: ...  # the lab's own RTT, deducted from the emulated delay
 
     @property
     def client(self) -> Netns: ...
     @property
     def server(self) -> Netns: ...
     def ip(self, host: str) -> str: ...
-    def reconfigure(self, path: PathSpec) -> None: ...
+
+
+class LabUnderTest(Protocol):
+    """What verification needs of a lab with any number of pairs (topologies.lab.Lab)."""
+
+    ledger: Any
+    network: Network
+    base_rtts: dict[Pair, Duration]
+
+    def ns(self, name: str) -> Netns: ...
+    def ip(self, host: str) -> str: ...
+    def lossless(self) -> AbstractContextManager[None]: ...
+
+
+@dataclass
+class PairView:
+    """One client/server pair of a lab, seen as the single path the measurements know."""
+
+    lab: LabUnderTest
+    pair: Pair
+
+    @property
+    def path(self) -> PathSpec:
+        return self.lab.network.view(self.pair)
+
+    @property
+    def ledger(self) -> Any:
+        return self.lab.ledger
+
+    @property
+    def base_rtt(self) -> Duration:
+        return self.lab.base_rtts.get(self.pair, Duration(0))
+
+    @property
+    def client(self) -> Netns:
+        return self.lab.ns(self.pair.client)
+
+    @property
+    def server(self) -> Netns:
+        return self.lab.ns(self.pair.server)
+
+    def ip(self, host: str) -> str:
+        return self.lab.ip({"client": self.pair.client, "server": self.pair.server}.get(host, host))
 
 
 @dataclass
@@ -178,7 +230,7 @@ def loss_seconds(set_loss: float) -> int:
 # -- measurements ---------------------------------------------------------------
 
 
-def measure_rtt(lab: PathUnderTest, count: int = 30, interval: float = 0.02) -> Check:
+def measure_rtt(lab: PathUnderTest, count: int = 30, interval: float = 0.02, name: str = "rtt") -> Check:
     rtt_ms = lab.path.rtt.ms
     deadline = math.ceil(count * interval + 2 * lab.path.rtt.seconds + 3)
     out = run(
@@ -192,7 +244,7 @@ def measure_rtt(lab: PathUnderTest, count: int = 30, interval: float = 0.02) -> 
         raise CommandError(["ping", lab.ip("server")], lab.client, None, "no replies:\n" + out)
     tol = rtt_tolerance_ms(rtt_ms)
     return Check(
-        "rtt",
+        name,
         "ms",
         rtt_ms,
         statistics.median(samples),
@@ -260,7 +312,7 @@ def measure_goodput(lab: PathUnderTest) -> Check:
     )
 
 
-def measure_loss(lab: PathUnderTest, direction: str, seconds: int | None = None) -> Check:
+def measure_loss(lab: PathUnderTest, direction: str, seconds: int | None = None, suffix: str = "") -> Check:
     path = lab.path
     set_loss = (path.loss_down if direction == "down" else path.loss_up).fraction
     seconds = seconds or loss_seconds(set_loss)
@@ -275,7 +327,7 @@ def measure_loss(lab: PathUnderTest, direction: str, seconds: int | None = None)
     low, high = binomial_interval(result.packets, set_loss)
     n = max(result.packets, 1)
     return Check(
-        f"loss_{direction}",
+        f"loss_{direction}{suffix}",
         "%",
         set_loss * 100,
         result.lost / n * 100,
@@ -286,21 +338,25 @@ def measure_loss(lab: PathUnderTest, direction: str, seconds: int | None = None)
     )
 
 
-def verify(lab: PathUnderTest) -> Verification:
-    """Measure RTT and goodput on the loss-free path, then loss on the real one."""
+def views(lab: LabUnderTest) -> Iterator[tuple[str, PairView]]:
+    """Each pair of the lab, with the suffix its checks carry ("" for the first)."""
+    for i, pair in enumerate(lab.network.pairs):
+        yield ("" if i == 0 else f"_pair{i + 1}"), PairView(lab, pair)
+
+
+def verify(lab: LabUnderTest) -> Verification:
+    """Measure every pair's RTT and the bottleneck's goodput without loss, then the loss."""
     began = time.monotonic()
-    path = lab.path
-    lossy = path.loss_down.fraction > 0 or path.loss_up.fraction > 0
-    if lossy:
-        lab.reconfigure(path.without_loss())
-    try:
-        checks = [measure_rtt(lab), measure_goodput(lab)]
-    finally:
-        if lossy:
-            lab.reconfigure(path)
-    checks.append(measure_loss(lab, "down"))
-    if path.loss_up.fraction > 0:
-        checks.append(measure_loss(lab, "up"))
+    pairs = list(views(lab))
+    with lab.lossless():
+        checks = [measure_rtt(view, name=f"rtt{suffix}") for suffix, view in pairs]
+        checks.append(measure_goodput(pairs[0][1]))
+    for i, (suffix, view) in enumerate(pairs):
+        path = view.path
+        if i == 0 or path.loss_down.fraction > 0:
+            checks.append(measure_loss(view, "down", suffix=suffix))
+        if path.loss_up.fraction > 0:
+            checks.append(measure_loss(view, "up", suffix=suffix))
     result = Verification(checks, time.monotonic() - began)
     for c in result.checks:
         (log.info if c.ok else log.warning)("verify %s", c.line())

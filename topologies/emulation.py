@@ -1,10 +1,13 @@
-"""The delay-and-loss stage of a path, with two backends of one meaning.
+"""The delay-and-loss stages of a switch or router, with two backends of one meaning.
 
-`netem`: the kernel's netem on an IFB device fed from a switch port's ingress.
-`delayline`: the userspace delay line fed by NFQUEUE from the same place.
-Either way each direction's delay and loss act on packets that have left the
-sending host and not yet reached the receiving one (ENVIRONMENT.md explains
-why both matter), and before the bottleneck queue on the way out.
+`netem`: the kernel's netem on an IFB device fed from a port's ingress.
+`delayline`: the userspace delay line fed by NFQUEUE from the same place
+(a bridge's port through `-m physdev`, a router's with `-i`).
+Either way each link direction's delay and loss act on packets that have
+left the sending host and not yet reached the receiving one (ENVIRONMENT.md
+explains why both matter), and before the egress queue on the way out.
+One object serves all the stages of one node, each named by its direction
+(`server>s1`).
 """
 
 from __future__ import annotations
@@ -36,11 +39,12 @@ class ShaperUnavailable(SetupError):
 class Stage:
     """Where one direction's delay and loss are applied: the port it enters by."""
 
-    direction: str  # "down": server to client; "up": client to server
+    direction: str  # the link direction, e.g. "server>s1"
     ingress_port: str
     queue_num: int  # NFQUEUE number (delayline)
     ifb: str  # IFB device (netem)
     seed: int
+    bridged: bool = True  # the port is a Linux bridge's (physdev match), else a router's
 
 
 class DelayLossStage(Protocol):
@@ -92,8 +96,8 @@ def choose_backend(requested: str) -> str:
 class NetemStage:
     backend = "netem"
 
-    def __init__(self, switch: Netns, stages: list[Stage]) -> None:
-        self.switch = switch
+    def __init__(self, node: Netns, stages: list[Stage]) -> None:
+        self.node = node
         self.stages = {s.direction: s for s in stages}
         # netem's `seed` came with Linux 6.3 and iproute2 6.3; older ones draw
         # loss from the kernel's PRNG, unrepeatable from run to run.
@@ -107,38 +111,38 @@ class NetemStage:
     def install(self) -> None:
         for s in self.stages.values():
             for argv in shaping.netem_stage(s.ingress_port, s.ifb, Duration(0), Probability(0), self._seed(s)):
-                run(argv, self.switch)
+                run(argv, self.node)
 
     def set(self, direction: str, delay: Duration, loss: Probability) -> None:
         s = self.stages[direction]
-        run(shaping.netem_qdisc(s.ifb, delay, loss, self._seed(s)), self.switch)
+        run(shaping.netem_qdisc(s.ifb, delay, loss, self._seed(s)), self.node)
 
     def counters(self) -> dict[str, object]:
         return {
-            d: run(["tc", "-s", "-j", "qdisc", "show", "dev", s.ifb], self.switch).stdout
-            for d, s in self.stages.items()
+            d: run(["tc", "-s", "-j", "qdisc", "show", "dev", s.ifb], self.node).stdout for d, s in self.stages.items()
         }
 
     def remove(self) -> None:
-        pass  # the IFBs and qdiscs live in the switch's namespace and go with it
+        pass  # the IFBs and qdiscs live in the node's namespace and go with it
 
 
 class DelayLineStage:
     backend = "delayline"
     seeded = True  # the delay line draws loss from its own seeded generator
 
-    def __init__(self, switch: Netns, stages: list[Stage], ledger: Ledger) -> None:
-        self.switch = switch
+    def __init__(self, node: Netns, stages: list[Stage], ledger: Ledger) -> None:
+        self.node = node
         self.stages = {s.direction: s for s in stages}
         self.ledger = ledger
         self.line: DelayLine | None = None
 
     def install(self) -> None:
-        # br_netfilter is per namespace: only this switch's bridge is affected.
-        run(shaping.sysctl("net.bridge.bridge-nf-call-iptables", 1), self.switch)
-        self.line = DelayLine(self.switch, [s.queue_num for s in self.stages.values()], self.ledger)
+        if any(s.bridged for s in self.stages.values()):
+            # br_netfilter is per namespace: only this switch's bridge is affected.
+            run(shaping.sysctl("net.bridge.bridge-nf-call-iptables", 1), self.node)
+        self.line = DelayLine(self.node, [s.queue_num for s in self.stages.values()], self.ledger)
         for s in self.stages.values():
-            run(shaping.nfqueue_rule("-A", s.ingress_port, s.queue_num), self.switch)
+            run(shaping.nfqueue_rule("-A", s.ingress_port, s.queue_num, bridged=s.bridged), self.node)
 
     def set(self, direction: str, delay: Duration, loss: Probability) -> None:
         assert self.line is not None, "install() first"

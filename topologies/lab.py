@@ -1,26 +1,32 @@
-"""The standard lab: client — s1 — server on Mininet, the path emulated inside s1.
+"""The lab: a topology (topologies.topology) built on Mininet, with its links emulated.
 
-The switch is a Linux bridge in its own network namespace, so that nothing
-of the lab lives in the root namespace and the emulation sits away from both
-hosts: each direction is delayed and dropped where it enters the switch and
-rate-limited (with the bottleneck buffer) where it leaves.
+Every node lives in a network namespace of its own, so that nothing of the
+lab lives in the root namespace.  Switches are Linux bridges (or Open
+vSwitch, topologies.ovs); routers are namespaces that forward.  Where each
+link direction's rate, queue, delay and loss act is the topology's rule:
+delay and loss where a direction enters a switch or router, rate and queue
+where it leaves one.  On `path` (today's lab, and the studies' default):
 
     client-eth0 ── s1-eth1 [up: delay+loss in | down: HTB+FIFO out]
                    s1-eth2 [down: delay+loss in | up: HTB+FIFO out] ── server-eth0
 
-The lab's own round trip (veths, bridge, and for the delay line two trips
-through NFQUEUE to userspace: about 0.2 ms idle on this project's VMs) is
-measured once at start with zero delay, and each direction's hold is that
-much shorter, so that an idle ping sees the RTT that was asked for.  Under
-load the delay line wakes sooner and the RTT comes out up to ~0.1 ms short;
-both are inside the verification's tolerance, and `base_rtt` is recorded.
+The lab's own round trip (veths, bridges, forwarding, and for the delay line
+the trips through NFQUEUE to userspace: about 0.2 ms idle on this project's
+VMs per pair) is measured once at start with zero delay, for each pair, and
+taken off the delay of the two directions where that pair's hosts enter the
+network, so that an idle ping sees the RTT that was asked for.  Under load
+the delay line wakes sooner and the RTT comes out up to ~0.1 ms short; both
+are inside the verification's tolerance, and `base_rtt` is recorded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
+from collections.abc import Iterator
+from ipaddress import ip_interface
 from types import TracebackType
 from typing import Any
 
@@ -36,10 +42,9 @@ from ground.proc import Netns, kill_netns_processes, run, start_time
 from ground.units import Duration, Probability
 from topologies import shaping
 from topologies.emulation import DelayLineStage, DelayLossStage, NetemStage, Stage, choose_backend
+from topologies.topology import HOST, ROUTER, SWITCH, Direction, Network, Pair, Topology
 
 log = logging.getLogger("netrepro.lab")
-
-CLIENT_PORT, SERVER_PORT = "s1-eth1", "s1-eth2"
 
 
 def ip_base() -> str:
@@ -52,7 +57,7 @@ def ip_base() -> str:
 
 
 class LabError(SetupError):
-    """The lab did not come up as a working path."""
+    """The lab did not come up as a working network."""
 
 
 class NamespacedBridge(LinuxBridge):  # type: ignore[misc]
@@ -65,17 +70,25 @@ class NamespacedBridge(LinuxBridge):  # type: ignore[misc]
     isSetup = True
 
 
-class ClientSwitchServer(Topo):  # type: ignore[misc]
-    def build(self) -> None:  # type: ignore[override]
-        client = self.addHost("client")
-        server = self.addHost("server")
-        switch = self.addSwitch("s1", inNamespace=True)
-        self.addLink(client, switch)  # client-eth0 <-> s1-eth1
-        self.addLink(server, switch)  # server-eth0 <-> s1-eth2
+class NetworkTopo(Topo):  # type: ignore[misc]
+    """A placed network as Mininet's Topo: nodes in order, links in order, addresses on each end."""
+
+    def build(self, network: Network, addresses: dict[tuple[str, str], str]) -> None:  # type: ignore[override]
+        first: dict[str, str] = {}
+        for (name, _link), address in addresses.items():
+            first.setdefault(name, address)
+        for node in network.nodes:
+            if node.kind == SWITCH:
+                self.addSwitch(node.name, inNamespace=True)
+            else:
+                self.addHost(node.name, ip=first[node.name])
+        for link in network.links:
+            ends = [{"ip": addresses[(n, link.name)]} if (n, link.name) in addresses else {} for n in (link.a, link.b)]
+            self.addLink(link.a, link.b, params1=ends[0], params2=ends[1])
 
 
 class Lab:
-    """One emulated path, up from `start()` (or `with`) until `stop()`."""
+    """One emulated network, up from `start()` (or `with`) until `stop()`."""
 
     def __init__(
         self,
@@ -85,40 +98,75 @@ class Lab:
         shaper: str = "auto",
         seed: int = 1,
         cc: str = "cubic",
+        topology: Topology | None = None,
     ) -> None:
         self.path = path
+        self.topology = topology or Topology()
+        self.network = self.topology.place(path)  # refuse early: nothing created yet
         self.ledger = ledger
         self.seed = seed
         self.cc = cc
-        self.backend = choose_backend(shaper)  # refuse early: nothing created yet
+        self.backend = choose_backend(shaper)
         self.net: Any = None
         self._handles: dict[str, Netns] = {}  # each node's namespace, held from the moment it exists
-        self.stage: DelayLossStage | None = None
-        self.base_rtt = Duration(0)  # measured by start()
+        self.stages: dict[str, DelayLossStage] = {}  # by the node they live in
+        self._stage_of: dict[str, str] = {}  # direction name -> node
+        self._ports: dict[tuple[str, str], str] = {}  # (node, link name) -> interface
+        self.addresses: dict[tuple[str, str], str] = {}
+        self.base_rtts: dict[Pair, Duration] = {}  # measured by start()
 
     # -- names of the parts ---------------------------------------------------
 
     def ns(self, name: str) -> Netns:
-        """The namespace of a host or switch, entered through the handle the lab holds."""
+        """The namespace of a node, entered through the handle the lab holds."""
         try:
             return self._handles[name]
         except KeyError:
             raise LabError(f"no node {name!r} in the lab (it has {', '.join(self._handles)})") from None
 
     @property
+    def pairs(self) -> tuple[Pair, ...]:
+        return self.network.pairs
+
+    @property
     def client(self) -> Netns:
-        return self.ns("client")
+        """The first pair's client (on `path`, the client)."""
+        return self.ns(self.pairs[0].client)
 
     @property
     def server(self) -> Netns:
-        return self.ns("server")
+        return self.ns(self.pairs[0].server)
 
     @property
     def switch(self) -> Netns:
         return self.ns("s1")
 
+    @property
+    def base_rtt(self) -> Duration:
+        """The first pair's own round trip through the lab at zero delay."""
+        return self.base_rtts.get(self.pairs[0], Duration(0))
+
+    @property
+    def stage(self) -> DelayLossStage | None:
+        """The one node's stages, where the topology has one such node (`path`: s1)."""
+        return next(iter(self.stages.values())) if len(self.stages) == 1 else None
+
     def ip(self, host: str) -> str:
-        return str(self.net[host].IP())
+        """A host's address (its first interface's), as `client` and `server` names it on `path`."""
+        if host in ("client", "server") and self.network.shape == "dumbbell":
+            host = getattr(self.pairs[0], host)
+        for (node, _link), address in self.addresses.items():
+            if node == host:
+                return str(ip_interface(address).ip)
+        raise LabError(f"no host {host!r} in the lab")
+
+    def port(self, node: str, link: str) -> str:
+        """The interface of `node` on `link` (e.g. s1-eth2)."""
+        return self._ports[(node, link)]
+
+    def port_of(self, direction: Direction, at: str) -> str:
+        link = next(k for k in self.network.links if {k.a, k.b} == {direction.src, direction.dst})
+        return self.port(at, link.name)
 
     # -- life cycle -------------------------------------------------------------
 
@@ -127,12 +175,13 @@ class Lab:
         # never restore them; the lab sets what it needs per namespace instead.
         Mininet.inited = True
         self.ledger.allow_congestion_control(self.cc)
+        self.addresses = self.network.addresses(ip_base())
         self.net = Mininet(
-            topo=ClientSwitchServer(),
-            ipBase=ip_base(),
+            topo=NetworkTopo(network=self.network, addresses=self.addresses),
             switch=NamespacedBridge,
             controller=None,
-            autoStaticArp=True,
+            # one subnet: every host's neighbour is known; routed: ARP finds the routers
+            autoStaticArp=self.network.shape == "path",
             build=False,
         )
         try:
@@ -144,91 +193,175 @@ class Lab:
                 handle = Netns.open(node.name, node.pid)
                 self._handles[node.name] = handle
                 self.ledger.namespace(handle)
+            for link in self.net.links:
+                for intf in (link.intf1, link.intf2):
+                    self._ports[(intf.node.name, self._link_name(intf.node.name, intf.link))] = intf.name
             self.net.start()
-            self._configure_hosts()
+            self._configure_nodes()
             self._install_emulation()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _configure_hosts(self) -> None:
-        for host in ("client", "server"):
-            ns = self.ns(host)
-            run(shaping.offloads_off(f"{host}-eth0"), ns)
-            run(shaping.sysctl("net.ipv4.tcp_congestion_control", self.cc), ns)
-            run(shaping.sysctl("net.ipv4.tcp_no_metrics_save", 1), ns)
-        for port in (CLIENT_PORT, SERVER_PORT):
-            run(shaping.offloads_off(port), self.switch)
+    def _link_name(self, node: str, mn_link: Any) -> str:
+        ends = {mn_link.intf1.node.name, mn_link.intf2.node.name}
+        return next(k.name for k in self.network.links if {k.a, k.b} == ends)
+
+    def _configure_nodes(self) -> None:
+        for (name, _link), port in self._ports.items():
+            run(shaping.offloads_off(port), self.ns(name))
+        for node in self.network.nodes:
+            ns = self.ns(node.name)
+            if node.kind == HOST:
+                run(shaping.sysctl("net.ipv4.tcp_congestion_control", self.cc), ns)
+                run(shaping.sysctl("net.ipv4.tcp_no_metrics_save", 1), ns)
+            elif node.kind == ROUTER:
+                run(shaping.sysctl("net.ipv4.ip_forward", 1), ns)
+        for name, destination, via in self.routes():
+            run(shaping.route(destination, via), self.ns(name))
+
+    def routes(self) -> list[tuple[str, str, str]]:
+        """(node, destination, next hop): each host's default route through its router, each
+        router's routes to the subnets it is not on."""
+        subnet_of = {end: str(ip_interface(a).network) for end, a in self.addresses.items()}
+        found = []
+        for node in self.network.nodes:
+            if node.kind == HOST:
+                router = self._next_router(node.name)
+                if router is not None:
+                    found.append((node.name, "default", router))
+            elif node.kind == ROUTER:
+                mine = {net for (n, _l), net in subnet_of.items() if n == node.name}
+                for (other, _l), net in sorted(subnet_of.items(), key=lambda kv: kv[1]):
+                    if net in mine or any(r[:2] == (node.name, net) for r in found):
+                        continue
+                    via = self._next_hop(node.name, other)
+                    if via is not None:
+                        found.append((node.name, net, via))
+        return found
+
+    def _next_hop(self, src: str, dst: str) -> str | None:
+        """The address of the first host or router after `src` (past switches) on the way to `dst`."""
+        for d in self.network.route(src, dst):
+            if self.network.node(d.dst).kind != SWITCH:
+                link = next(k for k in self.network.links if {k.a, k.b} == {d.src, d.dst})
+                return str(ip_interface(self.addresses[(d.dst, link.name)]).ip)
+        return None
+
+    def _next_router(self, host: str) -> str | None:
+        routers = [n.name for n in self.network.nodes if n.kind == ROUTER]
+        for d in self.network.route(host, routers[0]) if routers else []:
+            if self.network.node(d.dst).kind == ROUTER:
+                link = next(k for k in self.network.links if {k.a, k.b} == {d.src, d.dst})
+                return str(ip_interface(self.addresses[(d.dst, link.name)]).ip)
+        return None
+
+    def _emulated_in_order(self) -> list[Direction]:
+        """Emulated directions, the first pair's data route first (its seed and NFQUEUE numbers as
+        the lab always gave them on `path`: down first), then the rest in link order."""
+        pair = self.pairs[0]
+        first = [d for d in self.network.route(pair.server, pair.client) if d.emulated]
+        return first + [d for d in self.network.directions() if d.emulated and d not in first]
 
     def _install_emulation(self) -> None:
-        stages = [
-            Stage("down", SERVER_PORT, queue_num=0, ifb="ifb-down", seed=self.seed),
-            Stage("up", CLIENT_PORT, queue_num=1, ifb="ifb-up", seed=self.seed + 1),
-        ]
-        stage: DelayLossStage
-        if self.backend == "netem":
-            stage = NetemStage(self.switch, stages)
-        else:
-            stage = DelayLineStage(self.switch, stages, self.ledger)
-        self.stage = stage
-        stage.install()
-        for port in (CLIENT_PORT, SERVER_PORT):
-            run(shaping.bottleneck_root(port), self.switch)
+        by_node: dict[str, list[Stage]] = {}
+        for i, d in enumerate(self._emulated_in_order()):
+            stages = by_node.setdefault(d.dst, [])
+            k = len(stages)
+            bridged = self.network.node(d.dst).kind == SWITCH
+            stages.append(Stage(d.name, self.port_of(d, d.dst), queue_num=k, ifb=f"ifb{k}", seed=self.seed + i,
+                                bridged=bridged))  # fmt: skip
+            self._stage_of[d.name] = d.dst
+        for node, stages in by_node.items():
+            stage: DelayLossStage
+            if self.backend == "netem":
+                stage = NetemStage(self.ns(node), stages)
+            else:
+                stage = DelayLineStage(self.ns(node), stages, self.ledger)
+            self.stages[node] = stage
+            stage.install()
+        for d in self.network.directions():
+            if d.rate is not None:
+                run(shaping.bottleneck_root(self.port_of(d, d.src)), self.ns(d.src))
         wanted = self.path
         self.reconfigure(wanted.without_loss())
-        for direction in ("down", "up"):
-            stage.set(direction, Duration(0), Probability(0))
+        for node, stage in self.stages.items():
+            for name in self._directions_at(node):
+                stage.set(name, Duration(0), Probability(0))
         self._wait_until_forwarding()
-        self.base_rtt = self._measure_base_rtt()
+        self.base_rtts = {pair: self._measure_base_rtt(pair) for pair in self.pairs}
         self.reconfigure(wanted)
 
-    def _measure_base_rtt(self, count: int = 10) -> Duration:
-        """The median ping RTT through the lab with zero delay: its own cost."""
-        argv = ["ping", "-n", "-c", str(count), "-i", "0.02", "-W", "1", self.ip("server")]
-        samples = parse_ping(run(argv, self.client, check=False).stdout).rtts_ms
+    def _directions_at(self, node: str) -> list[str]:
+        return [name for name, at in self._stage_of.items() if at == node]
+
+    def _measure_base_rtt(self, pair: Pair, count: int = 10) -> Duration:
+        """The median ping RTT of a pair with zero delay: the lab's own cost."""
+        argv = ["ping", "-n", "-c", str(count), "-i", "0.02", "-W", "1", self.ip(pair.server)]
+        samples = parse_ping(run(argv, self.ns(pair.client), check=False).stdout).rtts_ms
         if not samples:
-            raise LabError("no ping crossed the path while measuring its base RTT")
+            raise LabError(f"no ping crossed {pair.client} -> {pair.server} while measuring its base RTT")
         base = Duration(sorted(samples)[len(samples) // 2] / 1e3)
-        log.info("lab base RTT %.3f ms, deducted from the emulated delay", base.ms)
+        log.info("lab base RTT %s %.3f ms, deducted from the emulated delay", pair.name, base.ms)
         return base
 
     def _wait_until_forwarding(self, within: float = 10.0) -> None:
-        """Return once a ping crosses the path: bridge ports take a moment to forward."""
-        # One echo request every 50 ms until the first reply (-c 1) or the deadline (-w).
+        """Return once a ping crosses each pair: bridge ports take a moment to forward, routers to ARP."""
         deadline = str(max(1, round(within + 2 * self.path.rtt.seconds)))
-        argv = ["ping", "-n", "-c", "1", "-i", "0.05", "-w", deadline, self.ip("server")]
-        if run(argv, self.client, check=False).returncode != 0:
-            raise LabError(f"no ping crossed the path client -> server within {deadline} s")
+        cross = [self.network.cross] if self.network.cross else []
+        for pair in (*self.pairs, *cross):
+            # One echo request every 50 ms until the first reply (-c 1) or the deadline (-w).
+            argv = ["ping", "-n", "-c", "1", "-i", "0.05", "-w", deadline, self.ip(pair.server)]
+            if run(argv, self.ns(pair.client), check=False).returncode != 0:
+                raise LabError(f"no ping crossed {pair.client} -> {pair.server} within {deadline} s")
 
     @property
     def loss_repeatable(self) -> bool:
         """Whether emulated loss follows the lab's seed (netem before Linux/iproute2 6.3 takes none)."""
-        assert self.stage is not None, "start() first"
-        return self.stage.seeded
+        assert self.stages, "start() first"
+        return all(stage.seeded for stage in self.stages.values())
 
     def reconfigure(self, path: PathSpec) -> None:
-        """Apply a new path in place: rates, buffer, delay and loss."""
-        assert self.stage is not None, "start() first"
-        for argv in shaping.bottleneck(CLIENT_PORT, path.rate_down, path.queue):
-            run(argv, self.switch)
-        for argv in shaping.bottleneck(SERVER_PORT, path.rate_up, path.queue):
-            run(argv, self.switch)
-        hold = self.hold(path)
-        self.stage.set("down", hold, path.loss_down)
-        self.stage.set("up", hold, path.loss_up)
-        self.path = path
+        """Apply a new path in place: rates, buffers, delays and losses, where the topology puts them."""
+        assert self.stages or not self._stage_of, "start() first"
+        network = self.topology.place(path)
+        for d in network.directions():
+            if d.rate is not None:
+                for argv in shaping.bottleneck(self.port_of(d, d.src), d.rate, d.queue or path.queue):
+                    run(argv, self.ns(d.src))
+        for d in network.directions():
+            if d.emulated:
+                self.stages[self._stage_of[d.name]].set(d.name, self.hold(d), d.loss)
+        self.path, self.network = path, network
         log.info("path: %s (%s)", path, self.backend)
 
-    def hold(self, path: PathSpec) -> Duration:
-        """What each direction's stage delays: half the RTT less half the lab's own."""
-        return Duration(max(0.0, path.one_way_delay.seconds - self.base_rtt.seconds / 2))
+    def hold(self, direction: Direction) -> Duration:
+        """What a direction's stage delays: its delay, less half the lab's own round trip where a
+        pair's host enters the network by it."""
+        own = [base for pair, base in self.base_rtts.items() if direction.src in (pair.client, pair.server)]
+        return Duration(max(0.0, direction.delay.seconds - (max(own).seconds / 2 if own else 0.0)))
+
+    @contextlib.contextmanager
+    def lossless(self) -> Iterator[None]:
+        """The network without its emulated loss (for measuring RTT and goodput), restored after."""
+        for d in self.network.directions():
+            if d.emulated and d.loss.fraction > 0:
+                self.stages[self._stage_of[d.name]].set(d.name, self.hold(d), Probability(0))
+        try:
+            yield
+        finally:
+            self.reconfigure(self.path)
+
+    def counters(self) -> dict[str, object]:
+        """Each node's delay-and-loss counters."""
+        return {node: stage.counters() for node, stage in self.stages.items()}
 
     def stop(self) -> None:
         try:
-            if self.stage is not None:
-                self.stage.remove()
-                self.stage = None
+            for stage in self.stages.values():
+                stage.remove()
+            self.stages.clear()
         finally:
             if self.net is not None:
                 for node in (*self.net.hosts, *self.net.switches):
@@ -243,7 +376,7 @@ class Lab:
             if stray:
                 log.warning("ended %d process(es) left inside the lab's namespaces: %s", len(stray), stray)
             for name, handle in self._handles.items():
-                if name != "s1":
+                if self.network.node(name).kind == HOST:
                     _destroy_sockets(handle)
                 handle.close()
             self._handles.clear()

@@ -8,8 +8,9 @@ and the unit tests compare them without root.  The shapes:
   netem stage  the port's ingress redirected through an IFB device carrying
                netem delay and loss, so the delay sits in the switch,
                before the bottleneck queue and away from both hosts.
-  delay line   iptables NFQUEUE on bridged packets arriving at a port
-               (physdev), handed to the userspace delay line.
+  delay line   iptables NFQUEUE on packets arriving at a port (physdev
+               on a bridge, -i on a router), handed to the userspace
+               delay line.
 """
 
 from __future__ import annotations
@@ -74,12 +75,18 @@ def netem_stage(port: str, ifb: str, delay: Duration, loss: Probability, seed: i
     ]  # fmt: skip
 
 
-def nfqueue_rule(action: str, port: str, queue_num: int) -> Argv:
-    """Queue bridged IPv4 packets that arrived on `port` to NFQUEUE `queue_num`."""
+def nfqueue_rule(action: str, port: str, queue_num: int, bridged: bool = True) -> Argv:
+    """Queue IPv4 packets forwarded from `port` to NFQUEUE `queue_num`: a bridge's port is
+    matched through br_netfilter's physdev, a router's by its input interface."""
     if action not in ("-A", "-D", "-C"):
         raise ValueError(f"iptables action {action!r}")
-    return [IPTABLES, "-w", action, "FORWARD", "-m", "physdev", "--physdev-in", port,
-            "-j", "NFQUEUE", "--queue-num", str(queue_num)]  # fmt: skip
+    match = ["-m", "physdev", "--physdev-in", port] if bridged else ["-i", port]
+    return [IPTABLES, "-w", action, "FORWARD", *match, "-j", "NFQUEUE", "--queue-num", str(queue_num)]
+
+
+def route(destination: str, via: str) -> Argv:
+    """A static route (`default` or a subnet) through a neighbour's address."""
+    return ["ip", "route", "replace", destination, "via", via]
 
 
 def sysctl(key: str, value: str | int) -> Argv:
