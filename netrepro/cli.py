@@ -25,6 +25,7 @@ from kmod import loader
 from netrepro import doctor, params, preflight, studyfile, sweep, verify
 from netrepro.spec import Figure, path_params
 from netrepro.workloads import WORKLOADS
+from topologies import topology
 from topologies.lab import Lab
 
 log = logging.getLogger("netrepro")
@@ -49,9 +50,32 @@ def path_options() -> argparse.ArgumentParser:
     return p
 
 
+def topology_options() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group(
+        "topology (topologies/topology.py; the path options are every pair's and the bottleneck's)"
+    )
+    g.add_argument("--topo", default="path", help=f"the shape: {', '.join(topology.SHAPES)} (default path)")
+    g.add_argument("--pairs", type=int, default=None, help="dumbbell: client/server pairs (client1..N, server1..N)")
+    g.add_argument("--rtts", default=None, metavar="RTT1,RTT2,...", help="dumbbell: each pair's RTT, e.g. 40ms,120ms")
+    g.add_argument("--routers", type=int, default=None, help="chain: routers r1..rK (default 2)")
+    g.add_argument("--cross", action="store_true", help="cross-traffic hosts xsender (at the server's router) and "
+                   "xreceiver (at the client's)")  # fmt: skip
+    g.add_argument("--link", action="append", default=[], metavar="A-B:KEY=VALUE,...",
+                   help="refine a link (A>B: one direction): rate, delay, loss, queue, e.g. r1-r2:rate=11mbit,"
+                   "delay=250ms,queue=15p")  # fmt: skip
+    return p
+
+
 def parse_path(args: argparse.Namespace) -> PathSpec:
     return PathSpec.parse(
         rtt=args.rtt, rate=args.rate, rate_up=args.rate_up, loss=args.loss, loss_up=args.loss_up, queue=args.queue
+    )
+
+
+def parse_topology(args: argparse.Namespace) -> topology.Topology:
+    return topology.Topology.parse(
+        args.topo, pairs=args.pairs, rtts=args.rtts, routers=args.routers, cross=args.cross, links=args.link
     )
 
 
@@ -69,10 +93,16 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("doctor", parents=[common], help="what this kernel and userland offer")
     d.add_argument("--json", action="store_true")
 
-    s = sub.add_parser("shell", parents=[common, path_options()], help="the client-switch-server lab in Mininet's CLI")
+    s = sub.add_parser(
+        "shell",
+        parents=[common, path_options(), topology_options()],
+        help="the lab in Mininet's CLI (--topo: its shape)",
+    )
     s.add_argument("--script", type=Path, help="run the Mininet CLI commands in FILE, then tear down")
 
-    c = sub.add_parser("check", parents=[common, path_options()], help="build the lab, measure the path, compare")
+    c = sub.add_parser(
+        "check", parents=[common, path_options(), topology_options()], help="build the lab, measure its paths, compare"
+    )
     c.add_argument("--json", action="store_true")
 
     sub.add_parser("list", parents=[common], help="every figure, as <study>/<figure> with its title")
@@ -154,28 +184,37 @@ def _cc_values(args: argparse.Namespace) -> dict[str, int]:
     return {}
 
 
-def _lab(args: argparse.Namespace, path: PathSpec, run_ledger: Ledger, values: dict[str, int]) -> Lab:
+def _lab(
+    args: argparse.Namespace, path: PathSpec, topo: topology.Topology, run_ledger: Ledger, values: dict[str, int]
+) -> Lab:
     """The lab of `shell` and `check`, with the variant of --cc loaded and tuned first."""
     if args.cc in loader.VARIANTS:
         algorithm = loader.load(args.cc, run_ledger, args.impl)
         print(
             f"*** {args.cc} ({algorithm.impl}): {json.dumps(algorithm.set(**values) if values else algorithm.read())}"
         )
-    return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=args.cc)
+    return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=args.cc, topology=topo)
+
+
+def _describe(lab: Lab) -> str:
+    """What the user has: the path, the shape, each host's address, each pair's round trip."""
+    hosts = ", ".join(f"{n.name} ({lab.ip(n.name)})" for n in lab.network.nodes if n.kind == topology.HOST)
+    pairs = "".join(f"\n*** {p.client} <- {p.server}: {lab.network.view(p)}" for p in lab.pairs)
+    return f"*** {lab.network.shape} via {lab.backend}; hosts {hosts}{pairs}"
 
 
 def cmd_shell(args: argparse.Namespace) -> int:
     from mininet.cli import CLI
     from mininet.log import setLogLevel
 
-    path = parse_path(args)
+    path, topo = parse_path(args), parse_topology(args)
     if args.script is not None and not args.script.is_file():
         raise QuantityError("--script", str(args.script), "no such file")
     values = _cc_values(args)
     preflight.preflight(preflight.lab_needs("shell", args.cc, args.shaper, args.impl))
-    with Ledger() as run_ledger, _lab(args, path, run_ledger, values) as lab:
+    with Ledger() as run_ledger, _lab(args, path, topo, run_ledger, values) as lab:
         setLogLevel("output")
-        print(f"*** {path} via {lab.backend}; hosts client ({lab.ip('client')}) and server ({lab.ip('server')})")
+        print(_describe(lab))
         if args.script is not None:
             with open(os.devnull, encoding="utf-8") as nothing:
                 CLI(lab.net, stdin=nothing, script=str(args.script))
@@ -185,14 +224,15 @@ def cmd_shell(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    path = parse_path(args)
+    path, topo = parse_path(args), parse_topology(args)
     values = _cc_values(args)
     preflight.preflight(preflight.lab_needs("check", args.cc, args.shaper, args.impl))
-    with Ledger() as run_ledger, _lab(args, path, run_ledger, values) as lab:
-        print(f"checking {path} via {lab.backend} ...", file=sys.stderr)
+    with Ledger() as run_ledger, _lab(args, path, topo, run_ledger, values) as lab:
+        print(_describe(lab).replace("***", "checking", 1) + " ...", file=sys.stderr)
         result = verify.verify(lab)
     if args.json:
-        print(json.dumps({"path": path.describe(), "backend": lab.backend, **result.as_dict()}, indent=2))
+        doc = {"path": path.describe(), "network": lab.network.describe(), "backend": lab.backend}
+        print(json.dumps({**doc, **result.as_dict()}, indent=2))
     else:
         for c in result.checks:
             print(c.line())

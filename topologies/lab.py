@@ -343,11 +343,12 @@ class Lab:
         return Duration(max(0.0, direction.delay.seconds - (max(own).seconds / 2 if own else 0.0)))
 
     @contextlib.contextmanager
-    def lossless(self) -> Iterator[None]:
-        """The network without its emulated loss (for measuring RTT and goodput), restored after."""
+    def emulating(self, *, delay: bool = True, loss: bool = True) -> Iterator[None]:
+        """The network with its delays or losses taken off (for measuring the rest), restored after."""
         for d in self.network.directions():
-            if d.emulated and d.loss.fraction > 0:
-                self.stages[self._stage_of[d.name]].set(d.name, self.hold(d), Probability(0))
+            if d.emulated:
+                stage = self.stages[self._stage_of[d.name]]
+                stage.set(d.name, self.hold(d) if delay else Duration(0), d.loss if loss else Probability(0))
         try:
             yield
         finally:

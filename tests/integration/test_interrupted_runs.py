@@ -17,10 +17,22 @@ from ground.results import REPO
 pytestmark = pytest.mark.root
 
 
-def start_shell(script: Path) -> subprocess.Popen[str]:
+def start_shell(script: Path, *topology: str) -> subprocess.Popen[str]:
     """`run.sh shell` with a script that holds the lab up, started as run.sh would."""
     return subprocess.Popen(
-        [sys.executable, "-m", "netrepro", "shell", "--rtt", "10ms", "--rate", "10mbit", "--script", str(script)],
+        [
+            sys.executable,
+            "-m",
+            "netrepro",
+            "shell",
+            "--rtt",
+            "10ms",
+            "--rate",
+            "10mbit",
+            *topology,
+            "--script",
+            str(script),
+        ],  # fmt: skip
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -54,9 +66,18 @@ def holding_script(tmp_path: Path) -> Path:
     return script
 
 
-def test_sigkill_then_clean_leaves_nothing(holding_script: Path) -> None:
+# A dumbbell adds routers, a second switch, more namespaces and queues, and (with the
+# delay line) one delay line per switch and router: all of it must be in the ledger.
+DUMBBELL = ("--topo", "dumbbell", "--pairs", "2", "--cross", "--shaper", "delayline")
+
+
+@pytest.mark.parametrize("topology", [(), DUMBBELL], ids=["path", "dumbbell"])
+def test_sigkill_then_clean_leaves_nothing(tmp_path: Path, topology: tuple[str, ...]) -> None:
+    holding_script = tmp_path / "hold.mn"
+    host = "client1" if topology else "client"
+    holding_script.write_text(f"{host} echo LAB-IS-UP\n{host} sleep 120\n")
     before = snapshot()
-    shell = start_shell(holding_script)
+    shell = start_shell(holding_script, *topology)
     wait_for_line(shell, "LAB-IS-UP")
     during = snapshot()
     assert "cubic" in during.sysctls[0], "the lab widened tcp_allowed_congestion_control"
