@@ -56,7 +56,8 @@ class IperfUdp:
     seconds: float
 
 
-def _iperf_json(text: str) -> dict[str, Any]:
+def iperf3_json(text: str) -> dict[str, Any]:
+    """iperf3's -J report as a dict; a report that is not one, or that carries iperf3's error, raises."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
@@ -70,7 +71,7 @@ def _iperf_json(text: str) -> dict[str, Any]:
 
 def parse_iperf3_tcp(text: str) -> IperfTcp:
     """Goodput as the receiver saw it (`end.sum_received`), omitted seconds excluded."""
-    end = _iperf_json(text).get("end", {})
+    end = iperf3_json(text).get("end", {})
     received = end.get("sum_received")
     if not received:
         raise ParseError("iperf3", "no end.sum_received", text)
@@ -80,7 +81,7 @@ def parse_iperf3_tcp(text: str) -> IperfTcp:
 
 def parse_iperf3_udp(text: str) -> IperfUdp:
     """Datagrams sent and lost as the receiver counted them (`end.sum`)."""
-    end = _iperf_json(text).get("end", {})
+    end = iperf3_json(text).get("end", {})
     total = end.get("sum")
     if not total or "lost_packets" not in total:
         raise ParseError("iperf3", "no end.sum with lost_packets", text)

@@ -7,6 +7,8 @@ the interquartile range as spread, and the number of trials it rests on
 model or the source's numbers; its notes are printed under the plot.  The
 project's reference reproduction, where given, is drawn beside the run's
 own points (dashed, in each series' colour) and is a column of the table.
+`draw_series` draws quantities over time instead (cwnd, throughput in bins),
+one line per flow.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import io
 import statistics
 import textwrap
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +149,63 @@ def draw(
     plt.close(figure)
     replace_file(png, image.getvalue())
     return notes
+
+
+def series_figure(
+    title: str,
+    series: Mapping[str, Sequence[tuple[float, float]]],
+    ylabel: str,
+    xlabel: str = "time (s)",
+    notes: Sequence[str] = (),
+) -> Any:
+    """The figure `draw_series` saves, for a caller that looks at it first; it must close it (plt.close)."""
+    if not series:
+        raise ValueError(f"{title!r}: no series to draw")
+    for label, points in series.items():
+        if not label or label.startswith("_"):
+            raise ValueError(f"{title!r}: series label {label!r} would be left out of the legend")
+        if not points:
+            raise ValueError(f"{title!r}: series {label!r} has no points")
+    import matplotlib  # here, not at the top: see draw
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, ax = plt.subplots(figsize=(8, 5.2))
+    styles = ["-", "--", ":", "-."]  # past the 10 colours of the cycle, lines differ by dash too
+    for i, (label, points) in enumerate(series.items()):
+        xs, ys = zip(*sorted(points), strict=True)
+        ax.plot(xs, ys, linestyle=styles[i // 10 % len(styles)], linewidth=1.2, label=label)
+    ax.legend(fontsize=8, ncol=1 + (len(series) - 1) // 12)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)
+    ax.grid(True, alpha=0.3)
+    if notes:
+        text = "\n".join(textwrap.fill(t, 130) for t in notes)
+        figure.text(0.01, 0.01, text, fontsize=7, va="bottom", ha="left")
+        figure.subplots_adjust(bottom=0.12 + 0.022 * (text.count("\n") + 1))
+    return figure
+
+
+def draw_series(
+    png: Path,
+    title: str,
+    series: Mapping[str, Sequence[tuple[float, float]]],
+    ylabel: str,
+    xlabel: str = "time (s)",
+    notes: Sequence[str] = (),
+) -> None:
+    """One line per series (a flow's (time, value) points, e.g. cwnd or throughput in bins); write the PNG."""
+    figure = series_figure(title, series, ylabel, xlabel, notes)
+    import matplotlib.pyplot as plt
+
+    image = io.BytesIO()
+    try:
+        figure.savefig(image, format="png", dpi=110)
+    finally:
+        plt.close(figure)
+    replace_file(png, image.getvalue())
 
 
 def _by_series(points: list[Point]) -> dict[str, list[Point]]:
