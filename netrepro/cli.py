@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", parents=[common], help="every figure, as <study>/<figure> with its title")
     sub.add_parser("workloads", parents=[common], help="what a trial can run: keys, types, allowed values, metrics")
 
-    r = sub.add_parser("run", parents=[common], help="run a figure (also: `run.sh <figure>`)")
+    r = sub.add_parser("run", parents=[common, topology_options()], help="run a figure (also: `run.sh <figure>`)")
     r.add_argument("figure", help="a figure (fig2 or iw/fig2), or a study file (my-study.toml: each of its figures)")
     r.add_argument("--trials", type=int, default=None, help="trials per setting (default: the figure's)")
     r.add_argument("--quick", action="store_true", help="a reduced grid and trial count that shows the shape")
@@ -322,6 +322,8 @@ def derived_figure(fig: Figure, args: argparse.Namespace) -> Figure:
     if args.series:
         series = _levels(fig, "--series", args.series, sorted(settable - {x}))
     derived = fig.derive(_overrides(fig, args.set, x), vary=vary, series=series)
+    if getattr(args, "topo", "path") != "path" or getattr(args, "link", None):
+        derived = derived.on(parse_topology(args))
     params.check_grid(derived.full_name, [*derived.grid(), *derived.grid(quick=True)], keys_of(derived))
     return derived
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from ground.errors import UserError
 from ground.units import parse_duration, parse_rate
+from topologies.topology import Topology
 
 PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue")
 
@@ -92,6 +93,8 @@ class Figure:
     # A derived figure: what differs from the declared one (`rtt=50ms`); empty for the figure as declared.
     variant: str = ""
     overrides: Mapping[str, Any] = field(default_factory=dict)  # a derived figure's --set, for its manifest
+    # The lab's shape (topologies.topology): `path`, today's client - s1 - server, unless declared or derived.
+    topology: Topology = field(default_factory=Topology)
 
     @property
     def full_name(self) -> str:
@@ -174,6 +177,15 @@ class Figure:
             ),
             variant=variant_name("+".join(parts)),
             overrides={**self.overrides, **overrides},
+        )
+
+    def on(self, topology: Topology) -> Figure:
+        """The figure on another topology: a derived figure (its directory names the topology)."""
+        if topology == self.topology:
+            return self
+        label = topology.label
+        return dataclasses.replace(
+            self, topology=topology, variant=variant_name("+".join(p for p in (self.variant, label) if p))
         )
 
     @property

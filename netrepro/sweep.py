@@ -155,7 +155,7 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
     with (
         Ledger() as ledger,
         # the hosts start with CUBIC; each trial then sets its own congestion control
-        Lab(first, ledger, shaper=opts.shaper, seed=opts.seed, cc="cubic") as lab,
+        Lab(first, ledger, shaper=opts.shaper, seed=opts.seed, cc="cubic", topology=fig.topology) as lab,
     ):
         work = ledger.temp_dir("netrepro-trials-")
         session = Session(lab, ledger, work, results_dir=opts.out / fig.directory / "logs", cc_impl=opts.cc_impl)
@@ -167,6 +167,8 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                 if str(path) not in verifications:
                     v = verify(lab)
                     verifications[str(path)] = {"path": path.describe(), **v.as_dict()}
+                    if fig.topology.shape != "path":
+                        verifications[str(path)]["network"] = lab.network.describe()
                     # logged, not printed: written above the progress bar, and kept in the log file
                     for c in v.checks:
                         if c.ok:
@@ -272,6 +274,7 @@ def figure_manifest(
         # a derived figure: the declared one it comes from, and what differs
         "derived_from": f"{fig.study}/{fig.name}" if fig.variant else None,
         "workload": fig.workload,
+        "topology": fig.topology.describe(),
         "factor": {"name": fig.x, "levels": [str(p[fig.x]) for p in grid[:: len(fig.series)]]},
         "series": [{"label": s.label, "params": dict(s.params)} for s in fig.series],
         "fixed": {k: str(v) for k, v in {**fig.fixed, **opts.overrides}.items()},

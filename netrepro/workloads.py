@@ -20,16 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ground import flows
 from ground.ledger import Ledger
+from ground.parsers import parse_iperf3_tcp
 from ground.path import MSS
 from ground.proc import Process, run
 from ground.tcpprobe import ProbeSample, TcpProbe, sender_samples
+from ground.units import parse_rate
 from kmod import loader
-from netrepro.params import Key
+from netrepro.params import RATE, Key
 from servers import clients, content
 from servers.apache import HTTP_PORT, TLS_PORT, Apache
 from servers.hosttcp import HostTcp, apply_host_tcp
-from servers.iperf import iperf3_client_argv, iperf3_server_argv, wait_listening
+from servers.iperf import CrossTraffic, iperf3_client_argv, iperf3_server_argv, wait_listening
 from topologies.lab import Lab
 
 Metrics = dict[str, Any]
@@ -112,7 +115,7 @@ class Session:
         return algorithm.counters().get("ss_repairs")
 
     def apply_hosts(self, params: Mapping[str, Any]) -> None:
-        """Put both hosts' TCP into the trial's settings (congestion control, windows)."""
+        """Put every pair's hosts' TCP into the trial's settings (congestion control, windows)."""
         initcwnd = params.get("initcwnd")
         server = HostTcp(
             congestion_control=params.get("cc"),
@@ -127,12 +130,16 @@ class Session:
             slow_start_after_idle=params.get("slow_start_after_idle"),
             receive_buffer=params.get("receive_buffer"),
         )
-        for host, settings, peer in (("server", server, "client"), ("client", client, "server")):
-            previous = self._applied.get(host)
-            if previous != settings:
-                ns, dev = self.lab.ns(host), f"{host}-eth0"  # the lab's one interface per host
-                apply_host_tcp(ns, settings, self.lab.ip(peer), self.ledger, previous=previous, dev=dev)
-                self._applied[host] = settings
+        routed = self.lab.network.shape != "path"
+        for pair in self.lab.pairs:
+            for host, settings, peer in ((pair.server, server, pair.client), (pair.client, client, pair.server)):
+                previous = self._applied.get(host)
+                if previous != settings:
+                    # the lab's one interface per host; on a routed shape, looked up with its router
+                    dev = None if routed else f"{host}-eth0"
+                    apply_host_tcp(self.lab.ns(host), settings, self.lab.ip(peer), self.ledger, previous=previous,
+                                   dev=dev)  # fmt: skip
+                    self._applied[host] = settings
 
     def stop(self) -> None:
         try:
@@ -237,6 +244,70 @@ def bulk(session: Session, params: Mapping[str, Any]) -> Metrics:
     }
 
 
+def bottleneck_queue(lab: Lab) -> list[flows.QdiscStats]:
+    """The counters of the qdiscs on the bottleneck's egress port (its FIFO is handle 10:)."""
+    d = lab.network.direction(*lab.network.bottleneck.split(">"))
+    shown = run(["tc", "-s", "-j", "qdisc", "show", "dev", lab.port_of(d, d.src)], lab.ns(d.src))
+    return flows.qdisc_stats(shown.stdout)
+
+
+def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
+    """A bulk iperf3 flow on every client/server pair at once, beside UDP cross traffic at cross_rate (if
+    given), for duration_s: each flow's goodput over the run and its first window_s, Jain's index, drops."""
+    lab, seconds = session.lab, int(params.get("duration_s", 30))
+    window = float(params.get("window_s", 10))
+    if window > seconds:
+        raise flows.FlowDataError(f"window_s {window:g} is longer than the run's duration_s {seconds}")
+    cc = params.get("cc")
+    if cc is not None:
+        session.ledger.allow_congestion_control(cc)
+    cross_rate = params.get("cross_rate")
+    if cross_rate is not None and lab.network.cross is None:
+        raise flows.FlowDataError(f"cross_rate {cross_rate}: this topology has no cross-traffic hosts (--cross)")
+    senders = [
+        CrossTraffic(
+            lab.ns(p.client),
+            lab.ns(p.server),
+            lab.ip(p.server),
+            session.ledger,
+            session.work_dir,
+            duration_s=seconds,
+            port=5210 + i,
+            cc=cc,
+            interval_s=0.1,
+        )  # fmt: skip
+        for i, p in enumerate(lab.pairs)
+    ]
+    if cross_rate is not None and lab.network.cross is not None:
+        x = lab.network.cross
+        senders.append(CrossTraffic(lab.ns(x.client), lab.ns(x.server), lab.ip(x.server), session.ledger,
+                                    session.work_dir, duration_s=seconds, udp_rate=parse_rate(cross_rate, "cross_rate"),
+                                    port=5209, interval_s=0.1))  # fmt: skip
+    before = bottleneck_queue(lab)
+    try:
+        for sender in senders:
+            sender.start()
+        reports = [sender.report() for sender in senders]
+    finally:
+        for sender in senders:
+            sender.stop()
+    drops = flows.find_qdisc(flows.qdisc_delta(before, bottleneck_queue(lab)), "10:").drops
+    tcp = reports[: len(lab.pairs)]
+    whole = [parse_iperf3_tcp(r) for r in tcp]
+    first = [flows.window_throughput(flows.throughput_bins(r), 0, window) for r in tcp]
+    metrics: Metrics = {
+        "goodput_mbit": round(sum(r.goodput_bps for r in whole) / 1e6, 4),
+        "flow_goodputs_mbit": ";".join(f"{r.goodput_bps / 1e6:.4f}" for r in whole),
+        "flow_first_window_mbit": ";".join(f"{g / 1e6:.4f}" for g in first),
+        "jain_index": round(flows.jain_index([r.goodput_bps for r in whole]), 4) if len(whole) > 1 else 1.0,
+        "retransmits": ";".join(str(r.retransmits) for r in whole),
+        "bottleneck_drops": drops,
+    }
+    if len(reports) > len(tcp):
+        metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[-1]).delivered_bps / 1e6, 4)
+    return metrics
+
+
 def readback(session: Session, params: Mapping[str, Any]) -> Metrics:
     """No traffic: the variant's effective values as the kernel reports them for the trial's parameters."""
     reported = session.congestion_control(params)
@@ -300,6 +371,33 @@ WORKLOADS: dict[str, Workload] = {
             ),
             ("throughput_mbit", "bytes", "seconds", "connections"),
             ("h2load",),
+        ),
+        Workload(
+            "competing",
+            competing,
+            (
+                Key("duration_s", int, "how long the flows last, seconds", low=1, high=3600),
+                Key(
+                    "window_s",
+                    float,
+                    "each flow's goodput is also taken over its first window_s seconds",
+                    low=0.1,
+                    high=3600,
+                ),  # fmt: skip
+                Key(
+                    "cross_rate", str, "UDP cross traffic, xsender to xreceiver (topology with --cross)", form=RATE
+                ),  # fmt: skip
+            ),
+            (
+                "goodput_mbit",
+                "flow_goodputs_mbit",
+                "flow_first_window_mbit",
+                "jain_index",
+                "retransmits",
+                "bottleneck_drops",
+                "cross_delivered_mbit",
+            ),  # fmt: skip
+            ("iperf3",),
         ),
     )
 }

@@ -77,9 +77,12 @@ def tcp_rmem_value(receive_buffer: int) -> str:
     return f"{low} {default} {receive_buffer}"
 
 
-def route_argv(peer: str, dev: str, *, initcwnd: int | None = None, initrwnd: int | None = None) -> list[str]:
-    """A host route to the peer carrying the initial windows (replace: creates or changes it)."""
-    argv = ["ip", "route", "replace", f"{peer}/32", "dev", dev]
+def route_argv(
+    peer: str, dev: str, *, initcwnd: int | None = None, initrwnd: int | None = None, via: str | None = None
+) -> list[str]:
+    """A host route to the peer carrying the initial windows (replace: creates or changes it),
+    through the router `via` where the peer is on another subnet."""
+    argv = ["ip", "route", "replace", f"{peer}/32", *(["via", via] if via else []), "dev", dev]
     if initcwnd is not None:
         argv += ["initcwnd", str(initcwnd)]
     if initrwnd is not None:
@@ -87,7 +90,9 @@ def route_argv(peer: str, dev: str, *, initcwnd: int | None = None, initrwnd: in
     return argv
 
 
-def host_tcp_commands(settings: HostTcp, peer: str, dev: str, previous: HostTcp | None = None) -> list[list[str]]:
+def host_tcp_commands(
+    settings: HostTcp, peer: str, dev: str, previous: HostTcp | None = None, via: str | None = None
+) -> list[list[str]]:
     """Every command that puts a host's TCP into `settings`, in order; with
     `previous` (what the host was last set to), only those that change it."""
 
@@ -104,16 +109,22 @@ def host_tcp_commands(settings: HostTcp, peer: str, dev: str, previous: HostTcp 
     if settings.receive_buffer is not None and changed("receive_buffer"):
         commands.append(sysctl_argv("net.ipv4.tcp_rmem", tcp_rmem_value(settings.receive_buffer)))
     if (settings.initcwnd is not None or settings.initrwnd is not None) and changed("initcwnd", "initrwnd"):
-        commands.append(route_argv(peer, dev, initcwnd=settings.initcwnd, initrwnd=settings.initrwnd))
+        commands.append(route_argv(peer, dev, initcwnd=settings.initcwnd, initrwnd=settings.initrwnd, via=via))
     return commands
 
 
 def route_device(ns: Netns, peer: str) -> str:
     """The interface through which ns reaches peer."""
+    return route_hop(ns, peer)[0]
+
+
+def route_hop(ns: Netns, peer: str) -> tuple[str, str | None]:
+    """The interface through which ns reaches peer, and the router on the way (None: on-link)."""
     routes = json.loads(run(["ip", "-j", "route", "get", peer], ns).stdout or "[]")
     if not routes or "dev" not in routes[0]:
         raise SetupError(f"[{ns.name}] no route to {peer}")
-    return str(routes[0]["dev"])
+    gateway = routes[0].get("gateway")
+    return str(routes[0]["dev"]), (str(gateway) if gateway else None)
 
 
 def read_route_metrics(ns: Netns, peer: str) -> dict[str, int]:
@@ -132,12 +143,16 @@ def apply_host_tcp(
     """Set a lab host's TCP; its namespace keeps the settings until the lab goes.
 
     `previous` is what this host was last set to (only the differences are
-    applied), `dev` its interface towards the peer (looked up if not given).
+    applied), `dev` its interface towards the peer on its own subnet (else
+    the interface and router are looked up).
     """
     if ns.pid is None:
         raise ValueError("per-host TCP settings go into an emulated host, never the root namespace")
     if settings.congestion_control is not None:
         # A namespace may select only what the root namespace allows; the ledger undoes the widening.
         ledger.allow_congestion_control(settings.congestion_control)
-    for argv in host_tcp_commands(settings, peer, dev or route_device(ns, peer), previous):
+    via = None
+    if dev is None:
+        dev, via = route_hop(ns, peer)
+    for argv in host_tcp_commands(settings, peer, dev, previous, via=via):
         run(argv, ns)

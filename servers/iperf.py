@@ -33,10 +33,14 @@ def iperf3_client_argv(
     udp_rate: Rate | None = None,
     datagram: int = 1400,
     cc: str | None = None,
+    interval_s: float | None = None,
 ) -> list[str]:
     """A flow in the data direction (server to client, -R): bulk TCP (with congestion control `cc`,
-    else the sender's default), or UDP at a constant rate."""
+    else the sender's default), or UDP at a constant rate; reported every `interval_s` (iperf3's
+    default: 1 s)."""
     argv = ["iperf3", "-c", address, "-p", str(port), "-R", "-J", "-t", str(duration_s)]
+    if interval_s is not None:
+        argv += ["-i", f"{interval_s:g}"]
     if udp_rate is not None:
         argv += ["-u", "-b", str(int(udp_rate.bps)), "-l", str(datagram)]
     if cc is not None:
@@ -72,9 +76,12 @@ class CrossTraffic:
         duration_s: int,  # whole seconds: iperf3 -t
         udp_rate: Rate | None = None,
         port: int = 5202,
+        cc: str | None = None,
+        interval_s: float | None = None,
     ) -> None:
         self.client, self.server, self.address = client, server, server_address
         self.ledger, self.duration_s, self.udp_rate, self.port = ledger, duration_s, udp_rate, port
+        self.cc, self.interval_s = cc, interval_s
         self.output = work_dir / f"iperf3-{'udp' if udp_rate else 'tcp'}-{port}.json"
         self._server: Process | None = None
         self._client: Process | None = None
@@ -87,7 +94,14 @@ class CrossTraffic:
             wait_listening(self.server, self.address, self.port, self._server)
             with open(self.output, "wb") as out:
                 self._client = Process(
-                    iperf3_client_argv(self.address, self.port, self.duration_s, udp_rate=self.udp_rate),
+                    iperf3_client_argv(
+                        self.address,
+                        self.port,
+                        self.duration_s,
+                        udp_rate=self.udp_rate,
+                        cc=None if self.udp_rate else self.cc,
+                        interval_s=self.interval_s,
+                    ),
                     self.client,
                     ledger=self.ledger,
                     stdout=out,
@@ -98,8 +112,8 @@ class CrossTraffic:
             raise
         return self
 
-    def result(self) -> IperfTcp | IperfUdp:
-        """Wait for the flow to end and return what the receiver measured."""
+    def report(self) -> str:
+        """Wait for the flow to end and return iperf3's JSON report (the receiver's, -R)."""
         assert self._client is not None, "start() first"
         try:
             code = self._client.wait(timeout=self.duration_s + 15)
@@ -108,6 +122,11 @@ class CrossTraffic:
         text = self.output.read_text(errors="replace")
         if code != 0:
             raise CommandError(self._client.argv, self.client, code, text[-1000:])
+        return text
+
+    def result(self) -> IperfTcp | IperfUdp:
+        """Wait for the flow to end and return what the receiver measured."""
+        text = self.report()
         return parse_iperf3_udp(text) if self.udp_rate is not None else parse_iperf3_tcp(text)
 
     def stop(self) -> None:

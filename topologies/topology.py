@@ -344,6 +344,28 @@ class Topology:
         topo.check(given_pairs=pairs, given_routers=routers)
         return topo
 
+    @property
+    def label(self) -> str:
+        """What differs from the default `path`, as the options that give it (a derived figure's name)."""
+        parts = [f"topo={self.shape}"]
+        parts += [f"pairs={self.pairs}"] if self.shape == "dumbbell" and not self.rtts else []
+        parts += [f"rtts={','.join(str(r) for r in self.rtts)}"] if self.rtts else []
+        parts += [f"routers={self.routers}"] if self.shape == "chain" and self.routers != 2 else []
+        parts += ["cross"] if self.cross else []
+        parts += [f"link={o.text}" for o in self.links]
+        return "+".join(parts)
+
+    def describe(self) -> dict[str, Any]:
+        """Plain values for manifests: the topology as the user gave it."""
+        return {
+            "shape": self.shape,
+            "pairs": self.pairs,
+            "rtts": [str(r) for r in self.rtts],
+            "routers": self.routers if self.shape == "chain" else None,
+            "cross": self.cross,
+            "links": [o.text for o in self.links],
+        }
+
     def check(self, given_pairs: int | None = None, given_routers: int | None = None) -> None:
         """Refuse what cannot be built, before anything is: sizes, names and placements."""
         if self.shape != "dumbbell" and self.pairs != 1:

@@ -62,8 +62,7 @@ def test_dumbbell_shares_its_core_and_the_short_rtt_gets_more(ledger: Ledger, tm
         finally:
             for f in flows:
                 f.stop()
-    assert all(isinstance(r, IperfTcp) for r in results)
-    short, long = (r.goodput_bps for r in results)
+    short, long = (r.goodput_bps for r in results if isinstance(r, IperfTcp))
     core = ideal_goodput(Rate(20e6)).bps
     print(f"dumbbell: 40 ms {short / 1e6:.2f}, 120 ms {long / 1e6:.2f}, total {(short + long) / 1e6:.2f} "
           f"of {core / 1e6:.2f} Mbit/s")  # fmt: skip
