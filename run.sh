@@ -9,10 +9,11 @@
 # seconds.  Then it hands the command to `python -m netrepro`.
 #
 # Debian's apache2 package enables Debian's own apache2 service (port 80 in
-# the root namespace); netrepro starts its own Apache in a namespace.  When
-# run.sh installs apache2 it disables that service (an apache2 installed
-# before run.sh is left alone), and it lists what it installed, one package a
-# line, in .venv/.netrepro-installed.
+# the root namespace), and openvswitch-switch its own system-wide ovsdb-server
+# and ovs-vswitchd; netrepro starts its own Apache, and its own Open vSwitch
+# daemons, in namespaces.  When run.sh installs either package it disables
+# that service (one installed before run.sh is left alone), and it lists what
+# it installed, one package a line, in .venv/.netrepro-installed.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,7 +24,7 @@ installed="$venv/.netrepro-installed"
 # Distribution packages the lab, the workloads and the native helpers need.
 packages=(
     mininet bridge-utils iproute2 iptables ethtool iputils-ping util-linux kmod
-    iperf3 apache2 nghttp2-client curl openssl tcpdump
+    openvswitch-switch iperf3 apache2 nghttp2-client curl openssl tcpdump
     clang llvm bpftool libbpf-dev libnetfilter-queue-dev libmnl-dev gcc make pkg-config
     python3 python3-venv python3-matplotlib
 )
@@ -57,20 +58,24 @@ missing_packages() {
     done
 }
 
-# Debian's own apache2 service, off: stopped and disabled where systemd runs,
-# else disabled offline (systemd's links and SysV's rc?.d links).
-# deb-systemd-helper acts only for a package's maintainer script: it is told
-# which package; its state then keeps the service off across upgrades.
-disable_system_apache() {
+# A package's own service (named as the package), off: stopped and disabled
+# where systemd runs, else disabled offline (systemd's links and SysV's rc?.d
+# links).  deb-systemd-helper acts only for a package's maintainer script: it
+# is told which package; its state then keeps the service off across upgrades.
+# openvswitch-switch.service pulls in ovsdb-server and ovs-vswitchd, which
+# are PartOf it: stopping it stops them.
+SYSTEM_SERVICES=(apache2 openvswitch-switch)
+disable_system_service() {
+    local service=$1
     if [[ -d /run/systemd/system ]]; then
-        systemctl disable --now apache2 >&2
+        systemctl disable --now "$service" >&2
         return
     fi
     if command -v deb-systemd-helper >/dev/null; then
-        DPKG_MAINTSCRIPT_PACKAGE=apache2 deb-systemd-helper disable apache2.service >&2
+        DPKG_MAINTSCRIPT_PACKAGE=$service deb-systemd-helper disable "$service.service" >&2
     fi
     if command -v update-rc.d >/dev/null; then
-        update-rc.d apache2 disable >&2
+        update-rc.d "$service" disable >&2
     fi
 }
 
@@ -83,10 +88,13 @@ install_packages() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
         mkdir -p "$venv"
         printf '%s\n' "${missing[@]}" >>"$installed"
-        if [[ " ${missing[*]} " == *" apache2 "* ]]; then
-            echo "run.sh: disabling Debian's apache2 service (netrepro runs its own Apache in a namespace)" >&2
-            disable_system_apache
-        fi
+        local service
+        for service in "${SYSTEM_SERVICES[@]}"; do
+            if [[ " ${missing[*]} " == *" $service "* ]]; then
+                echo "run.sh: disabling Debian's $service service (netrepro runs its own in a namespace)" >&2
+                disable_system_service "$service"
+            fi
+        done
     fi
 }
 

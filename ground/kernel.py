@@ -4,7 +4,10 @@ Qdiscs, IFB and NFQUEUE are probed by trying them in a throwaway network
 namespace (`unshare --net`), which vanishes with the probe's process.  A
 modular kernel loads modules on first use (br_netfilter, nfnetlink_queue,
 sch_netem, ifb with its two root-namespace devices, ...); the probe unloads
-the ones it loaded, so it changes nothing on the machine.
+the ones it loaded, so it changes nothing on the machine.  Open vSwitch's
+datapath is looked up among the generic netlink families (a dump, which
+loads nothing), and only where it is absent is its module loaded and
+unloaded again.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import logging
 import os
 import re
 import shutil
+import socket
+import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,6 +138,106 @@ def netem_seed_works() -> bool:
 
 def ifb_works() -> bool:
     return works_in_scratch_netns("ip", "link", "add", "nrprobe0", "type", "ifb")
+
+
+# Generic netlink (linux/netlink.h, linux/genetlink.h): the controller's family dump.
+NETLINK_GENERIC = 16
+GENL_ID_CTRL = 0x10
+CTRL_CMD_GETFAMILY = 3
+CTRL_ATTR_FAMILY_NAME = 2
+NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
+NLMSG_ERROR, NLMSG_DONE = 2, 3
+NLA_TYPE_MASK = 0x3FFF  # without the nested and byte-order flags
+OVS_DATAPATH_FAMILY = "ovs_datapath"  # registered by the openvswitch module (net/openvswitch/datapath.c)
+
+
+def _align4(n: int) -> int:
+    return (n + 3) & ~3
+
+
+def family_dump_request(seq: int) -> bytes:
+    """A netlink message asking the generic netlink controller for every registered family."""
+    genl = struct.pack("=BBH", CTRL_CMD_GETFAMILY, 1, 0)
+    return struct.pack("=IHHII", 16 + len(genl), GENL_ID_CTRL, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + genl
+
+
+def parse_family_dump(data: bytes) -> tuple[list[str], bool]:
+    """The family names in one read of a controller dump, and whether the dump ended in it.
+
+    Each message: nlmsghdr (16 bytes), genlmsghdr (4), then attributes, each
+    `len, type` (2+2) and its payload padded to 4 bytes.  An error message
+    raises OSError with the kernel's errno.
+    """
+    names: list[str] = []
+    offset = 0
+    while offset + 16 <= len(data):
+        length, kind = struct.unpack_from("=IH", data, offset)
+        if length < 16 or offset + length > len(data):
+            raise ValueError(f"a netlink message of length {length} at {offset} of {len(data)} bytes")
+        if kind == NLMSG_DONE:
+            return names, True
+        if kind == NLMSG_ERROR:
+            (error,) = struct.unpack_from("=i", data, offset + 16)
+            if error:
+                raise OSError(-error, f"generic netlink family dump: {os.strerror(-error)}")
+            return names, True
+        attr, end = offset + 20, offset + length
+        while attr + 4 <= end:
+            attr_len, attr_type = struct.unpack_from("=HH", data, attr)
+            if attr_len < 4:
+                break
+            if attr_type & NLA_TYPE_MASK == CTRL_ATTR_FAMILY_NAME:
+                names.append(data[attr + 4 : attr + attr_len].rstrip(b"\0").decode("ascii", "replace"))
+            attr += _align4(attr_len)
+        offset += _align4(length)
+    return names, False
+
+
+def genetlink_families(timeout: float = 5.0) -> set[str]:
+    """The generic netlink families registered now.
+
+    A dump, unlike a lookup by name, never makes the kernel load a module for
+    the family asked about.
+    """
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_GENERIC) as sock:
+        sock.settimeout(timeout)
+        sock.bind((0, 0))
+        sock.send(family_dump_request(seq=1))
+        found: set[str] = set()
+        done = False
+        while not done:
+            names, done = parse_family_dump(sock.recv(1 << 16))
+            found.update(names)
+    return found
+
+
+@functools.cache
+def openvswitch_datapath_works() -> bool:
+    """Does this kernel have Open vSwitch's datapath (the `system` datapath type)?
+
+    Yes where its generic netlink family is registered (built in, or the
+    module already loaded).  Otherwise, on a kernel with loadable modules,
+    the `openvswitch` module is loaded, the family looked for again, and
+    every module the probe loaded unloaded.  No modules, no family: no.
+    """
+    try:
+        if OVS_DATAPATH_FAMILY in genetlink_families():
+            return True
+    except OSError as e:
+        log.debug("generic netlink family dump: %s", e)
+        return False
+    before = _read_proc_modules()
+    if before is None:
+        return False
+    try:
+        try:
+            loaded = proc.run(["modprobe", "openvswitch"], check=False, timeout=30).returncode == 0
+        except (OSError, proc.CommandError) as e:
+            log.debug("modprobe openvswitch: %s", e)
+            return False
+        return loaded and OVS_DATAPATH_FAMILY in genetlink_families()
+    finally:
+        unload_modules_loaded_since(before)
 
 
 def modules_supported() -> bool:

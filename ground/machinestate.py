@@ -16,6 +16,8 @@ from ground import cgroups
 from ground.ledger import LEDGER_DIR
 
 WATCHED = {
+    "ovsdb-server",
+    "ovs-vswitchd",
     "delayline",
     "iperf3",
     "apache2",

@@ -31,3 +31,12 @@ def test_the_backend_probes_leave_the_loaded_modules_as_they_were() -> None:
     assert kernel.netem_works() and kernel.ifb_works()
     assert kernel.works_in_scratch_netns(*shaping.nfqueue_rule("-A", "probe", 0))
     assert loaded() == before
+
+
+def test_the_openvswitch_datapath_probe_finds_it_and_leaves_the_modules_as_they_were() -> None:
+    """Debian's kernel ships openvswitch.ko: where it is not loaded, the probe loads it (with nf_conntrack,
+    nsh, ...) and unloads them again."""
+    kernel.openvswitch_datapath_works.cache_clear()
+    before = loaded()
+    assert kernel.openvswitch_datapath_works()
+    assert loaded() == before
