@@ -96,6 +96,11 @@ def modules_to_unload(before: str, after: str) -> list[str]:
     return order
 
 
+def proc_modules() -> str | None:
+    """/proc/modules, or None where the kernel has no loadable modules."""
+    return _read_proc_modules()
+
+
 def _read_proc_modules() -> str | None:
     """/proc/modules, or None where the kernel has no loadable modules."""
     try:

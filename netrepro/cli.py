@@ -61,6 +61,8 @@ def topology_options() -> argparse.ArgumentParser:
     g.add_argument("--routers", type=int, default=None, help="chain: routers r1..rK (default 2)")
     g.add_argument("--cross", action="store_true", help="cross-traffic hosts xsender (at the server's router) and "
                    "xreceiver (at the client's)")  # fmt: skip
+    g.add_argument("--switch", default="auto", help="ovs, bridge or auto (Open vSwitch where the kernel has its "
+                   "datapath and the shaper is netem; else the Linux bridge)")  # fmt: skip
     g.add_argument("--link", action="append", default=[], metavar="A-B:KEY=VALUE,...",
                    help="refine a link (A>B: one direction): rate, delay, loss, queue, e.g. r1-r2:rate=11mbit,"
                    "delay=250ms,queue=15p")  # fmt: skip
@@ -193,14 +195,15 @@ def _lab(
         print(
             f"*** {args.cc} ({algorithm.impl}): {json.dumps(algorithm.set(**values) if values else algorithm.read())}"
         )
-    return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=args.cc, topology=topo)
+    return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=args.cc, topology=topo, switch=args.switch)
 
 
 def _describe(lab: Lab) -> str:
     """What the user has: the path, the shape, each host's address, each pair's round trip."""
     hosts = ", ".join(f"{n.name} ({lab.ip(n.name)})" for n in lab.network.nodes if n.kind == topology.HOST)
     pairs = "".join(f"\n*** {p.client} <- {p.server}: {lab.network.view(p)}" for p in lab.pairs)
-    return f"*** {lab.network.shape} via {lab.backend}; hosts {hosts}{pairs}"
+    switch = f", switches: {lab.switch_kind}" if lab.switch_kind != "none" else ""
+    return f"*** {lab.network.shape} via {lab.backend}{switch}; hosts {hosts}{pairs}"
 
 
 def cmd_shell(args: argparse.Namespace) -> int:
@@ -231,7 +234,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(_describe(lab).replace("***", "checking", 1) + " ...", file=sys.stderr)
         result = verify.verify(lab)
     if args.json:
-        doc = {"path": path.describe(), "network": lab.network.describe(), "backend": lab.backend}
+        doc = {"path": path.describe(), "network": lab.network.describe(), "backend": lab.backend,
+               "switch": lab.switch_kind}  # fmt: skip
         print(json.dumps({**doc, **result.as_dict()}, indent=2))
     else:
         for c in result.checks:
@@ -373,6 +377,7 @@ def _run_one(fig: Figure, args: argparse.Namespace) -> None:
         retry_failed=args.retry_failed,
         plot_only=args.plot_only,
         shaper=args.shaper,
+        switch=args.switch,
         cc_impl=args.impl,
     )
     sweep.run_figure(fig, opts)

@@ -100,6 +100,7 @@ class Options:
     retry_failed: bool = True  # a resumed figure runs its failed and timed-out trials again
     plot_only: bool = False  # redraw from the CSV; run no trial
     shaper: str = "auto"
+    switch: str = "auto"  # ovs, bridge or auto (topologies.ovs.choose_switch)
     cc_impl: str | None = None  # lkm or bpf for netrepro's variants; None: module where possible
 
 
@@ -155,7 +156,9 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
     with (
         Ledger() as ledger,
         # the hosts start with CUBIC; each trial then sets its own congestion control
-        Lab(first, ledger, shaper=opts.shaper, seed=opts.seed, cc="cubic", topology=fig.topology) as lab,
+        Lab(
+            first, ledger, shaper=opts.shaper, seed=opts.seed, cc="cubic", topology=fig.topology, switch=opts.switch
+        ) as lab,
     ):
         work = ledger.temp_dir("netrepro-trials-")
         session = Session(lab, ledger, work, results_dir=opts.out / fig.directory / "logs", cc_impl=opts.cc_impl)
@@ -167,6 +170,7 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                 if str(path) not in verifications:
                     v = verify(lab)
                     verifications[str(path)] = {"path": path.describe(), **v.as_dict()}
+                    verifications[str(path)]["switch"] = lab.switch_kind
                     if fig.topology.shape != "path":
                         verifications[str(path)]["network"] = lab.network.describe()
                     # logged, not printed: written above the progress bar, and kept in the log file
@@ -286,6 +290,8 @@ def figure_manifest(
         # the manifest's `git` is the code that wrote it; the trials may have run earlier, from these
         "code_of_rows": sorted({r.get("code") or "unrecorded" for r in rows}),
         "shaper": sorted({r.get("backend", "") for r in rows}),
+        # ovs or bridge ("none": a chain has no switch); runs before Open vSwitch came all had the bridge
+        "switch": sorted({v.get("switch", "bridge") for v in verifications.values()}),
         # false where netem took no seed (Linux or iproute2 older than 6.3)
         "loss_repeatable": all(r.get("loss_seeded") != "false" for r in rows),
         "congestion_control": sorted({f"{r.get('cc')} ({r.get('cc_impl')})" for r in rows if r.get("cc")}),

@@ -2,7 +2,8 @@
 
 Every node lives in a network namespace of its own, so that nothing of the
 lab lives in the root namespace.  Switches are Linux bridges (or Open
-vSwitch, topologies.ovs); routers are namespaces that forward.  Where each
+vSwitch, topologies.ovs, with `--switch ovs`: a private ovsdb-server and
+ovs-vswitchd in the switch's namespace); routers are namespaces that forward.  Where each
 link direction's rate, queue, delay and loss act is the topology's rule:
 delay and loss where a direction enters a switch or router, rate and queue
 where it leaves one.  On `path` (today's lab, and the studies' default):
@@ -42,6 +43,7 @@ from ground.proc import Netns, kill_netns_processes, run, start_time
 from ground.units import Duration, Probability
 from topologies import shaping
 from topologies.emulation import DelayLineStage, DelayLossStage, NetemStage, Stage, choose_backend
+from topologies.ovs import NamespacedOVS, choose_switch, load_datapath
 from topologies.topology import HOST, ROUTER, SWITCH, Direction, Network, Pair, Topology
 
 log = logging.getLogger("netrepro.lab")
@@ -73,13 +75,15 @@ class NamespacedBridge(LinuxBridge):  # type: ignore[misc]
 class NetworkTopo(Topo):  # type: ignore[misc]
     """A placed network as Mininet's Topo: nodes in order, links in order, addresses on each end."""
 
-    def build(self, network: Network, addresses: dict[tuple[str, str], str]) -> None:  # type: ignore[override]
+    def build(  # type: ignore[override]
+        self, network: Network, addresses: dict[tuple[str, str], str], switch_params: dict[str, Any]
+    ) -> None:
         first: dict[str, str] = {}
         for (name, _link), address in addresses.items():
             first.setdefault(name, address)
         for node in network.nodes:
             if node.kind == SWITCH:
-                self.addSwitch(node.name, inNamespace=True)
+                self.addSwitch(node.name, inNamespace=True, **switch_params)
             else:
                 self.addHost(node.name, ip=first[node.name])
         for link in network.links:
@@ -99,6 +103,7 @@ class Lab:
         seed: int = 1,
         cc: str = "cubic",
         topology: Topology | None = None,
+        switch: str = "auto",
     ) -> None:
         self.path = path
         self.topology = topology or Topology()
@@ -107,6 +112,9 @@ class Lab:
         self.seed = seed
         self.cc = cc
         self.backend = choose_backend(shaper)
+        # Open vSwitch (kernel datapath) or the Linux bridge; a chain has no switch to choose
+        has_switches = any(n.kind == SWITCH for n in self.network.nodes)
+        self.switch_kind = choose_switch(switch, self.backend) if has_switches else "none"
         self.net: Any = None
         self._handles: dict[str, Netns] = {}  # each node's namespace, held from the moment it exists
         self.stages: dict[str, DelayLossStage] = {}  # by the node they live in
@@ -176,9 +184,11 @@ class Lab:
         Mininet.inited = True
         self.ledger.allow_congestion_control(self.cc)
         self.addresses = self.network.addresses(ip_base())
+        if self.switch_kind == "ovs":
+            load_datapath(self.ledger)
         self.net = Mininet(
-            topo=NetworkTopo(network=self.network, addresses=self.addresses),
-            switch=NamespacedBridge,
+            topo=NetworkTopo(network=self.network, addresses=self.addresses, switch_params=self._switch_params()),
+            switch=NamespacedOVS if self.switch_kind == "ovs" else NamespacedBridge,
             controller=None,
             # one subnet: every host's neighbour is known; routed: ARP finds the routers
             autoStaticArp=self.network.shape == "path",
@@ -203,6 +213,9 @@ class Lab:
             self.stop()
             raise
         return self
+
+    def _switch_params(self) -> dict[str, Any]:
+        return {"ledger": self.ledger, "datapath": "system"} if self.switch_kind == "ovs" else {}
 
     def _link_name(self, node: str, mn_link: Any) -> str:
         ends = {mn_link.intf1.node.name, mn_link.intf2.node.name}

@@ -129,6 +129,23 @@ def test_check_with_netem_runs_and_reports(tmp_path: Path) -> None:
     write_json(record_dir(tmp_path) / "check_netem.json", doc)
 
 
+@pytest.mark.parametrize("switch", ["bridge", "ovs"])
+def test_dumbbell_with_netem_runs_and_reports(tmp_path: Path, switch: str) -> None:
+    """The dumbbell of issue 14 (two pairs, RTT 40 and 120 ms, a 20 Mbit/s core) with netem, on the
+    Linux bridge and on Open vSwitch (kernel datapath): built, every pair measured, recorded."""
+    done = netrepro("check", "--topo", "dumbbell", "--rtts", "40ms,120ms", "--rate", "20mbit", "--queue", "100p",
+                    "--shaper", "netem", "--switch", switch, "--json")  # fmt: skip
+    assert done.stdout.startswith("{"), f"exit {done.returncode}: " + done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    assert (doc["backend"], doc["switch"], doc["network"]["shape"]) == ("netem", switch, "dumbbell")
+    assert {c["name"] for c in doc["checks"]} == {"rtt", "rtt_pair2", "goodput", "loss_down"}
+    assert [p["rtt_ms"] for p in doc["network"]["pairs"]] == [40, 120]
+    rtts = {c["name"]: c["measured"] for c in doc["checks"] if c["name"].startswith("rtt")}
+    assert rtts["rtt_pair2"] > rtts["rtt"], "the pairs' round trips differ as set, even under coarse timing"
+    assert done.returncode == (0 if all(c["low"] <= c["measured"] <= c["high"] for c in doc["checks"]) else 1)
+    write_json(record_dir(tmp_path) / f"check_dumbbell_netem_{switch}.json", doc)
+
+
 def test_doctor_lists_the_congestion_controls_linux_ships() -> None:
     doc = doctor.report()
     assert doc["features"]["sch_netem"] and doc["features"]["loadable_modules"]

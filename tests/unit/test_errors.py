@@ -103,6 +103,7 @@ def test_trial_outcome(exc: BaseException, status: str | None) -> None:
 
 class _Lab:
     backend = "netem"
+    switch_kind = "bridge"
     loss_repeatable = True
 
     def __init__(self, path: Any, *args: Any, **kwargs: Any) -> None:
