@@ -20,6 +20,7 @@ import shutil
 import socket
 import struct
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +102,12 @@ def proc_modules() -> str | None:
     return _read_proc_modules()
 
 
+def unload_modules_not_in(kept: Collection[str], settle: float = MODULE_SETTLE_SECONDS) -> None:
+    """rmmod what was loaded since a moment when only `kept` were, and nothing holds now."""
+    before = "".join(f"{name} 0 0 - Live 0x0\n" for name in kept)
+    unload_modules_loaded_since(before, settle)
+
+
 def _read_proc_modules() -> str | None:
     """/proc/modules, or None where the kernel has no loadable modules."""
     try:
@@ -123,7 +130,7 @@ def unload_modules_loaded_since(before: str, settle: float = MODULE_SETTLE_SECON
         if not left:
             return
         if time.monotonic() >= deadline:
-            log.warning("a kernel probe loaded %s; still in use after %.0f s, left loaded", ", ".join(left), settle)
+            log.warning("%s loaded since; still in use after %.0f s, left loaded", ", ".join(left), settle)
             return
         time.sleep(0.05)
 

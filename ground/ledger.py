@@ -31,6 +31,8 @@ Entry kinds:
   netns        {name}                  delete the named namespace
   struct_ops   {name}                  unregister the BPF struct_ops map
   module       {name}                  remove the kernel module
+  modules_loaded {cause, before}       remove the modules loaded since (`before`: the names then) that
+                                       nothing holds: what loading `cause` brought, and what its users did
   tracefs      {path}                  remove a tracefs instance directory
   trace_enable {path, old}             write the old value of a tracefs control file
   mount        {path, added}           unmount a filesystem a run mounted (tracefs)
@@ -56,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ground import cgroups, proc
+from ground import cgroups, kernel, proc
 from ground.errors import SetupError
 
 log = logging.getLogger("netrepro.ledger")
@@ -199,6 +201,8 @@ def _identity(e: Entry) -> tuple[str, str] | None:
         return (kind, str(e.get("path")))
     if kind in ("struct_ops", "module"):
         return ("algorithm", str(e.get("name")))
+    if kind == "modules_loaded":
+        return (kind, str(e.get("cause")))
     return None
 
 
@@ -499,6 +503,10 @@ def _undo_module(e: Entry, ctx: Context, settle: float = 30.0) -> None:
         proc.run(["rmmod", e["name"]])
 
 
+def _undo_modules_loaded(e: Entry, ctx: Context) -> None:
+    kernel.unload_modules_not_in(e["before"], settle=10.0)
+
+
 def _undo_cc_allowed(e: Entry, ctx: Context) -> None:
     names = [x["name"] for x in _names(e) if x.get("added")]
     allowed = read_sysctl(CC_ALLOWED).split()
@@ -555,6 +563,7 @@ PHASES: tuple[tuple[str, dict[str, Step]], ...] = (
             "module": _shared(_undo_module),
         },
     ),  # fmt: skip
+    ("modules", {"modules_loaded": _shared(_undo_modules_loaded)}),
     ("sysctls", {"sysctl": _shared(_undo_sysctl)}),
     ("tracing", {"trace_enable": _undo_trace_enable, "tracefs": _undo_tracefs}),
     ("mounts", {"mount": _shared(_undo_mount)}),

@@ -106,23 +106,20 @@ DATAPATH_MODULE = "openvswitch"
 
 
 def load_datapath(ledger: Ledger) -> None:
-    """Load the kernel's openvswitch module (and what it needs) where it is not loaded yet, in the ledger.
+    """Load the kernel's openvswitch module where it is not loaded yet, in the ledger.
 
-    ovs-vswitchd would have the kernel load it on first use, and it would stay
-    loaded after the run: so it is loaded here, under the ledger, and each
-    module it brought is removed when the run ends (the datapath first).
+    ovs-vswitchd would have the kernel load it on first use, and with it
+    conntrack and the rest (nfnetlink_cttimeout when it probes timeout
+    policies), all left loaded after the run; so the run records what was
+    loaded before, and when it ends removes every module loaded since that
+    nothing holds.
     """
     before = kernel.proc_modules()
     if before is None or DATAPATH_MODULE in kernel.parse_proc_modules(before):
         return  # built in, or already loaded (then not this run's to remove)
-    with ledger.change({"kind": "module", "name": DATAPATH_MODULE}):
+    loaded = sorted(kernel.parse_proc_modules(before))
+    with ledger.change({"kind": "modules_loaded", "cause": DATAPATH_MODULE, "before": loaded}):
         run(["modprobe", DATAPATH_MODULE])
-    # Recorded newest-first-undone: the ones removed last are recorded first.
-    brought = [m for m in kernel.modules_to_unload(before, kernel.proc_modules() or "") if m != DATAPATH_MODULE]
-    for name in reversed(brought):
-        ledger.record({"kind": "module", "name": name})
-    if brought:
-        ledger.record({"kind": "module", "name": DATAPATH_MODULE})
 
 
 # -- the commands, built apart from running them ------------------------------------
