@@ -4,6 +4,12 @@
 and p99 error against the set RTT), iperf3 goodput against the ideal
 rate x 1448/1514, and the delay line's CPU use during that transfer.
 
+`delayline-links`: the delay line at several links at once: a dumbbell of
+two pairs (RTT 20 and 40 ms) with UDP cross traffic through one core, per
+core rate: each pair's idle ping RTT error, then both pairs' bulk flows
+beside UDP at a fifth of the core for 20 s: what the core carried against
+its ideal, and the CPU of all the delay lines together.
+
 `runner`: figure iw/fig2 at its full trial count, from scratch; the wall time
 against the sum of the trials' own download times.  The ratio is the
 runner's overhead: lab set-up, verification, per-trial set-up, teardown.
@@ -77,6 +83,61 @@ def delayline(
     replace_file(csv_path, text.getvalue().encode())
     hand_back(csv_path, tree)
     write_json(target / "delayline.manifest.json", {**provenance(), "benchmark": "delayline", "rtt": rtt}, tree)
+    return rows
+
+
+LINK_RATES_MBIT = (20, 100, 200)
+
+
+def delayline_links(rates_mbit: tuple[int, ...] = LINK_RATES_MBIT, out: Path | None = None) -> list[dict[str, Any]]:
+    from netrepro.verify import PairView
+    from netrepro.workloads import WORKLOADS, Session
+    from topologies.topology import Topology, ideal_goodput
+
+    rows = []
+    topo = Topology.parse("dumbbell", rtts="20ms,40ms", cross=True)
+    with Ledger() as ledger:
+        for mbit in rates_mbit:
+            path = PathSpec.parse(rate=f"{mbit}mbit")
+            with Lab(path, ledger, shaper="delayline", topology=topo) as lab:
+                lines = [s.line for s in lab.stages.values() if isinstance(s, DelayLineStage) and s.line]
+                pids = [line.process.pid for line in lines]
+                row: dict[str, Any] = {"core_mbit": mbit, "delay_lines": len(pids)}
+                for i, pair in enumerate(lab.pairs, 1):
+                    rtt = measure_rtt(PairView(lab, pair), count=200, interval=0.01)
+                    row[f"pair{i}_rtt_ms"] = rtt.desired
+                    row[f"pair{i}_rtt_median_error_ms"] = round(rtt.measured - rtt.desired, 3)
+                    row[f"pair{i}_rtt_p99_error_ms"] = round(rtt.detail["p99"] - rtt.desired, 3)
+                session = Session(lab, ledger, ledger.temp_dir("netrepro-bench-"), results_dir=None)
+                cpu0, wall0 = sum(map(_cpu_seconds, pids)), time.monotonic()
+                try:
+                    udp = f"{mbit / 5:g}mbit"
+                    m = WORKLOADS["competing"](session, {"duration_s": 20, "cross_rate": udp})
+                finally:
+                    session.stop()
+                cpu = (sum(map(_cpu_seconds, pids)) - cpu0) / (time.monotonic() - wall0)
+                carried = m["goodput_mbit"] + m["cross_delivered_mbit"] * 1448 / 1400  # UDP payload as TCP's share
+                ideal = ideal_goodput(path.rate_down).mbps
+                row.update({
+                    "tcp_goodput_mbit": m["goodput_mbit"],
+                    "udp_offered_mbit": mbit / 5,
+                    "udp_delivered_mbit": m["cross_delivered_mbit"],
+                    "core_carried_ratio": round(carried / ideal, 4),
+                    "jain_index": m["jain_index"],
+                    "bottleneck_drops": m["bottleneck_drops"],
+                    "delaylines_cpu_percent": round(cpu * 100, 1),
+                })  # fmt: skip
+                print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+                rows.append(row)
+    target = out or RESULTS / "bench"
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    replace_file(target / "delayline_links.csv", text.getvalue().encode())
+    hand_back(target / "delayline_links.csv", out or RESULTS)
+    write_json(target / "delayline_links.manifest.json", {**provenance(), "benchmark": "delayline-links",
+               "topology": topo.describe()}, out or RESULTS)  # fmt: skip
     return rows
 
 

@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
 
     b = sub.add_parser("bench", parents=[common], help="benchmarks that report numbers (not tests)")
-    b.add_argument("which", choices=["delayline", "runner", "soak"])
+    b.add_argument("which", choices=["delayline", "delayline-links", "runner", "soak"])
     b.add_argument("--rtt", default="20ms")
     b.add_argument("--out", type=Path, default=None)
     b.add_argument("--kills", type=int, default=100, help="soak: SIGKILLed runs (then SIGINT, SIGTERM, SIGHUP)")
@@ -434,6 +434,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.which == "delayline":
         bench.delayline(rtt=args.rtt, out=args.out)
+    elif args.which == "delayline-links":
+        bench.delayline_links(out=args.out)
     elif args.which == "soak":
         if not 1 <= args.kills <= 10_000:
             raise QuantityError("--kills", args.kills, "allowed range is 1 to 10000")

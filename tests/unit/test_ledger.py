@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ground import cgroups
+from ground import cgroups, kernel
 from ground import ledger as ledger_mod
 from ground.ledger import Entry, Ledger, LedgerError
 from ground.proc import NamespaceError, Netns, Process, is_alive, start_time, terminate
@@ -319,3 +319,20 @@ def test_a_namespace_handle_outlives_its_pid() -> None:
     assert ns.pass_fds == (7,)
     with pytest.raises(NamespaceError):
         Netns("y", 12345).wrap(["true"])
+
+
+def test_modules_loaded_since_are_removed_unless_another_live_run_holds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`modules_loaded` (the openvswitch module and what its users load after it): the names loaded
+    before are kept; undone only when no other live run has the same cause recorded."""
+    kept: list[list[str]] = []
+    monkeypatch.setattr(kernel, "unload_modules_not_in", lambda before, settle: kept.append(before))
+    entry = {"kind": "modules_loaded", "cause": "openvswitch", "before": ["bridge", "veth"]}
+    other, mine = Ledger(tmp_path, contain=False), Ledger(tmp_path, contain=False)
+    other.record(dict(entry))
+    mine.record(dict(entry))
+    mine.unwind()
+    assert kept == [], "another live run holds the datapath: left loaded"
+    other.unwind()
+    assert kept == [["bridge", "veth"]]
