@@ -18,6 +18,7 @@ parse; the message names the file, the figure and the key.
     x = { factor = "initcwnd", levels = [3, 10, 26], quick = [3, 26] }
     fixed = { rtt = "50ms", rate = "3mbit", cc = "cubic", protocol = "http/1.1", object_bytes = 37000 }
     series = [ { label = "CUBIC" } ]       # optional; each a label and its parameters
+    topology = { shape = "dumbbell", rtts = "40ms,120ms" }    # optional; the lab's shape (run.sh --topo)
 
 A study file's results go to results/<study>/ like any figure's; its study
 may not take the name of one of netrepro's own.
@@ -36,6 +37,7 @@ from ground.path import PathSpec
 from ground.units import QuantityError
 from netrepro import params
 from netrepro.spec import PATH_KEYS, Figure, Series
+from topologies.topology import Topology
 
 FIGURE_KEYS = {
     "name": "the figure's name, e.g. iw50 (letters, digits, - and _)",
@@ -54,7 +56,10 @@ FIGURE_KEYS = {
     "finding": "what the source reports, set beside the result",
     "deviations": "how this setup differs from the source's, a list of strings",
     "timeout_s": "a trial's time limit in seconds (default 120)",
+    "topology": '{ shape = path|dumbbell|chain, pairs = N, rtts = "40ms,120ms", routers = K, cross = true, '
+    'links = ["r1-r2:rate=11mbit,queue=15p"] } (default: path)',
 }
+TOPOLOGY_KEYS = ("shape", "pairs", "rtts", "routers", "cross", "links")
 X_KEYS = ("factor", "levels", "quick")
 
 
@@ -154,6 +159,7 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
         finding=str(table.get("finding", "")),
         deviations=tuple(map(str, table.get("deviations", ()))),
         trial_timeout=_timeout(float(_whole(where, table, "timeout_s", 120))),
+        topology=_topology(where, table.get("topology", {})),
     )
     grid = [*figure.grid(), *figure.grid(quick=True)]
     for setting in grid:
@@ -168,6 +174,28 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
     except UserError as e:
         raise StudyFileError(str(e)) from None
     return figure
+
+
+def _topology(where: str, table: Any) -> Topology:
+    """The figure's `topology` table, checked as run.sh's --topo options are."""
+    if not isinstance(table, dict) or set(table) - set(TOPOLOGY_KEYS):
+        raise StudyFileError(
+            f"{where}: topology = {{ {', '.join(f'{k} = ...' for k in TOPOLOGY_KEYS)} }}, not {table!r}"
+        )
+    links = table.get("links", [])
+    if not isinstance(links, list) or not all(isinstance(t, str) for t in links):
+        raise StudyFileError(f'{where}: topology.links = ["A-B:KEY=VALUE,...", ...], not {links!r}')
+    try:
+        return Topology.parse(
+            str(table.get("shape", "path")),
+            pairs=table.get("pairs"),
+            rtts=table.get("rtts"),
+            routers=table.get("routers"),
+            cross=bool(table.get("cross", False)),
+            links=links,
+        )
+    except QuantityError as e:
+        raise StudyFileError(f"{where}: topology {e.option.removeprefix('--')} {e.value!r}: {e.why}") from None
 
 
 def _timeout(seconds: float) -> Any:

@@ -41,6 +41,15 @@ def test_the_readme_example_is_iw_fig2_trial_for_trial() -> None:
     assert fig.heading == iw.FIG2.heading
 
 
+def test_a_study_file_declares_its_topology(tmp_path: Path) -> None:
+    text = GOOD.replace(
+        'name = "dl"', 'name = "dl"\ntopology = { shape = "dumbbell", rtts = "40ms,120ms", cross = true }'
+    )
+    [fig] = studyfile.load(write(tmp_path, text))
+    assert (fig.topology.shape, fig.topology.pairs, fig.topology.cross) == ("dumbbell", 2, True)
+    assert [str(r) for r in fig.topology.rtts] == ["40ms", "120ms"]
+
+
 def test_a_study_file_with_series(tmp_path: Path) -> None:
     [fig] = studyfile.load(write(tmp_path, GOOD))
     assert [s.label for s in fig.series] == ["CUBIC", "Reno"]
@@ -67,6 +76,12 @@ def test_a_study_file_with_series(tmp_path: Path) -> None:
         (('study = "mine"', 'study = "mine"\nauthor = "me"'), "unknown top-level key 'author'"),
         (('rate = "3mbit"', 'rate = "3mbit", pgae = "small"'), "'pgae' is not a key any part of a trial takes"),
         (("object_bytes = 37000", 'object_bytes = "big"'), "object_bytes='big': a whole number"),
+        (('name = "dl"', 'name = "dl"\ntopology = { shape = "ring" }'), "topology topo 'ring': the topologies are"),
+        (
+            ('name = "dl"', 'name = "dl"\ntopology = { shape = "chain", links = ["r1-r9:rate=1mbit"] }'),
+            "chain has no link r1-r9",
+        ),  # fmt: skip
+        (('name = "dl"', 'name = "dl"\ntopology = { shape = "chain", hops = 3 }'), "topology = { shape = ..."),
     ],
 )
 def test_mistakes_are_named_with_the_file_and_figure(tmp_path: Path, change: tuple[str, str], named: str) -> None:
