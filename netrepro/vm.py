@@ -249,7 +249,8 @@ def make_out_dir(path: Path, typed: str) -> None:
 def guest_command(netrepro_args: list[str], accel: str) -> list[str]:
     """What the guest runs: netrepro from this repository's environment, told how it was booted."""
     passed = [f"{VM_ACCEL_ENV}={accel}"]
-    passed += [f"{k}={os.environ[k]}" for k in ("SUDO_UID", "SUDO_GID") if k in os.environ]
+    # NETREPRO_VM_RECORD=1: the guest tests write their measurements to results/vm/ (tests/guest)
+    passed += [f"{k}={os.environ[k]}" for k in ("SUDO_UID", "SUDO_GID", "NETREPRO_VM_RECORD") if k in os.environ]
     return ["env", *passed, sys.executable, "-m", "netrepro", *netrepro_args]
 
 
