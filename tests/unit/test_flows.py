@@ -153,6 +153,17 @@ def test_omitted_intervals_are_left_out() -> None:
     assert [b.bytes for b in throughput_bins(text)] == pytest.approx([100, 300])
 
 
+def test_interval_ends_a_few_microseconds_apart_are_joined() -> None:
+    """As iperf3 wrote them in a dumbbell run: the next interval began 42 us before the last one ended."""
+    text = report(
+        {"start": 0, "end": 0.100263, "bytes": 1000},
+        {"start": 0.100305, "end": 0.2, "bytes": 1000},
+    )
+    bins = throughput_bins(text)
+    assert [b.bytes for b in bins] == pytest.approx([1000 * 0.1 / 0.100263, 1000 * (1 - 0.1 / 0.100263) + 1000])
+    assert sum(b.bytes for b in bins) == pytest.approx(2000)
+
+
 @pytest.mark.parametrize(
     ("text", "match"),
     [
