@@ -20,8 +20,8 @@ two egress ports on `path`, r2 → r1 down and r1 → r2 up elsewhere).  Delays
 set on a link are kept; the rest of each pair's round trip is spread evenly
 over the pair's links that have none (its two access links on a dumbbell,
 every link of a chain or path; where all are set, they make the round trip).
-Cross traffic (xsender → xreceiver) enters
-and leaves at the routers and crosses the bottleneck alongside the data.
+Cross traffic (xsender → xreceiver) enters and leaves at the routers and
+crosses the bottleneck alongside the data.
 
 Where each quantity acts (one rule, both backends):
 
@@ -341,7 +341,7 @@ class Topology:
             cross=cross,
             links=tuple(LinkOption.parse(t) for t in links),
         )
-        topo.check(given_pairs=pairs, given_routers=routers)
+        topo.check(given_routers=routers)
         return topo
 
     @property
@@ -366,7 +366,7 @@ class Topology:
             "links": [o.text for o in self.links],
         }
 
-    def check(self, given_pairs: int | None = None, given_routers: int | None = None) -> None:
+    def check(self, given_routers: int | None = None) -> None:
         """Refuse what cannot be built, before anything is: sizes, names and placements."""
         if self.shape != "dumbbell" and self.pairs != 1:
             raise QuantityError("--pairs", self.pairs, f"{self.shape} has one client/server pair; a dumbbell has N")
