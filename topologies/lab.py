@@ -72,6 +72,16 @@ class NamespacedBridge(LinuxBridge):  # type: ignore[misc]
     isSetup = True
 
 
+def hold_nodes(net: Any, ledger: Ledger, handles: dict[str, Netns]) -> None:
+    """Record each node of a built Mininet net (its shell's process, its namespace) in the ledger,
+    and hold each namespace by a handle in `handles`, from the moment it exists."""
+    for node in (*net.hosts, *net.switches):
+        ledger.record({"kind": "process", "pid": node.pid, "start": start_time(node.pid) or -1, "argv": [node.name]})
+        handle = Netns.open(node.name, node.pid)
+        handles[node.name] = handle
+        ledger.namespace(handle)
+
+
 class NetworkTopo(Topo):  # type: ignore[misc]
     """A placed network as Mininet's Topo: nodes in order, links in order, addresses on each end."""
 
@@ -196,13 +206,7 @@ class Lab:
         )
         try:
             self.net.build()
-            for node in (*self.net.hosts, *self.net.switches):
-                self.ledger.record(
-                    {"kind": "process", "pid": node.pid, "start": start_time(node.pid) or -1, "argv": [node.name]}
-                )
-                handle = Netns.open(node.name, node.pid)
-                self._handles[node.name] = handle
-                self.ledger.namespace(handle)
+            hold_nodes(self.net, self.ledger, self._handles)
             for link in self.net.links:
                 for intf in (link.intf1, link.intf2):
                     self._ports[(intf.node.name, self._link_name(intf.node.name, intf.link))] = intf.name

@@ -16,7 +16,8 @@ from mininet.net import Mininet
 from mininet.topo import Topo
 
 from ground.ledger import Ledger
-from ground.proc import Netns, kill_netns_processes, run, start_time
+from ground.proc import Netns, kill_netns_processes, run
+from topologies.lab import hold_nodes
 from topologies.ovs import NamespacedOVS
 
 IP_BASE = "10.253.0.0/24"
@@ -50,12 +51,7 @@ class OvsNet:
         )
         try:
             self.net.build()
-            for node in (*self.net.hosts, *self.net.switches):
-                self.ledger.record(
-                    {"kind": "process", "pid": node.pid, "start": start_time(node.pid) or -1, "argv": [node.name]}
-                )
-                self.handles[node.name] = handle = Netns.open(node.name, node.pid)
-                self.ledger.namespace(handle)
+            hold_nodes(self.net, self.ledger, self.handles)
             self.net.start()
         except BaseException:
             self.stop()
