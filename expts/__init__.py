@@ -9,9 +9,9 @@ from __future__ import annotations
 from ground.errors import UserError
 from netrepro.spec import Figure
 
-from . import cubicplus, iw, spdy
+from . import cubicplus, iw, newcwv, spdy
 
-STUDIES = (iw, cubicplus, spdy)
+STUDIES = (iw, cubicplus, spdy, newcwv)
 
 
 class UnknownFigure(UserError, LookupError):

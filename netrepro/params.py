@@ -115,6 +115,13 @@ HOST_PARAMS = (
     Key("initcwnd", int, "the server's initial congestion window, segments (ip route initcwnd)", low=1, high=1024),
     Key("slow_start_after_idle", int, "net.ipv4.tcp_slow_start_after_idle on both hosts", choices=(0, 1)),
     Key("receive_buffer", int, "the client's receive-buffer ceiling, bytes (tcp_rmem max)", low=4096, high=2**31 - 1),
+    Key(
+        "pacer",
+        str,
+        "what paces the server's sending: tcp (TCP's own pacing, asked for by the congestion control: newcwv's "
+        "pacing=1), fq (the fq qdisc on the server's egress; needs sch_fq), auto (fq where the kernel has it)",
+        choices=("tcp", "fq", "auto"),
+    ),
 )
 SERIES_KEY = Key("series", str, "the series' label (set by the figure)")
 
@@ -156,6 +163,11 @@ def problems(params: Mapping[str, Any], keys: Mapping[str, Key]) -> list[str]:
         if owners and cc not in owners:
             out.append(f"{name} is a parameter of {' and '.join(owners)}, and the trial's cc is {cc!r}")
     variant = loader.VARIANTS.get(str(cc))
+    if params.get("pacer") in ("tcp", "auto") and not _asks_for_pacing(params, variant):
+        out.append(
+            f"pacer={params['pacer']}: TCP paces only where the congestion control asks it to (newcwv with "
+            f"pacing=1), and the trial's cc is {cc!r}" + (" without pacing=1" if variant is not None else "")
+        )
     if isinstance(params.get("cc_params"), dict):
         if variant is None:
             out.append(f"cc_params is for a netrepro variant, and the trial's cc is {cc!r}")
@@ -165,6 +177,14 @@ def problems(params: Mapping[str, Any], keys: Mapping[str, Key]) -> list[str]:
             except loader.CongestionControlInputError as e:
                 out.append(f"cc_params: {e}")
     return out
+
+
+def _asks_for_pacing(params: Mapping[str, Any], variant: loader.Variant | None) -> bool:
+    if variant is None or not any(p.name == "pacing" for p in variant.params):
+        return False
+    given = params.get("cc_params")
+    table = given if isinstance(given, dict) else {}
+    return str(params.get("pacing", table.get("pacing", 0))) == "1"
 
 
 def check_grid(where: str, grid: Sequence[Mapping[str, Any]], keys: Mapping[str, Key]) -> None:

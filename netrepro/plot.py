@@ -137,7 +137,7 @@ def draw(
     title = f"{fig.full_name}: {fig.heading}" + ("  [quick]" if quick else "")
     ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)
     ax.grid(True, alpha=0.3)
-    caption = f"median and interquartile range; trials per point: {', '.join(map(str, counts))}"
+    caption = f"{fig.spread}; n per point: {', '.join(map(str, counts))}"
     if reference:
         caption += f"; dashed, hollow: the project's reference reproduction (results/reference/{fig.study})"
     text = "\n".join(textwrap.fill(t, 130) for t in [caption, *notes])

@@ -42,6 +42,7 @@ class Needs:
     shaper: str = "auto"
     cc_impl: str | None = None  # lkm or bpf for netrepro's variants; None: module where possible
     named_by: str = "cc "  # how the user named them: `--cc `, `--set cc=`, or the figure's `cc `
+    qdiscs: tuple[str, ...] = ()  # beyond the lab's own: fq where a trial paces with it (pacer=fq)
 
 
 def figure_needs(
@@ -57,6 +58,7 @@ def figure_needs(
         shaper=shaper,
         cc_impl=cc_impl,
         named_by="--set cc=" if "cc" in overrides else f"{fig.full_name}: cc ",
+        qdiscs=("fq",) if any(p.get("pacer") == "fq" for p in grid) else (),
     )
 
 
@@ -74,6 +76,10 @@ def is_root() -> bool:
 
 def on_path(tool: str) -> bool:
     return shutil.which(tool) is not None
+
+
+def qdisc_available(kind: str) -> bool:
+    return kernel.qdisc_works(kind)
 
 
 def kernel_congestion_controls() -> list[str]:
@@ -111,6 +117,12 @@ def check_machine(needs: Needs) -> None:
     for name in needs.congestion_controls:
         if name in loader.VARIANTS:
             tools += VARIANT_TOOLS[loader.loadable(name, needs.cc_impl)]
+    for kind in needs.qdiscs:
+        if not qdisc_available(kind):
+            raise SetupError(
+                f"{needs.what}: pacer={kind} needs the {kind} qdisc (sch_{kind}), which this kernel does not have; "
+                "pacer=auto paces with TCP's own pacing where fq is missing"
+            )
     missing = [t for t in dict.fromkeys(tools) if not on_path(t)]
     if missing:
         raise SetupError(

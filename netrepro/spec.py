@@ -73,10 +73,12 @@ class Figure:
     quick_trials: int = 3
     quick_series: tuple[str, ...] | None = None  # labels of the series a quick run keeps
     quick_note: str = ""
+    quick_fixed: Mapping[str, Any] = field(default_factory=dict)  # fixed parameters a quick run changes
     x_label: str = ""
     y_label: str = ""
     x_log: bool = False
     y_log: bool = False  # for a metric that spans decades (throughput under 0 to 10 % loss)
+    spread: str = "median and interquartile range over trials"  # what a point and its bar are, as the caption says
     finding: str = ""  # what the source reports, to set beside ours
     deviations: tuple[str, ...] = ()
     # Turns the trial rows into the plotted points (default: median and
@@ -199,7 +201,10 @@ class Figure:
         out = []
         for level in levels:
             for s in series:
-                params: Params = {**self.fixed, **(overrides or {}), **s.params, self.x: level, "series": s.label}
+                quick_fixed = self.quick_fixed if quick else {}
+                params: Params = {
+                    **self.fixed, **quick_fixed, **(overrides or {}), **s.params, self.x: level, "series": s.label
+                }  # fmt: skip
                 out.append(params)
         return out
 

@@ -193,6 +193,7 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                     "seed": opts.seed,
                 }
                 began = time.monotonic()
+                session.trial_key = row["trial_key"]
                 # The trial's host set-up: a failure here is the machine's, not the trial's, and stops the run.
                 row.update(session.congestion_control(params))
                 session.apply_hosts(params)

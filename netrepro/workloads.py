@@ -14,13 +14,16 @@ runs, registered by name in WORKLOADS; `run.sh workloads` lists them.
 from __future__ import annotations
 
 import math
+import random
+import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ground import flows
+from ground import flows, kernel
+from ground.errors import UserError
 from ground.ledger import Ledger
 from ground.parsers import parse_iperf3_tcp
 from ground.path import MSS
@@ -29,8 +32,10 @@ from ground.tcpprobe import ProbeSample, TcpProbe, sender_samples
 from ground.units import parse_rate
 from kmod import loader
 from netrepro.params import RATE, Key
-from servers import clients, content
+from servers import burst_trace, clients, content
 from servers.apache import HTTP_PORT, TLS_PORT, Apache
+from servers.bursts import run_bursts
+from servers.capture import PacketCapture
 from servers.hosttcp import HostTcp, apply_host_tcp
 from servers.iperf import CrossTraffic, iperf3_client_argv, iperf3_server_argv, wait_listening
 from topologies.lab import Lab
@@ -59,6 +64,9 @@ class Session:
         self._pages: dict[str, content.Page] = {}
         self._applied: dict[str, HostTcp] = {}
         self._probe: TcpProbe | None = None
+        self._fq_on = False
+        self._fq_available: bool | None = None
+        self.trial_key = ""  # the trial being run (sweep.run_trials): seeds what a workload shuffles
 
     def probe(self, port: int | None = None) -> TcpProbe:
         """One tcp_probe capture for the whole session, filtered to Apache's two ports (`port` is one of them)."""
@@ -140,6 +148,22 @@ class Session:
                     apply_host_tcp(self.lab.ns(host), settings, self.lab.ip(peer), self.ledger, previous=previous,
                                    dev=dev)  # fmt: skip
                     self._applied[host] = settings
+
+    def pace(self, pacer: str | None) -> str:
+        """Pace the HTTP server's sending for this trial, and say how: `fq` (the fq qdisc on the server's
+        egress), `tcp` (TCP's own pacing, which the congestion control asks for: newcwv's pacing=1) or
+        "" (not paced); `auto` is fq where the kernel has it, else tcp."""
+        used = pacer or ""
+        if used == "auto":
+            if self._fq_available is None:
+                self._fq_available = kernel.qdisc_works("fq")
+            used = "fq" if self._fq_available else "tcp"
+        if (used == "fq") != self._fq_on:
+            dev = self.lab.host_port(self.lab.pairs[0].server)
+            change = ["replace", "dev", dev, "root", "fq"] if used == "fq" else ["del", "dev", dev, "root"]
+            run(["tc", "qdisc", *change], self.lab.server)  # in the server's namespace: gone with the lab
+            self._fq_on = used == "fq"
+        return used
 
     def stop(self) -> None:
         try:
@@ -308,6 +332,107 @@ def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
     return metrics
 
 
+BULK_WARMUP_S = 5.0  # the bulk flow's slow start is over before the first burst
+SETTLE_IDLE_S = 1.0
+BULK_PORT = 5211
+
+
+def idle_periods(text: str) -> list[float]:
+    """`1,3,5` as idle periods in seconds (ValueError says why not)."""
+    try:
+        idles = [float(part) for part in str(text).split(",")]
+    except ValueError:
+        raise ValueError(f"idle periods in seconds separated by commas, e.g. 1,3,5, not {text!r}") from None
+    if not idles or any(not 0.5 <= t <= 600 for t in idles):
+        raise ValueError(f"idle periods from 0.5 to 600 s, not {text!r}")
+    return idles
+
+
+def _joined(values: Sequence[float | int], fmt: str = "{}") -> str:
+    return ";".join(fmt.format(v) for v in values)
+
+
+def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
+    """Bursts of burst_kb over one persistent HTTP/1.1 connection, one after each idle period (idle_s,
+    each `repeats` times, shuffled per trial) following two that set the window up, beside a bulk TCP
+    flow on the second pair (bulk=1): each burst's time, window and first flight, its retransmissions,
+    the bulk flow's goodput."""
+    lab = session.lab
+    size = int(params["burst_kb"]) * 1000
+    order = idle_periods(params.get("idle_s", "1")) * int(params.get("repeats", 1))
+    random.Random(session.trial_key or str(sorted(params.items()))).shuffle(order)
+    obj = session.web_object(size)
+    # Two responses before the counted bursts: the first opens the window from the initial window, the
+    # second (after SETTLE_IDLE_S) leaves it as a burst after idle does, so that every counted burst
+    # follows a burst of its own size after idle, whatever arm runs.
+    plan = [(obj.path, 0.0), (obj.path, SETTLE_IDLE_S)] + [(obj.path, t) for t in order]
+    pacer = session.pace(params.get("pacer"))
+    server_ip = lab.ip("server")
+    probe = session.probe(HTTP_PORT)
+    old = {s.flow for s in probe.take()}  # the samples of earlier trials are let go
+    bulk = None
+    if params.get("bulk"):
+        if len(lab.pairs) < 2:
+            raise UserError(f"bulk=1: the bulk flow runs on a second client/server pair; this lab has {len(lab.pairs)}")
+        pair = lab.pairs[1]
+        session.ledger.allow_congestion_control("reno")
+        seconds = int(BULK_WARMUP_S + sum(order) + 30 * len(plan) + 30)
+        bulk = CrossTraffic(
+            lab.ns(pair.client),
+            lab.ns(pair.server),
+            lab.ip(pair.server),
+            session.ledger,
+            session.work_dir,
+            duration_s=seconds,
+            port=BULK_PORT,
+            cc="reno",
+            interval_s=0.5,
+        )
+    drops_before = bottleneck_queue(lab)
+    report = None
+    with PacketCapture(lab.server, lab.host_port(lab.pairs[0].server), session.work_dir / "bursts.pcap",
+                       HTTP_PORT, session.ledger) as capture:  # fmt: skip
+        try:
+            if bulk is not None:
+                bulk.start()
+                time.sleep(BULK_WARMUP_S)
+            series = run_bursts(lab.client, server_ip, plan)
+            if bulk is not None:
+                report = bulk.interrupt()
+        finally:
+            if bulk is not None:
+                bulk.stop()
+    drops = flows.find_qdisc(flows.qdisc_delta(drops_before, bottleneck_queue(lab)), "10:").drops
+    sender = f"{server_ip}:{HTTP_PORT}>"
+    samples = [s for s in probe.take() if s.flow not in old and s.flow.startswith(sender)]
+    if len({s.flow for s in samples}) != 1:
+        raise burst_trace.BurstTraceError(f"tcp_probe shows {len({s.flow for s in samples})} connections, not 1")
+    counted = len(plan) - len(order)
+    windows = burst_trace.resumed_windows(samples, len(plan))[counted - 1 :]
+    departures = burst_trace.burst_departures(capture.packets, server_ip, HTTP_PORT, len(plan))[counted:]
+    timed = series.bursts[counted:]
+    if any(b.size != size for b in series.bursts):
+        raise burst_trace.BurstTraceError(f"a response was not {size} bytes: {[b.size for b in series.bursts]}")
+    metrics: Metrics = {
+        "bursts": len(timed),
+        "idle_s": _joined(order, "{:g}"),
+        "burst_ms": _joined([b.completion_time * 1e3 for b in timed], "{:.1f}"),
+        "mean_burst_ms": round(statistics.fmean(b.completion_time * 1e3 for b in timed), 2),
+        "cwnd_before": _joined([w.cwnd_before for w in windows]),
+        "cwnd_resumed": _joined([w.cwnd_resumed for w in windows]),
+        "retransmitted": _joined([d.retransmitted for d in departures]),
+        "retrans_per_burst": round(statistics.fmean(d.retransmitted for d in departures), 3),
+        "first_flight": _joined([d.first_flight for d in departures]),
+        "first_flight_ms": _joined([d.first_flight_s * 1e3 for d in departures], "{:.1f}"),
+        "bottleneck_drops": drops,
+        "pacer_used": pacer or "none",
+    }
+    if report is not None:
+        bins = flows.throughput_bins(report, 0.5)
+        metrics["bulk_goodput_mbit"] = round(flows.window_throughput(bins, BULK_WARMUP_S, bins[-1].end_s) / 1e6, 4)
+    return metrics
+
+
 def readback(session: Session, params: Mapping[str, Any]) -> Metrics:
     """No traffic: the variant's effective values as the kernel reports them for the trial's parameters."""
     reported = session.congestion_control(params)
@@ -371,6 +496,43 @@ WORKLOADS: dict[str, Workload] = {
             ),
             ("throughput_mbit", "bytes", "seconds", "connections"),
             ("h2load",),
+        ),
+        Workload(
+            "http_bursts",
+            http_bursts,
+            (
+                Key(
+                    "burst_kb",
+                    int,
+                    "the size of each burst (HTTP response body), KB of 1000 bytes",
+                    low=1,
+                    high=100_000,
+                ),
+                Key(
+                    "idle_s",
+                    str,
+                    "idle periods before the bursts, seconds, e.g. 1,3,5 (each once per repeat)",
+                    form=(idle_periods, "idle periods in seconds separated by commas, e.g. 1,3,5"),
+                ),
+                Key("repeats", int, "bursts after each idle period per trial", low=1, high=100),
+                Key("bulk", int, "1: a bulk TCP flow (Reno) on the second pair throughout", choices=(0, 1)),
+            ),  # fmt: skip
+            (
+                "bursts",
+                "idle_s",
+                "burst_ms",
+                "mean_burst_ms",
+                "cwnd_before",
+                "cwnd_resumed",
+                "retransmitted",
+                "retrans_per_burst",
+                "first_flight",
+                "first_flight_ms",
+                "bottleneck_drops",
+                "pacer_used",
+                "bulk_goodput_mbit",
+            ),  # fmt: skip
+            ("tcpdump", "iperf3"),
         ),
         Workload(
             "competing",

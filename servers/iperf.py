@@ -8,6 +8,7 @@ measured.  `wait_listening` waits for a server process to listen.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -19,6 +20,9 @@ from ground.proc import CommandError, Netns, Process, run
 from ground.units import Rate
 
 __all__ = ["CrossTraffic", "iperf3_client_argv", "iperf3_server_argv", "wait_listening"]
+
+
+INTERRUPTED = "interrupt - the client has terminated"  # what iperf3 reports when it is stopped
 
 
 def iperf3_server_argv(address: str, port: int) -> list[str]:
@@ -122,6 +126,21 @@ class CrossTraffic:
         text = self.output.read_text(errors="replace")
         if code != 0:
             raise CommandError(self._client.argv, self.client, code, text[-1000:])
+        return text
+
+    def interrupt(self) -> str:
+        """End the flow now and return iperf3's JSON report of it so far (iperf3 reports when interrupted)."""
+        assert self._client is not None, "start() first"
+        self._client.stop()  # SIGINT first: iperf3 writes its report and exits
+        text = self.output.read_text(errors="replace")
+        self.stop()
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return text  # the parser says what is wrong with it
+        if isinstance(doc, dict) and doc.get("error") == INTERRUPTED:
+            del doc["error"]  # asked for: the report of the flow so far is whole
+            return json.dumps(doc)
         return text
 
     def result(self) -> IperfTcp | IperfUdp:

@@ -182,6 +182,13 @@ class Lab:
         """The interface of `node` on `link` (e.g. s1-eth2)."""
         return self._ports[(node, link)]
 
+    def host_port(self, host: str) -> str:
+        """A host's one interface (e.g. server1-eth0)."""
+        link = next((k for k in self.network.links if host in (k.a, k.b)), None)
+        if link is None or self.network.node(host).network:
+            raise LabError(f"no host {host!r} in the lab")
+        return self.port(host, link.name)
+
     def port_of(self, direction: Direction, at: str) -> str:
         link = next(k for k in self.network.links if {k.a, k.b} == {direction.src, direction.dst})
         return self.port(at, link.name)

@@ -164,3 +164,15 @@ def test_plot_only_needs_no_preflight(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.setattr(preflight, "is_root", _never)
     monkeypatch.setattr(preflight, "check_machine", _never)
     assert cli.main(["run", "iw/fig2", "--quick", "--plot-only", "--out", str(tmp_path)]) == 0
+
+
+def test_pacing_with_fq_needs_sch_fq(machine: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    fig = expts.find("newcwv/table2")
+    grid = fig.grid(False, {"pacer": "fq"})
+    needs = preflight.figure_needs(fig, grid, {"pacer": "fq"}, "auto", None)
+    assert needs.qdiscs == ("fq",)
+    monkeypatch.setattr(preflight, "qdisc_available", lambda kind: False)
+    with pytest.raises(SetupError, match=r"pacer=fq needs the fq qdisc \(sch_fq\).*pacer=auto"):
+        preflight.preflight(needs)
+    # auto falls back to TCP's own pacing: nothing to refuse
+    assert preflight.figure_needs(fig, fig.grid(), {}, "auto", None).qdiscs == ()
