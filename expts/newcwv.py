@@ -506,35 +506,36 @@ def _bursts_figure(name: str, **kw: Any) -> Figure:
     )
 
 
+# What every gain figure shares, and the quick runs of the single-pair paths and of the bulk flow's.
+GAIN: dict[str, Any] = {"y": "gain_pct", "y_label": "gain in burst transfer time (%)", "spread": SPREAD}
+PATH_QUICK: dict[str, Any] = {"quick_levels": (5, 80), "quick_fixed": {"idle_s": "1,5"}, "quick_trials": 1}
+BULK_QUICK: dict[str, Any] = {
+    "quick_levels": (80,),
+    "quick_fixed": {"idle_s": "1,3", "repeats": 2},
+    "quick_trials": 2,
+    "quick_series": (BASELINE.label, NEWCWV.label, PACED.label),
+}
+
 FIG7 = _bursts_figure(
     "fig7",
     title="Gain of newCWV over NewReno+SACK by burst size and idle period, uncongested (RTT 200 ms)",
-    y="gain_pct",
-    y_label="gain in burst transfer time (%)",
     fixed={**UNCONGESTED, **HTTP},
     series=ARMS,
-    quick_levels=(5, 80),
-    quick_fixed={"idle_s": "1,5"},
-    quick_trials=2,
     finding=FINDING_FIG7,
-    spread=SPREAD,
     summarize=summarize_gain(NEWCWV.label),
     annotate=annotate_fig7,
+    **{**GAIN, **PATH_QUICK, "quick_trials": 2},
 )
 FIG8 = _bursts_figure(
     "fig8",
     title="Gain of newCWV over NewReno+SACK by burst size and idle period, 2 Mbit/s, 30 KB buffer",
-    y="gain_pct",
-    y_label="gain in burst transfer time (%)",
     fixed={**CONGESTED, **HTTP},
     series=ARMS,
-    quick_levels=(5, 80),
-    quick_fixed={"idle_s": "1,5"},
-    quick_trials=1,
     finding=FINDING_FIG8,
-    spread=SPREAD,
     summarize=summarize_gain(NEWCWV.label),
     annotate=annotate_fig8,
+    **GAIN,
+    **PATH_QUICK,
 )
 FIG9 = _bursts_figure(
     "fig9",
@@ -543,70 +544,53 @@ FIG9 = _bursts_figure(
     y_label="retransmitted segments per burst",
     fixed={**CONGESTED, **HTTP},
     series=ARMS,
-    quick_levels=(5, 80),
-    quick_fixed={"idle_s": "1,5"},
-    quick_trials=1,
     finding=FINDING_FIG9,
     spread="mean and standard error over bursts",
     summarize=summarize_losses,
     annotate=annotate_losses,
     trials_of="fig8",
+    **PATH_QUICK,
 )
 
 # Beside a bulk transfer: a second client/server pair through the same 2 Mbit/s bottleneck.
 DUMBBELL = Topology(shape="dumbbell", pairs=2)
-BESIDE_BULK: dict[str, Any] = {**CONGESTED, **HTTP, "bulk": 1}
-TABLE_ARMS = (BASELINE, NEWCWV, RENO_KEPT, PACED)
-TABLE_QUICK: dict[str, Any] = {
-    "quick_levels": (80,),
-    "quick_fixed": {"idle_s": "1,3", "repeats": 2},
-    "quick_trials": 2,
-    "quick_series": (BASELINE.label, NEWCWV.label, PACED.label),
+BESIDE_BULK: dict[str, Any] = {
+    "fixed": {**CONGESTED, **HTTP, "bulk": 1},
+    "series": (BASELINE, NEWCWV, RENO_KEPT, PACED),
+    "topology": DUMBBELL,
+    **BULK_QUICK,
 }
 
 TABLE2 = _bursts_figure(
     "table2",
     title="Gain of newCWV over NewReno+SACK beside a bulk TCP flow, 2 Mbit/s, 30 KB buffer (Table 2)",
-    y="gain_pct",
-    y_label="gain in burst transfer time (%)",
-    fixed=BESIDE_BULK,
-    series=TABLE_ARMS,
-    topology=DUMBBELL,
     finding=FINDING_TABLE2,
-    spread=SPREAD,
     summarize=summarize_gain(NEWCWV.label),
     annotate=annotate_table("table2", NEWCWV.label),
-    **TABLE_QUICK,
+    **GAIN,
+    **BESIDE_BULK,
 )
 TABLE3 = _bursts_figure(
     "table3",
     title="Gain of paced newCWV over NewReno+SACK beside a bulk TCP flow, 2 Mbit/s, 30 KB buffer (Table 3)",
-    y="gain_pct",
-    y_label="gain in burst transfer time (%)",
-    fixed=BESIDE_BULK,
-    series=TABLE_ARMS,
-    topology=DUMBBELL,
     finding=FINDING_TABLE3,
-    spread=SPREAD,
     summarize=summarize_gain(PACED.label),
     annotate=annotate_table("table3", PACED.label),
     trials_of="table2",
-    **TABLE_QUICK,
+    **GAIN,
+    **BESIDE_BULK,
 )
 FIG11 = _bursts_figure(
     "fig11",
     title="The bulk flow's goodput while the HTTP server runs each arm, 2 Mbit/s, 30 KB buffer",
     y="bulk_goodput_mbit",
     y_label="bulk flow goodput (Mbit/s)",
-    fixed=BESIDE_BULK,
-    series=TABLE_ARMS,
-    topology=DUMBBELL,
     finding=FINDING_FIG11,
     spread="mean and standard error over trials",
     summarize=summarize_bulk,
     annotate=annotate_bulk,
     trials_of="table2",
-    **TABLE_QUICK,
+    **BESIDE_BULK,
 )
 
 FIGURES = (FIG7, FIG8, FIG9, TABLE2, TABLE3, FIG11)
