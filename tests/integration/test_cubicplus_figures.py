@@ -7,34 +7,17 @@ which cuts its window less, beats CUBIC; every trial is recorded (timeouts
 included), and the variant that ran is in the manifest.
 """
 
-import json
 import statistics
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from figures import run_quick
 
 from expts import cubicplus
-from ground.results import REPO
-from ground.trials import read_rows
 from netrepro.spec import Figure
 
 pytestmark = pytest.mark.root
-
-
-def run_quick(fig: Figure, out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "netrepro", fig.name, "--quick", "--out", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    manifest = json.loads((out / "cubicplus" / f"{fig.name}.manifest.json").read_text())
-    return read_rows(out / "cubicplus" / fig.csv_name), manifest
 
 
 @pytest.mark.parametrize("fig", cubicplus.FIGURES, ids=lambda f: f.name)

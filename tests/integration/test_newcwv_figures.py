@@ -12,17 +12,13 @@ trip where unpaced it leaves at once (seed 002's Figure 10), and the
 mechanism that paced it is recorded.
 """
 
-import json
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from figures import run_quick
 
 from expts import newcwv
-from ground.results import REPO
-from ground.trials import read_rows
 from netrepro.spec import Figure
 
 pytestmark = pytest.mark.root
@@ -30,23 +26,14 @@ pytestmark = pytest.mark.root
 RTT_MS = 200.0
 
 
-def run_quick(fig: Figure, out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "netrepro", fig.full_name, "--quick", "--out", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    manifest = json.loads((out / "newcwv" / f"{fig.name}.manifest.json").read_text())
-    rows = read_rows(out / "newcwv" / fig.csv_name)
+def run_ok(fig: Figure, out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
+    rows, manifest = run_quick(fig, out)
     assert {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows if r["status"] != "ok"]
     return rows, manifest
 
 
 def test_fig7_quick_gains_the_rounds_slow_start_after_idle_costs(tmp_path: Path) -> None:
-    rows, manifest = run_quick(newcwv.FIG7, tmp_path)
+    rows, manifest = run_ok(newcwv.FIG7, tmp_path)
     assert len(rows) == 2 * 3 * 2  # burst sizes x arms x trials
     found = newcwv.cells(rows)
     # 5 KB (4 segments): the baseline restarts from IW 3 and needs two rounds; the other arms one.
@@ -75,7 +62,7 @@ def test_fig7_quick_gains_the_rounds_slow_start_after_idle_costs(tmp_path: Path)
 
 
 def test_table2_quick_paced_bursts_leave_over_a_round_trip(tmp_path: Path) -> None:
-    rows, manifest = run_quick(newcwv.TABLE2, tmp_path)
+    rows, manifest = run_ok(newcwv.TABLE2, tmp_path)
     assert len(rows) == 1 * 3 * 2  # one burst size x arms x trials
     flights = {arm: [] for arm in (newcwv.NEWCWV.label, newcwv.PACED.label)}  # type: dict[str, list[float]]
     for b in newcwv.bursts_of(rows):

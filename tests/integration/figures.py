@@ -1,0 +1,26 @@
+"""A figure run as a user runs it (`python -m netrepro STUDY/FIGURE --quick`), for the root tests."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ground.results import REPO
+from ground.trials import read_rows
+from netrepro.spec import Figure
+
+__all__ = ["run_quick"]
+
+
+def run_quick(fig: Figure, out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
+    """Run the figure's quick variant into `out`; its CSV's rows and its manifest."""
+    done = subprocess.run(
+        [sys.executable, "-m", "netrepro", fig.full_name, "--quick", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    manifest = json.loads((out / fig.directory / f"{fig.name}.manifest.json").read_text())
+    return read_rows(out / fig.directory / fig.csv_name), manifest
