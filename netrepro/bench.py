@@ -90,8 +90,9 @@ LINK_RATES_MBIT = (20, 100, 200)
 
 
 def delayline_links(rates_mbit: tuple[int, ...] = LINK_RATES_MBIT, out: Path | None = None) -> list[dict[str, Any]]:
+    from netrepro.session import Session
     from netrepro.verify import PairView
-    from netrepro.workloads import WORKLOADS, Session
+    from netrepro.workloads import WORKLOADS
     from topologies.topology import Topology
 
     rows = []

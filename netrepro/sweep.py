@@ -41,9 +41,10 @@ from ground.proc import CommandError
 from ground.progress import Progress
 from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_key
 from netrepro import plot, preflight
+from netrepro.session import Session
 from netrepro.spec import Figure, Params, Point, Rows, path_params
 from netrepro.verify import verify
-from netrepro.workloads import WORKLOADS, Session
+from netrepro.workloads import WORKLOADS
 from topologies.lab import Lab
 
 log = logging.getLogger("netrepro.sweep")

@@ -23,7 +23,8 @@ from ground.ledger import Ledger
 from ground.path import PathSpec
 from ground.units import Rate
 from netrepro import verify
-from netrepro.workloads import WORKLOADS, Session
+from netrepro.session import Session
+from netrepro.workloads import WORKLOADS
 from topologies.lab import Lab
 from topologies.topology import Topology, ideal_goodput
 

@@ -65,6 +65,28 @@ def test_fig7_notes_state_the_model_the_arms_and_the_verdict() -> None:
     assert "newCWV adds" in text
 
 
+def test_fig8_verdict_checks_the_seeds_range_and_trend() -> None:
+    import matplotlib.pyplot as plt
+
+    def notes_for(small_ms: str, large_ms: str) -> str:
+        rows = [
+            row("NewReno+SACK", 5, "1;5", "400;400", "3;3"), row("newCWV", 5, "1;5", small_ms, "6;6"),
+            row("NewReno+SACK", 80, "1;5", "1000;1000", "3;3"), row("newCWV", 80, "1;5", large_ms, "20;20"),
+        ]  # fmt: skip
+        points = newcwv.summarize_gain(newcwv.NEWCWV.label)(newcwv.FIG8, rows)
+        _, ax = plt.subplots()
+        text = "\n".join(newcwv.annotate_fig8(newcwv.FIG8, points, rows, ax))
+        plt.close("all")
+        return text
+
+    # 5 KB gains 25 %, 80 KB 15 %: in the seed's 10-35 % and less for larger bursts
+    assert "5 KB 25 %, 80 KB 15 % (seed: 10-35 %: agrees; less for larger bursts: agrees)" in notes_for(
+        "300;300", "850;850"
+    )
+    # 5 KB gains 50 %, 80 KB 60 %: outside the range, and the trend reversed
+    assert "(seed: 10-35 %: DIFFERS; less for larger bursts: DIFFERS)" in notes_for("200;200", "400;400")
+
+
 def test_table_notes_set_each_cell_beside_the_seeds() -> None:
     import matplotlib.pyplot as plt
 

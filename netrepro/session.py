@@ -1,0 +1,153 @@
+"""The session: what a figure's trials share for the life of one lab.
+
+A `Session` holds the Apache server (started once, its content written as
+trials first need it), the netrepro variants loaded and how they are tuned,
+one tcp_probe capture, the hosts' current TCP settings and whether the
+server's sending is paced; each is changed only when a trial asks for
+something other than what the last trial left.  The workloads
+(netrepro.workloads) take a session and a trial's parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ground import kernel
+from ground.ledger import Ledger
+from ground.proc import run
+from ground.tcpprobe import TcpProbe
+from kmod import loader
+from servers import content
+from servers.apache import HTTP_PORT, TLS_PORT, Apache
+from servers.hosttcp import HostTcp, apply_host_tcp
+from topologies.lab import Lab
+
+Metrics = dict[str, Any]
+
+
+class Session:
+    """The servers and host settings a figure's trials share on one lab."""
+
+    def __init__(
+        self, lab: Lab, ledger: Ledger, work_dir: Path, results_dir: Path | None, cc_impl: str | None = None
+    ) -> None:
+        self.lab = lab
+        self.cc_impl = cc_impl
+        self._algorithms: dict[str, loader.LoadedAlgorithm] = {}
+        self._tuned: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+        self.ledger = ledger
+        self.work_dir = work_dir
+        self.apache = Apache(lab.server, lab.ip("server"), ledger, tls=True, results_dir=results_dir).start()
+        self._objects: dict[int, content.WebObject] = {}
+        self._pages: dict[str, content.Page] = {}
+        self._applied: dict[str, HostTcp] = {}
+        self._probe: TcpProbe | None = None
+        self._fq_on = False
+        self._fq_available: bool | None = None
+        self.trial_key = ""  # the trial being run (sweep.run_trials): seeds what a workload shuffles
+
+    def probe(self, port: int | None = None) -> TcpProbe:
+        """One tcp_probe capture for the whole session, filtered to Apache's two ports (`port` is one of them)."""
+        if port is not None and port not in (HTTP_PORT, TLS_PORT):
+            raise ValueError(f"the session's tcp_probe follows Apache's ports {HTTP_PORT} and {TLS_PORT}, not {port}")
+        if self._probe is None:
+            self._probe = TcpProbe(self.ledger, [HTTP_PORT, TLS_PORT], buffer_kb=4096).start()
+        return self._probe
+
+    # -- content ----------------------------------------------------------------
+
+    def web_object(self, size: int) -> content.WebObject:
+        if size not in self._objects:
+            self._objects[size] = content.write_object(self.apache.docroot, size)
+        return self._objects[size]
+
+    def page(self, name: str) -> content.Page:
+        if name not in self._pages:
+            self._pages[name] = content.write_page(self.apache.docroot, name)
+        return self._pages[name]
+
+    # -- hosts --------------------------------------------------------------------
+
+    def congestion_control(self, params: Mapping[str, Any]) -> Metrics:
+        """Load and tune a netrepro variant the trial names (once loaded, only re-tuned); report it."""
+        name = params.get("cc")
+        if name not in loader.VARIANTS:
+            return {"cc_impl": "kernel"}
+        variant = loader.VARIANTS[name]
+        if name not in self._algorithms:
+            self._algorithms[name] = loader.load(name, self.ledger, self.cc_impl)
+        algorithm = self._algorithms[name]
+        # Every parameter, defaults included: a trial must not inherit the last one's tuning.
+        # A parameter may be a trial parameter of its own (a factor such as n) or sit in cc_params.
+        given = {p.name: params[p.name] for p in variant.params if p.name in params}
+        given.update(params.get("cc_params") or {})
+        wanted = {p.name: p.default for p in variant.params}
+        wanted.update(loader.parse_params(variant, given))
+        if name not in self._tuned or self._tuned[name][0] != wanted:
+            self._tuned[name] = (wanted, algorithm.set(**wanted))
+        reported = self._tuned[name][1]
+        keep = {*variant.outputs, *(f"{p.name}_in_use" for p in variant.params), "ss_repairs"}
+        return {"cc_impl": algorithm.impl, **{f"cc_{k}": v for k, v in reported.items() if k in keep}}
+
+    def algorithm(self, name: str) -> loader.LoadedAlgorithm | None:
+        """The netrepro variant this session loaded under that name, if any."""
+        return self._algorithms.get(name)
+
+    def ss_repairs(self, params: Mapping[str, Any]) -> int | None:
+        """How often the BPF program has repaired a corrupted ssthresh so far (see kmod/README.md)."""
+        algorithm = self._algorithms.get(str(params.get("cc")))
+        if algorithm is None or algorithm.impl != "bpf":
+            return None
+        return algorithm.counters().get("ss_repairs")
+
+    def apply_hosts(self, params: Mapping[str, Any]) -> None:
+        """Put every pair's hosts' TCP into the trial's settings (congestion control, windows)."""
+        initcwnd = params.get("initcwnd")
+        server = HostTcp(
+            congestion_control=params.get("cc"),
+            initcwnd=initcwnd,
+            slow_start_after_idle=params.get("slow_start_after_idle"),
+        )
+        # The client's route carries initrwnd, so that its SYN advertises a
+        # window the server's initial window can fill (STUDIES.md).
+        client = HostTcp(
+            congestion_control=params.get("cc"),
+            initrwnd=max(initcwnd, 10) if initcwnd is not None else None,
+            slow_start_after_idle=params.get("slow_start_after_idle"),
+            receive_buffer=params.get("receive_buffer"),
+        )
+        routed = self.lab.network.shape != "path"
+        for pair in self.lab.pairs:
+            for host, settings, peer in ((pair.server, server, pair.client), (pair.client, client, pair.server)):
+                previous = self._applied.get(host)
+                if previous != settings:
+                    # the lab's one interface per host; on a routed shape, looked up with its router
+                    dev = None if routed else f"{host}-eth0"
+                    apply_host_tcp(self.lab.ns(host), settings, self.lab.ip(peer), self.ledger, previous=previous,
+                                   dev=dev)  # fmt: skip
+                    self._applied[host] = settings
+
+    def pace(self, pacer: str | None) -> str:
+        """Pace the HTTP server's sending for this trial, and say how: `fq` (the fq qdisc on the server's
+        egress), `tcp` (TCP's own pacing, which the congestion control asks for: newcwv's pacing=1) or
+        "" (not paced); `auto` is fq where the kernel has it, else tcp."""
+        used = pacer or ""
+        if used == "auto":
+            if self._fq_available is None:
+                self._fq_available = kernel.qdisc_works("fq")
+            used = "fq" if self._fq_available else "tcp"
+        if (used == "fq") != self._fq_on:
+            dev = self.lab.host_port(self.lab.pairs[0].server)
+            change = ["replace", "dev", dev, "root", "fq"] if used == "fq" else ["del", "dev", dev, "root"]
+            run(["tc", "qdisc", *change], self.lab.server)  # in the server's namespace: gone with the lab
+            self._fq_on = used == "fq"
+        return used
+
+    def stop(self) -> None:
+        try:
+            if self._probe is not None:
+                self._probe.stop()
+        finally:
+            self.apache.stop()
