@@ -108,11 +108,18 @@ def sync_directory(directory: Path) -> None:
 
 
 def git_state() -> dict[str, Any]:
+    """The commit the code runs from, and whether anything but results differs from it.
+
+    results/ is left out: the CSVs, figures and manifests a run writes there
+    (the reference reproduction too, before it is committed) are not code.
+    """
+
     def git(*args: str) -> str:
         done = proc.run(["git", "-C", str(REPO), *args], check=False)
         return done.stdout.strip()
 
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
+    changed = git("status", "--porcelain", "--", ".", ":(exclude)results")
+    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(changed)}
 
 
 def code_version() -> str:

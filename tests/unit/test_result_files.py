@@ -293,3 +293,22 @@ def test_five_failures_in_a_row_stop_a_run() -> None:
     assert report.startswith("5 trials in a row failed")
     assert "timeout: error 7" in report and "failed: apache2 is not running" in report
     assert "error 4" not in report and "scoreboard is full" in report
+
+
+def test_a_runs_own_results_do_not_make_the_code_dirty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "code.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "code")
+    monkeypatch.setattr(results, "REPO", tmp_path)
+    (tmp_path / "results" / "reference" / "study").mkdir(parents=True)
+    (tmp_path / "results" / "reference" / "study" / "fig1.csv").write_text("a\n1\n")
+    assert results.git_state()["dirty"] is False  # a run's CSV, not yet committed, is not code
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert results.git_state()["dirty"] is True
+    assert results.code_version().endswith("+dirty")
