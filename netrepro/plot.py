@@ -215,10 +215,17 @@ def _by_series(points: list[Point]) -> dict[str, list[Point]]:
     return out
 
 
+def bar_name(fig: Figure) -> str:
+    """What a point's low..high is, in a table's heading: the figure's spread, in a word or two."""
+    if fig.spread.startswith("median and interquartile range"):
+        return "IQR"
+    return "± 1 SE" if "standard error" in fig.spread else "low..high"
+
+
 def table(fig: Figure, points: list[Point], reference: list[Point] | None = None) -> str:
     """The points as text; with a reference, its value at each point and the run's difference from it."""
     w = max([len("series"), *(len(p.series) for p in points)])
-    head = f"{'series':<{w}} {fig.x:>12} {fig.y:>22} {'IQR':>22} {'n':>4} {'failed':>6}"
+    head = f"{'series':<{w}} {fig.x:>12} {fig.y:>22} {bar_name(fig):>22} {'n':>4} {'failed':>6}"
     lines = [head + (f" {'reference':>12} {'vs ref':>8}" if reference is not None else "")]
     for p in points:
         line = f"{p.series:<{w}} {p.x!s:>12} {p.y:>22.4g} {f'{p.low:.4g}..{p.high:.4g}':>22} {p.n:>4} {p.failed:>6}"

@@ -203,3 +203,13 @@ def test_reference_csvs_are_whole() -> None:
     for path in sorted(REFERENCE.glob("*/*.csv")):
         rows = list(csv.DictReader(io.StringIO(path.read_text())))
         assert rows and all(r["trial_key"] and r["status"] for r in rows), path
+
+
+def test_the_tables_heading_names_the_figures_bar() -> None:
+    from expts import newcwv
+
+    point = [Point("a", 5, 1.0, 0.5, 1.5, 3)]
+    assert "IQR" in plot.table(iw.FIG2, point).splitlines()[0]
+    for fig in (newcwv.FIG7, newcwv.FIG9):  # a gain and a mean, each with one standard error
+        head = plot.table(fig, point).splitlines()[0]
+        assert "± 1 SE" in head and "IQR" not in head
