@@ -1,18 +1,24 @@
-"""Loading the congestion-control variants, tuning them, and reading them back.
+"""Loading the congestion controls, tuning them, and reading them back.
 
-Each variant (`cubic_plus`, `reno_beta`, `newcwv`) exists as a loadable
-module and as a BPF struct_ops program with the same name and parameters.
-`load()` takes the module where the kernel takes modules (and the module
-builds against its headers), else the BPF program; `impl=` forces one.  It
-lets Mininet's namespaces select the algorithm (the root namespace's
-`tcp_allowed_congestion_control`) and records everything in the run's
-ledger, so the run's end, or `run.sh clean`, unloads and narrows back.
+Two kinds of algorithm live here.  netrepro's own variants (`cubic_plus`,
+`reno_beta`, `newcwv`) exist as a loadable module (`lkm`) and as a BPF
+struct_ops program (`bpf`) with the same name and parameters.  The ports
+(`bic`, `highspeed`, ..., `yeah`: PORTS) are BPF programs that behave as the
+kernel's own modules do (kmod/bpf/port.h); a port name resolves to the
+kernel's own implementation (`kernel`: built in, or its module) where the
+kernel has it, else to the port.  `impl=` forces one.  A port forced on a
+kernel that has the algorithm registers as `bpf_<name>`, so that the two
+run side by side; `LoadedAlgorithm.registered` is the name sockets use.
+
+`load()` lets Mininet's namespaces select the algorithm (the root
+namespace's `tcp_allowed_congestion_control`) and records everything in the
+run's ledger, so the run's end, or `run.sh clean`, unloads and narrows back.
 
 Parameters are set and read back from the kernel, never computed here: the
 module's sysfs parameters, or the BPF program's parameter map, whose field
-layout is read from its BTF.  The BPF programs compute their effective
-values (e.g. `beta_effective`) when a connection starts, so `set()` opens
-one loopback connection with the algorithm before reading them back.
+layout is read from its BTF.  The variants compute their effective values
+(e.g. `beta_effective`) when a connection starts, so `set()` opens one
+loopback connection with the algorithm before reading them back.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from ground.ledger import Ledger, ledger_files, machine_lock
 from ground.proc import run
 
 HERE = Path(__file__).resolve().parent
-IMPLS = ("lkm", "bpf")
+IMPLS = ("kernel", "lkm", "bpf")
 
 
 class CongestionControlError(NetreproError):
@@ -59,7 +65,13 @@ class Variant:
     name: str
     params: tuple[Param, ...]
     bpf_map: str  # the BPF program's parameter map
-    outputs: tuple[str, ...]  # values the kernel computes, read back
+    outputs: tuple[str, ...] = ()  # values the kernel computes, read back
+    port: bool = False  # a port of the kernel's module tcp_<name> (kmod/bpf/port.h), not netrepro's own
+
+    @property
+    def module(self) -> str:
+        """The module's name: netrepro's own for a variant, the kernel's tcp_<name> for a port."""
+        return f"tcp_{self.name}" if self.port else self.name
 
     def param(self, key: str) -> Param:
         for p in self.params:
@@ -94,6 +106,74 @@ VARIANTS = {
 }
 
 
+# The ports of the kernel's modules (kmod/bpf/<name>.bpf.c), with the
+# modules' own parameters: names, defaults and units as the kernel has them.
+PORTS = {
+    v.name: v
+    for v in (
+        Variant(
+            "bic",
+            (
+                Param("fast_convergence", 0, 1, 1, "flag"),
+                Param("max_increment", 1, 65535, 16, "segments"),
+                Param("low_window", 1, 65535, 14, "segments"),
+                Param("beta", 1, 1023, 819, "1/1024"),
+                Param("initial_ssthresh", 0, 65535, 0, "segments"),
+                Param("smooth_part", 1, 1000, 20, "rounds"),
+            ),
+            "bic_params",
+            port=True,
+        ),
+        Variant("highspeed", (), "hstcp_params", port=True),
+        Variant(
+            "htcp",
+            (Param("use_rtt_scaling", 0, 1, 1, "flag"), Param("use_bandwidth_switch", 0, 1, 1, "flag")),
+            "htcp_params",
+            port=True,
+        ),
+        Variant("hybla", (Param("rtt0", 1, 1000, 25, "ms"),), "hybla_params", port=True),
+        Variant(
+            "illinois",
+            (Param("win_thresh", 1, 65535, 15, "segments"), Param("theta", 1, 255, 5, "RTTs")),
+            "illinois_params",
+            port=True,
+        ),
+        Variant("lp", (), "lp_params", port=True),
+        Variant("scalable", (), "scalable_params", port=True),
+        Variant(
+            "vegas",
+            (
+                Param("alpha", 0, 1000, 2, "packets"),
+                Param("beta", 0, 1000, 4, "packets"),
+                Param("gamma", 0, 1000, 1, "packets"),
+            ),
+            "vegas_params",
+            port=True,
+        ),
+        Variant("veno", (), "veno_params", port=True),
+        Variant("westwood", (), "westwood_params", port=True),
+        Variant("yeah", (), "yeah_params", port=True),
+    )
+}
+
+# Every algorithm the loader knows: netrepro's variants and the ports.
+ALGORITHMS = {**VARIANTS, **PORTS}
+
+# The congestion controls Linux ships that seed 004 compares: the ports, and
+# reno and cubic, which every kernel has built in.
+LINUX_SHIPS = tuple(sorted((*PORTS, "reno", "cubic")))
+
+
+def algorithm(name: str) -> Variant:
+    """The variant or port of that name (CongestionControlInputError naming the ones there are)."""
+    if name not in ALGORITHMS:
+        raise CongestionControlInputError(
+            f"unknown congestion control {name!r}; netrepro loads {', '.join(VARIANTS)} (its own) "
+            f"and {', '.join(PORTS)} (ports of the kernel's modules)"
+        )
+    return ALGORITHMS[name]
+
+
 def parse_params(variant: Variant, pairs: dict[str, str | int]) -> dict[str, int]:
     """Check key=value pairs against the variant's parameters and ranges."""
     out = {}
@@ -111,16 +191,53 @@ def parse_params(variant: Variant, pairs: dict[str, str | int]) -> dict[str, int
     return out
 
 
+def kernel_has(name: str) -> str | None:
+    """How the kernel offers `name` itself: "built in" (or loaded already), "module", or None."""
+    available, _ = kernel.congestion_controls()
+    if name in available:
+        return "built in"
+    if kernel.modules_supported() and name in kernel.loadable_congestion_controls():
+        return "module"
+    return None
+
+
+def _modules_usable() -> bool:
+    return kernel.modules_supported() and kernel.lockdown() == "none"
+
+
 def choose_impl(name: str, requested: str | None = None) -> str:
-    """`lkm` where the kernel takes modules and headers are there, else `bpf`; or the one requested."""
+    """The implementation `load()` takes for `name` here, or the one requested if this machine has it.
+
+    A variant: `lkm` where the kernel takes modules and headers are there, else `bpf`.  A port: `kernel`
+    where the kernel has the algorithm (built in or as its module), else `bpf`.
+    """
     if requested not in (None, *IMPLS):
-        raise CongestionControlInputError(f"--impl {requested!r}: choose lkm or bpf")
-    modules = kernel.modules_supported() and kernel.lockdown() == "none"
-    headers = Path(f"/lib/modules/{kernel.release()}/build").exists()
-    if requested == "lkm" or (requested is None and modules and headers):
-        if not modules:
-            raise CongestionControlUnavailable("--impl lkm: this kernel does not load modules; use --impl bpf or --vm")
-        return "lkm"
+        raise CongestionControlInputError(f"--impl {requested!r}: choose one of {', '.join(IMPLS)}")
+    variant = algorithm(name)
+    if variant.port:
+        has = kernel_has(name)
+        if requested == "kernel" and has is None:
+            raise CongestionControlUnavailable(
+                f"--impl kernel: this kernel has no {name}, neither built in nor as a module; "
+                f"--impl bpf runs netrepro's port"
+            )
+        if requested == "lkm" and (has != "module" or not _modules_usable()):
+            why = "has it built in (--impl kernel)" if has == "built in" else f"ships no {variant.module} module"
+            raise CongestionControlUnavailable(f"--impl lkm: this kernel {why}; --impl bpf runs netrepro's port")
+        if requested in ("kernel", "lkm") or (requested is None and has is not None):
+            return "lkm" if requested == "lkm" else "kernel"
+    else:
+        if requested == "kernel":
+            raise CongestionControlInputError(
+                f"--impl kernel: {name} is netrepro's own, no kernel has it; choose lkm or bpf"
+            )
+        headers = Path(f"/lib/modules/{kernel.release()}/build").exists()
+        if requested == "lkm" or (requested is None and _modules_usable() and headers):
+            if not _modules_usable():
+                raise CongestionControlUnavailable(
+                    "--impl lkm: this kernel does not load modules; use --impl bpf or --vm"
+                )
+            return "lkm"
     if not kernel.struct_ops_supported():
         raise CongestionControlUnavailable(
             "this kernel has neither loadable modules nor BPF struct_ops congestion control"
@@ -128,12 +245,36 @@ def choose_impl(name: str, requested: str | None = None) -> str:
     return "bpf"
 
 
+def resolution(name: str) -> str:
+    """Which implementation `name` gets on this machine, in words (`doctor`)."""
+    try:
+        impl = choose_impl(name) if name in ALGORITHMS else "kernel"
+    except CongestionControlError as e:
+        return f"none: {e}"
+    if impl == "kernel":
+        has = kernel_has(name)
+        if has is None:
+            return "none: not in this kernel"
+        return "kernel, built in" if has == "built in" else f"kernel, module tcp_{name}"
+    kind = "port" if algorithm(name).port else "variant"
+    return f"{impl}, netrepro's {kind}"
+
+
+def registered_name(name: str, impl: str) -> str:
+    """The name sockets use: a port run beside the kernel's own `name` registers as bpf_<name>."""
+    if impl == "bpf" and algorithm(name).port and kernel_has(name) is not None:
+        return f"bpf_{name}"
+    return name
+
+
 def loadable(name: str, requested: str | None = None) -> str:
     """The implementation `load()` would take here; CongestionControlUnavailable when it could not load now."""
     impl = choose_impl(name, requested)
-    available, _ = kernel.congestion_controls()
-    if name in available:
-        raise CongestionControlUnavailable(_held_by_whom(name))
+    if impl == "bpf" or (impl == "lkm" and not algorithm(name).port):
+        available, _ = kernel.congestion_controls()
+        registered = registered_name(name, impl)
+        if registered in available:
+            raise CongestionControlUnavailable(_held_by_whom(registered))
     return impl
 
 
@@ -163,32 +304,54 @@ def _held_by_whom(name: str) -> str:
 
 
 class LoadedAlgorithm:
-    """One variant loaded for a run; unloaded through the run's ledger."""
+    """One algorithm loaded for a run; unloaded through the run's ledger."""
 
-    def __init__(self, variant: Variant, impl: str, ledger: Ledger | None) -> None:
+    def __init__(self, variant: Variant, impl: str, ledger: Ledger | None, registered: str | None = None) -> None:
         self.variant = variant
         self.impl = impl
         self.ledger = ledger
         self.name = variant.name
+        self.registered = registered or variant.name  # the name sockets use (bpf_<name>: registered_name)
 
     # -- loading --------------------------------------------------------------------
 
     def load(self) -> LoadedAlgorithm:
         if self.ledger is None:
             raise CongestionControlUnavailable("loading needs the run's ledger")
+        if self.impl in ("kernel", "lkm") and self.variant.port:
+            return self._load_kernel_own()
         # Build first, outside the machine lock: it takes minutes on a fresh machine.
         if self.impl == "lkm":
             run(["make", "-s", "-C", str(HERE), f"KDIR=/lib/modules/{kernel.release()}/build"], timeout=600)
             kind, argv = "module", ["insmod", str(HERE / f"{self.name}.ko")]
         else:
             run(["make", "-s", "-C", str(HERE), "bpf"], timeout=600)
-            kind, argv = "struct_ops", ["bpftool", "struct_ops", "register", str(HERE / "bpf" / f"{self.name}.bpf.o")]
+            obj = HERE / "bpf" / f"{self.name}.bpf.o"
+            if self.registered != self.name:
+                obj = HERE / "bpf" / "build" / f"{self.registered}.bpf.o"
+            kind, argv = "struct_ops", ["bpftool", "struct_ops", "register", str(obj)]
         with machine_lock(self.ledger.directory):
             available, _ = kernel.congestion_controls()
-            if self.name in available:
-                raise CongestionControlUnavailable(_held_by_whom(self.name))
-            with self.ledger.change({"kind": kind, "name": self.name}):
+            if self.registered in available:
+                raise CongestionControlUnavailable(_held_by_whom(self.registered))
+            with self.ledger.change({"kind": kind, "name": self.registered}):
                 run(argv)
+            self.ledger.allow_congestion_control(self.registered)
+        if self.variant.port:  # the map holds zeros until the loader writes the module's defaults
+            self.set(**{p.name: p.default for p in self.variant.params})
+        return self
+
+    def _load_kernel_own(self) -> LoadedAlgorithm:
+        """The kernel's own algorithm: nothing to load if it is built in or loaded, else its module."""
+        assert self.ledger is not None
+        with machine_lock(self.ledger.directory):
+            available, _ = kernel.congestion_controls()
+            before = kernel.proc_modules()
+            if self.name not in available and before is not None:
+                # tcp_yeah brings tcp_vegas: the run removes every module loaded since that nothing holds
+                loaded = sorted(kernel.parse_proc_modules(before))
+                with self.ledger.change({"kind": "modules_loaded", "cause": self.variant.module, "before": loaded}):
+                    run(["modprobe", self.variant.module])
             self.ledger.allow_congestion_control(self.name)
         return self
 
@@ -210,15 +373,22 @@ class LoadedAlgorithm:
     def set(self, **params: int) -> dict[str, int]:
         """Set parameters at run time (established connections follow); return what the kernel reports."""
         checked = parse_params(self.variant, dict(params))
-        if self.impl == "lkm":
+        if self.impl != "bpf":
+            current = self.read()
             for key, value in checked.items():
+                if current.get(key, self.variant.param(key).default) == value:
+                    continue  # some modules take theirs only when loaded (tcp_illinois: no sysfs file)
                 try:
-                    Path(f"/sys/module/{self.name}/parameters/{key}").write_text(f"{value}\n")
+                    Path(f"/sys/module/{self.variant.module}/parameters/{key}").write_text(f"{value}\n")
                 except OSError as e:
-                    raise CongestionControlUnavailable(f"{self.name}: the module refused {key}={value}: {e}") from e
+                    raise CongestionControlUnavailable(
+                        f"{self.name}: the kernel refused {key}={value} ({self.variant.module}): {e}"
+                    ) from e
         else:
             values = self._bpf_values()
             values.update(checked)
+            if self.variant.port:
+                values["set"] = 1  # from now on the port reads its parameters from the map (port.h)
             # The map's fields are __u32 in BTF order (see kmod/README.md).
             raw = struct.pack(f"<{len(values)}I", *values.values())
             run(["bpftool", "map", "update", "id", str(self._map_id()), "key", "0", "0", "0", "0",
@@ -227,10 +397,16 @@ class LoadedAlgorithm:
 
     def read(self) -> dict[str, int]:
         """Parameters in use and the values the kernel derived from them."""
-        if self.impl == "lkm":
-            base = Path(f"/sys/module/{self.name}/parameters")
-            return {f.name: int(f.read_text()) for f in sorted(base.iterdir())}
-        _trigger_init(self.name)
+        if self.impl != "bpf":
+            base = Path(f"/sys/module/{self.variant.module}/parameters")
+            wanted = {p.name for p in self.variant.params} if self.variant.port else None
+            return {
+                f.name: int(f.read_text())
+                for f in sorted(base.iterdir() if base.is_dir() else [])
+                if wanted is None or f.name in wanted
+            }
+        if not self.variant.port:  # the variants publish their effective values when a connection starts
+            _trigger_init(self.name)
         values = self._bpf_values()
         inputs = {p.name: values.get(f"{p.name}_in_use", values.get(p.name, p.default)) for p in self.variant.params}
         return {**values, **inputs}
@@ -240,25 +416,23 @@ class LoadedAlgorithm:
         return self._bpf_values() if self.impl == "bpf" else {}
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "implementation": self.impl, "values": self.read()}
+        return {"name": self.name, "implementation": self.impl, "registered": self.registered, "values": self.read()}
 
 
 def load(name: str, ledger: Ledger, impl: str | None = None) -> LoadedAlgorithm:
-    if name not in VARIANTS:
-        raise CongestionControlInputError(f"unknown variant {name!r}; netrepro's are {', '.join(VARIANTS)}")
-    return LoadedAlgorithm(VARIANTS[name], choose_impl(name, impl), ledger).load()
-
-
-def is_builtin(name: str) -> bool:
-    """An algorithm the kernel already offers (built in, or already loaded)."""
-    available, _ = kernel.congestion_controls()
-    return name in available and name not in VARIANTS
+    """Load a variant or a port (choose_impl) for the run that owns `ledger`."""
+    variant = algorithm(name)
+    chosen = choose_impl(name, impl)
+    return LoadedAlgorithm(variant, chosen, ledger, registered_name(name, chosen)).load()
 
 
 def attach(name: str) -> LoadedAlgorithm:
-    """The variant as it is loaded now (by `run.sh cc load`), to tune it."""
+    """The algorithm as it is loaded now (by `run.sh cc load`), to tune it."""
+    variant = algorithm(name)
     available, _ = kernel.congestion_controls()
-    if name not in VARIANTS or name not in available:
-        raise CongestionControlUnavailable(f"{name} is not loaded; `run.sh cc load {name}` first")
-    impl = "lkm" if Path(f"/sys/module/{name}/parameters").is_dir() else "bpf"
-    return LoadedAlgorithm(VARIANTS[name], impl, ledger=None)
+    for registered in (f"bpf_{name}", name) if variant.port else (name,):
+        if registered in available:
+            sysfs = Path(f"/sys/module/{variant.module}/parameters").is_dir()
+            impl = "bpf" if registered != name or not sysfs else ("kernel" if variant.port else "lkm")
+            return LoadedAlgorithm(variant, impl, ledger=None, registered=registered)
+    raise CongestionControlUnavailable(f"{name} is not loaded; `run.sh cc load {name}` first")

@@ -14,6 +14,13 @@ UDP frames) against its rate, and the CPU of all the delay lines together.
 against the sum of the trials' own download times.  The ratio is the
 runner's overhead: lab set-up, verification, per-trial set-up, teardown.
 
+`ports`: each BPF port of a kernel congestion control (kmod/bpf/port.h)
+against the kernel's own module, on the same seeded path, in turn, several
+runs each: mean goodput with its standard error, and the median ssthresh
+after / cwnd before at the loss events, read from tcp_probe; whether the
+goodputs lie within noise (two standard errors of their difference) and the
+backoffs within 0.02.  It needs the modules: `run.sh --vm bench ports`.
+
 `soak`: `cubicplus/fig3 --quick` killed (SIGKILL, then `clean`) at N seeded
 random moments, then interrupted by SIGINT, SIGTERM and SIGHUP; per round,
 whether the machine came back as it was and the CSV stayed whole
@@ -24,14 +31,19 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any
 
+from ground.errors import SetupError
 from ground.ledger import Ledger
 from ground.path import FRAME, MSS, PathSpec
 from ground.results import RESULTS, hand_back, provenance, replace_file, write_json
+from ground.tcpprobe import ProbeSample, reductions
+from kmod import loader
 from netrepro.verify import measure_goodput, measure_rtt
 from topologies.emulation import DelayLineStage
 from topologies.lab import Lab
@@ -73,17 +85,21 @@ def delayline(
             }
             print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
             rows.append(row)
+    _write_rows(rows, "delayline", {"rtt": rtt}, out)
+    return rows
+
+
+def _write_rows(rows: list[dict[str, Any]], name: str, about: dict[str, Any], out: Path | None) -> None:
+    """<name>.csv and <name>.manifest.json under `out`, or results/bench/."""
     tree = out or RESULTS
     target = out or RESULTS / "bench"
-    csv_path = target / "delayline.csv"
     text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer = csv.DictWriter(text, fieldnames=list(dict.fromkeys(k for row in rows for k in row)))
     writer.writeheader()
     writer.writerows(rows)
-    replace_file(csv_path, text.getvalue().encode())
-    hand_back(csv_path, tree)
-    write_json(target / "delayline.manifest.json", {**provenance(), "benchmark": "delayline", "rtt": rtt}, tree)
-    return rows
+    replace_file(target / f"{name}.csv", text.getvalue().encode())
+    hand_back(target / f"{name}.csv", tree)
+    write_json(target / f"{name}.manifest.json", {**provenance(), "benchmark": name, **about}, tree)
 
 
 LINK_RATES_MBIT = (20, 100, 200)
@@ -130,15 +146,80 @@ def delayline_links(rates_mbit: tuple[int, ...] = LINK_RATES_MBIT, out: Path | N
                 })  # fmt: skip
                 print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
                 rows.append(row)
-    target = out or RESULTS / "bench"
-    text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    replace_file(target / "delayline_links.csv", text.getvalue().encode())
-    hand_back(target / "delayline_links.csv", out or RESULTS)
-    write_json(target / "delayline_links.manifest.json", {**provenance(), "benchmark": "delayline-links",
-               "topology": topo.describe()}, out or RESULTS)  # fmt: skip
+    _write_rows(rows, "delayline_links", {"benchmark": "delayline-links", "topology": topo.describe()}, out)
+    return rows
+
+
+# The paths of `ports`: random losses, and drop-tail losses only (the issue's example).
+PORT_PATHS = {"random 1 %": {"loss": "1%", "queue": "100p"}, "drop-tail 20p": {"queue": "20p"}}
+
+
+def _flow_measures(trace: list[ProbeSample]) -> tuple[float, list[float]]:
+    """Goodput (Mbit/s, from the bytes snd_una advanced) and ssthresh after / cwnd before at each reduction."""
+    acked = (trace[-1].snd_una - trace[0].snd_una) % 2**32
+    mbit = acked * 8 / (trace[-1].time - trace[0].time) / 1e6
+    return mbit, [after / before for before, after in reductions(trace) if before >= 4]
+
+
+def _mean_se(values: list[float]) -> tuple[float, float]:
+    mean = statistics.fmean(values)
+    return mean, (statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan)
+
+
+def ports(
+    algorithms: tuple[str, ...] = tuple(loader.PORTS),
+    runs: int = 5,
+    seconds: int = 20,
+    rate: str = "10mbit",
+    rtt: str = "100ms",
+    out: Path | None = None,
+    paths: tuple[str, ...] = tuple(PORT_PATHS),
+) -> list[dict[str, Any]]:
+    """Each port against the kernel's module (module, port, module, port, ...) on each of `paths` (PORT_PATHS)."""
+    from netrepro.workloads import iperf3_trace
+
+    missing = [name for name in algorithms if loader.kernel_has(name) is None]
+    if missing:
+        raise SetupError(
+            f"bench ports compares each port with the kernel's own, and this kernel has no {', '.join(missing)}: "
+            "`run.sh --vm bench ports` runs it in Debian's kernel, which has them all as modules"
+        )
+    rows = []
+    for label in paths:
+        path = PathSpec.parse(rtt=rtt, rate=rate, **PORT_PATHS[label])
+        with Ledger() as ledger, Lab(path, ledger, seed=1) as lab:
+            for name in algorithms:
+                pair = {impl: loader.load(name, ledger, impl) for impl in ("kernel", "bpf")}
+                goodput: dict[str, list[float]] = {impl: [] for impl in pair}
+                backoff: dict[str, list[float]] = {impl: [] for impl in pair}
+                for _ in range(runs):
+                    for impl, algorithm in pair.items():
+                        lab.reconfigure(path)  # each flow meets the loss pattern from the seed's start
+                        mbit, ratios = _flow_measures(iperf3_trace(lab, ledger, algorithm.registered, seconds))
+                        goodput[impl].append(mbit)
+                        backoff[impl] += ratios
+                stats = {impl: _mean_se(goodput[impl]) for impl in pair}
+                medians = {impl: statistics.median(backoff[impl]) if backoff[impl] else math.nan for impl in pair}
+                diff = stats["bpf"][0] - stats["kernel"][0]
+                noise = 2 * math.hypot(stats["bpf"][1], stats["kernel"][1])
+                row = {
+                    "path": label,
+                    "algorithm": name,
+                    "port_as": pair["bpf"].registered,
+                    "runs": runs,
+                    "seconds": seconds,
+                    **{f"{impl}_goodput_mbit": round(stats[impl][0], 3) for impl in pair},
+                    **{f"{impl}_goodput_se": round(stats[impl][1], 3) for impl in pair},
+                    "goodput_diff_mbit": round(diff, 3),
+                    "goodput_within_noise": abs(diff) <= noise,
+                    **{f"{impl}_backoff_median": round(medians[impl], 4) for impl in pair},
+                    **{f"{impl}_reductions": len(backoff[impl]) for impl in pair},
+                    "backoff_within_0.02": abs(medians["bpf"] - medians["kernel"]) <= 0.02,
+                    "port_ss_repairs": pair["bpf"].counters().get("ss_repairs"),
+                }
+                print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+                rows.append(row)
+    _write_rows(rows, "ports", {"rate": rate, "rtt": rtt, "paths": {p: PORT_PATHS[p] for p in paths}}, out)
     return rows
 
 

@@ -30,6 +30,8 @@ from topologies.lab import Lab
 
 log = logging.getLogger("netrepro")
 
+IMPL_HELP = "kernel (the kernel's own), lkm (a module) or bpf (netrepro's BPF program); default: the loader's choice"
+
 
 def path_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
@@ -43,10 +45,10 @@ def path_options() -> argparse.ArgumentParser:
     g.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
     g.add_argument("--seed", type=int, default=1, help="seed of the emulated loss")
     g.add_argument(
-        "--cc", default="cubic", help="congestion control of both hosts (a kernel one, or a netrepro variant)"
+        "--cc", default="cubic", help="congestion control of both hosts (the kernel's, a netrepro variant or port)"
     )
     g.add_argument("--cc-param", action="append", default=[], metavar="KEY=VALUE", help="a variant's parameter")
-    g.add_argument("--impl", choices=["lkm", "bpf"], default=None, help="variant as module or BPF program")
+    g.add_argument("--impl", choices=loader.IMPLS, default=None, help=IMPL_HELP)
     return p
 
 
@@ -142,21 +144,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="resume past failed and timed-out trials instead of running them again",
     )
     r.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
-    r.add_argument("--impl", choices=["lkm", "bpf"], default=None, help="variants as modules or BPF programs")
+    r.add_argument("--impl", choices=loader.IMPLS, default=None, help=IMPL_HELP)
 
-    k = sub.add_parser("cc", parents=[common], help="congestion-control variants: list, load, set, unload")
+    k = sub.add_parser("cc", parents=[common], help="congestion-control variants and ports: list, load, set, unload")
     k.add_argument("action", choices=["list", "load", "set", "unload"])
-    k.add_argument("name", nargs="?", help="cubic_plus, reno_beta or newcwv")
+    k.add_argument("name", nargs="?", help=f"one of {', '.join(loader.ALGORITHMS)}")
     k.add_argument("params", nargs="*", metavar="KEY=VALUE", help="parameters, e.g. n=6 beta=717")
-    k.add_argument(
-        "--impl", choices=["lkm", "bpf"], default=None, help="module or BPF (default: module where possible)"
-    )
+    k.add_argument("--impl", choices=loader.IMPLS, default=None, help=IMPL_HELP)
 
     sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
 
     b = sub.add_parser("bench", parents=[common], help="benchmarks that report numbers (not tests)")
-    b.add_argument("which", choices=["delayline", "delayline-links", "runner", "soak"])
-    b.add_argument("--rtt", default="20ms")
+    b.add_argument("which", choices=["delayline", "delayline-links", "ports", "runner", "soak"])
+    b.add_argument("--rtt", default=None, help="delayline: 20ms; ports: 100ms")
+    b.add_argument("--rate", default="10mbit", help="ports: the bottleneck's rate")
+    b.add_argument("--runs", type=int, default=5, help="ports: flows per implementation and path")
+    b.add_argument("--seconds", type=int, default=20, help="ports: each flow's length")
+    b.add_argument("--algorithms", default=",".join(loader.PORTS), help="ports: which, comma-separated")
     b.add_argument("--out", type=Path, default=None)
     b.add_argument("--kills", type=int, default=100, help="soak: SIGKILLed runs (then SIGINT, SIGTERM, SIGHUP)")
     b.add_argument("--seed", type=int, default=1, help="soak: seed of the kill moments")
@@ -179,8 +183,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def _cc_values(args: argparse.Namespace) -> dict[str, int]:
     """--cc-param checked against --cc's variant (input, refused before anything is built)."""
-    if args.cc in loader.VARIANTS:
-        return loader.parse_params(loader.VARIANTS[args.cc], dict(_pairs("--cc-param", args.cc_param)))
+    if args.cc in loader.ALGORITHMS:
+        return loader.parse_params(loader.ALGORITHMS[args.cc], dict(_pairs("--cc-param", args.cc_param)))
     if args.cc_param:
         raise QuantityError("--cc-param", " ".join(args.cc_param), f"{args.cc} has no netrepro parameters")
     return {}
@@ -189,13 +193,14 @@ def _cc_values(args: argparse.Namespace) -> dict[str, int]:
 def _lab(
     args: argparse.Namespace, path: PathSpec, topo: topology.Topology, run_ledger: Ledger, values: dict[str, int]
 ) -> Lab:
-    """The lab of `shell` and `check`, with the variant of --cc loaded and tuned first."""
-    if args.cc in loader.VARIANTS:
+    """The lab of `shell` and `check`, with the variant or port of --cc loaded and tuned first."""
+    cc = args.cc
+    if args.cc in loader.ALGORITHMS:
         algorithm = loader.load(args.cc, run_ledger, args.impl)
-        print(
-            f"*** {args.cc} ({algorithm.impl}): {json.dumps(algorithm.set(**values) if values else algorithm.read())}"
-        )
-    return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=args.cc, topology=topo, switch=args.switch)
+        cc = algorithm.registered
+        print(f"*** {args.cc} ({algorithm.impl}, as {cc}): "
+              f"{json.dumps(algorithm.set(**values) if values else algorithm.read())}")  # fmt: skip
+    return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=cc, topology=topo, switch=args.switch)
 
 
 def _describe(lab: Lab) -> str:
@@ -396,23 +401,27 @@ def _pairs(option: str, pairs: list[str]) -> dict[str, str]:
 def cmd_cc(args: argparse.Namespace) -> int:
     if args.action == "list":
         available, allowed = kernel.congestion_controls()
-        for v in loader.VARIANTS.values():
+        for v in loader.ALGORITHMS.values():
             params = ", ".join(f"{p.name} {p.low}..{p.high} (default {p.default}, {p.unit})" for p in v.params)
             state = "registered" if v.name in available else "not loaded"
-            print(f"{v.name:<11} {state:<11} {params}")
+            kind = "port" if v.port else "variant"
+            print(f"{v.name:<11} {kind:<8} {state:<11} {params or '(no parameters)'}")
         print(f"kernel: available {' '.join(available)}; allowed in namespaces {' '.join(allowed)}")
         return 0
-    if args.name not in loader.VARIANTS:
-        given = f"{args.name!r} is not a netrepro variant: " if args.name else ""
-        raise loader.CongestionControlInputError(f"{given}name one of {', '.join(loader.VARIANTS)}")
-    variant = loader.VARIANTS[args.name]
+    if args.name not in loader.ALGORITHMS:
+        given = f"{args.name!r} is not a netrepro variant or port: " if args.name else ""
+        raise loader.CongestionControlInputError(f"{given}name one of {', '.join(loader.ALGORITHMS)}")
+    variant = loader.ALGORITHMS[args.name]
     values = loader.parse_params(variant, dict(_pairs("cc", args.params)))
     if args.action == "load":
         # Not unwound here: `cc unload` or `clean` ends the algorithm's stay.
         held = Ledger(purpose=f"cc load {args.name}")
         algorithm = loader.load(args.name, held, args.impl)
         print(json.dumps(algorithm.set(**values) if values else algorithm.read()))
-        print(f"{args.name} loaded as {algorithm.impl}; `run.sh cc unload {args.name}` (or `run.sh clean`) removes it")
+        print(
+            f"{args.name} loaded as {algorithm.impl} (sockets use {algorithm.registered}); "
+            f"`run.sh cc unload {args.name}` (or `run.sh clean`) removes it"
+        )
         return 0
     if args.action == "set":
         print(json.dumps(loader.attach(args.name).set(**values)))
@@ -433,7 +442,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from netrepro import bench
 
     if args.which == "delayline":
-        bench.delayline(rtt=args.rtt, out=args.out)
+        bench.delayline(rtt=args.rtt or "20ms", out=args.out)
+    elif args.which == "ports":
+        names = tuple(a for a in args.algorithms.split(",") if a)
+        for name in names:
+            if name not in loader.PORTS:
+                raise QuantityError("--algorithms", name, f"the ports are {', '.join(loader.PORTS)}")
+        if not 1 <= args.runs <= 100:
+            raise QuantityError("--runs", args.runs, "allowed range is 1 to 100")
+        if not 2 <= args.seconds <= 600:
+            raise QuantityError("--seconds", args.seconds, "allowed range is 2 to 600")
+        bench.ports(names, runs=args.runs, seconds=args.seconds, rate=args.rate, rtt=args.rtt or "100ms", out=args.out)
     elif args.which == "delayline-links":
         bench.delayline_links(out=args.out)
     elif args.which == "soak":

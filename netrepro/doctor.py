@@ -6,6 +6,7 @@ from typing import Any
 
 from ground import kernel
 from ground.results import TOOLS
+from kmod import loader
 from topologies.emulation import ShaperUnavailable, choose_backend, nfqueue_works
 
 
@@ -45,6 +46,7 @@ def report() -> dict[str, Any]:
             "available": available,
             "allowed_in_namespaces": allowed,
             "loadable_modules": kernel.loadable_congestion_controls() if kernel.modules_supported() else [],
+            "linux_ships": {name: loader.resolution(name) for name in loader.LINUX_SHIPS},
         },
         "tools": {t: kernel.tool_version(t) for t in (*TOOLS, "mnexec", "nsenter")},
         "backends": {
@@ -66,6 +68,8 @@ def render(doc: dict[str, Any]) -> str:
         f"congestion control: available {' '.join(cc['available'])}",
         f"                    allowed in namespaces {' '.join(cc['allowed_in_namespaces'])}",
         f"                    shipped as modules {' '.join(cc['loadable_modules']) or '(none)'}",
+        "                    the algorithms Linux ships (seed 004), as this machine runs them:",
+        *(f"                      {name:<10} {how}" for name, how in cc["linux_ships"].items()),
         "",
         "tools:",
     ]

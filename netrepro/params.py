@@ -127,14 +127,15 @@ SERIES_KEY = Key("series", str, "the series' label (set by the figure)")
 
 
 def variant_keys() -> dict[str, Key]:
-    """The netrepro variants' parameters, by name (a name two variants share takes the wider range)."""
-    keys: dict[str, Key] = {"cc_params": Key("cc_params", dict, "the variant's parameters as one table")}
-    for variant in loader.VARIANTS.values():
+    """The variants' and ports' parameters, by name (a name two algorithms share takes the wider range)."""
+    keys: dict[str, Key] = {"cc_params": Key("cc_params", dict, "the algorithm's parameters as one table")}
+    for variant in loader.ALGORITHMS.values():
         for p in variant.params:
             old = keys.get(p.name)
             low = min(p.low, old.low) if old is not None and old.low is not None else p.low
             high = max(p.high, old.high) if old is not None and old.high is not None else p.high
-            keys[p.name] = Key(p.name, int, f"a parameter of netrepro's {variant.name} ({p.unit})", low=low, high=high)
+            owner = f"the port {variant.name}" if variant.port else f"netrepro's {variant.name}"
+            keys[p.name] = Key(p.name, int, f"a parameter of {owner} ({p.unit})", low=low, high=high)
     return keys
 
 
@@ -159,10 +160,10 @@ def problems(params: Mapping[str, Any], keys: Mapping[str, Key]) -> list[str]:
             out.append(f"{name}={value!r}: {why}")
     cc = params.get("cc")
     for name in params:
-        owners = [v.name for v in loader.VARIANTS.values() if any(p.name == name for p in v.params)]
+        owners = [v.name for v in loader.ALGORITHMS.values() if any(p.name == name for p in v.params)]
         if owners and cc not in owners:
             out.append(f"{name} is a parameter of {' and '.join(owners)}, and the trial's cc is {cc!r}")
-    variant = loader.VARIANTS.get(str(cc))
+    variant = loader.ALGORITHMS.get(str(cc))
     if params.get("pacer") in ("tcp", "auto") and not _asks_for_pacing(params, variant):
         out.append(
             f"pacer={params['pacer']}: TCP paces only where the congestion control asks it to (newcwv with "
@@ -170,7 +171,7 @@ def problems(params: Mapping[str, Any], keys: Mapping[str, Key]) -> list[str]:
         )
     if isinstance(params.get("cc_params"), dict):
         if variant is None:
-            out.append(f"cc_params is for a netrepro variant, and the trial's cc is {cc!r}")
+            out.append(f"cc_params is for a netrepro variant or port, and the trial's cc is {cc!r}")
         else:
             try:
                 loader.parse_params(variant, dict(params["cc_params"]))

@@ -30,6 +30,8 @@ DELAYLINE_TOOLS = (shaping.IPTABLES,)
 FIGURE_TOOLS = ("apache2",)
 # Building and loading a netrepro variant, by implementation (kmod.loader).
 VARIANT_TOOLS = {"lkm": ("make", "insmod"), "bpf": ("make", "clang", "bpftool")}
+# The kernel's own congestion control: its module, where it is not built in.
+PORT_TOOLS = {"kernel": ("modprobe",), "lkm": ("modprobe",), "bpf": VARIANT_TOOLS["bpf"]}
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ class Needs:
     tools: tuple[str, ...] = LAB_TOOLS
     congestion_controls: tuple[str, ...] = ("cubic",)
     shaper: str = "auto"
-    cc_impl: str | None = None  # lkm or bpf for netrepro's variants; None: module where possible
+    cc_impl: str | None = None  # kernel, lkm or bpf (kmod.loader.choose_impl); None: its choice
     named_by: str = "cc "  # how the user named them: `--cc `, `--set cc=`, or the figure's `cc `
     qdiscs: tuple[str, ...] = ()  # beyond the lab's own: fq where a trial paces with it (pacer=fq)
 
@@ -102,8 +104,8 @@ def check_request(needs: Needs) -> None:
     """What is known without a probe: every congestion control named exists (UserError), and we are root."""
     offered = kernel_congestion_controls()
     for name in needs.congestion_controls:
-        if name not in offered and name not in loader.VARIANTS:
-            allowed = ", ".join([*offered, *(v for v in loader.VARIANTS if v not in offered)])
+        if name not in offered and name not in loader.ALGORITHMS:
+            allowed = ", ".join([*offered, *(v for v in loader.ALGORITHMS if v not in offered)])
             raise UserError(f"{needs.named_by}{name}: no such congestion control here; allowed: {allowed}")
     if not is_root():
         raise SetupError(f"{needs.what} needs root (namespaces, qdiscs, tracefs): run it with `sudo ./run.sh`")
@@ -115,8 +117,9 @@ def check_machine(needs: Needs) -> None:
     if emulation.choose_backend(needs.shaper) == "delayline":  # ShaperUnavailable says what is missing
         tools += DELAYLINE_TOOLS
     for name in needs.congestion_controls:
-        if name in loader.VARIANTS:
-            tools += VARIANT_TOOLS[loader.loadable(name, needs.cc_impl)]
+        if name in loader.ALGORITHMS:
+            impl = loader.loadable(name, needs.cc_impl)
+            tools += (PORT_TOOLS if loader.ALGORITHMS[name].port else VARIANT_TOOLS)[impl]
     for kind in needs.qdiscs:
         if not qdisc_available(kind):
             raise SetupError(

@@ -71,11 +71,11 @@ class Session:
     # -- hosts --------------------------------------------------------------------
 
     def congestion_control(self, params: Mapping[str, Any]) -> Metrics:
-        """Load and tune a netrepro variant the trial names (once loaded, only re-tuned); report it."""
+        """Load and tune the variant or port the trial names (once loaded, only re-tuned); report it."""
         name = params.get("cc")
-        if name not in loader.VARIANTS:
+        if name not in loader.ALGORITHMS:
             return {"cc_impl": "kernel"}
-        variant = loader.VARIANTS[name]
+        variant = loader.ALGORITHMS[name]
         if name not in self._algorithms:
             self._algorithms[name] = loader.load(name, self.ledger, self.cc_impl)
         algorithm = self._algorithms[name]
@@ -89,11 +89,21 @@ class Session:
             self._tuned[name] = (wanted, algorithm.set(**wanted))
         reported = self._tuned[name][1]
         keep = {*variant.outputs, *(f"{p.name}_in_use" for p in variant.params), "ss_repairs"}
-        return {"cc_impl": algorithm.impl, **{f"cc_{k}": v for k, v in reported.items() if k in keep}}
+        if variant.port:  # a port's parameters are the module's, reported as the kernel has them
+            keep |= {p.name for p in variant.params}
+        ran = {"cc_impl": algorithm.impl}
+        if variant.port:
+            ran["cc_registered"] = algorithm.registered
+        return {**ran, **{f"cc_{k}": v for k, v in reported.items() if k in keep}}
 
     def algorithm(self, name: str) -> loader.LoadedAlgorithm | None:
-        """The netrepro variant this session loaded under that name, if any."""
+        """The variant or port this session loaded under that name, if any."""
         return self._algorithms.get(name)
+
+    def registered(self, name: str | None) -> str | None:
+        """The name sockets use for the trial's cc: bpf_<name> for a port run beside the kernel's own."""
+        algorithm = self._algorithms.get(str(name))
+        return algorithm.registered if algorithm is not None else name
 
     def ss_repairs(self, params: Mapping[str, Any]) -> int | None:
         """How often the BPF program has repaired a corrupted ssthresh so far (see kmod/README.md)."""
@@ -105,15 +115,16 @@ class Session:
     def apply_hosts(self, params: Mapping[str, Any]) -> None:
         """Put every pair's hosts' TCP into the trial's settings (congestion control, windows)."""
         initcwnd = params.get("initcwnd")
+        cc = self.registered(params.get("cc"))
         server = HostTcp(
-            congestion_control=params.get("cc"),
+            congestion_control=cc,
             initcwnd=initcwnd,
             slow_start_after_idle=params.get("slow_start_after_idle"),
         )
         # The client's route carries initrwnd, so that its SYN advertises a
         # window the server's initial window can fill (STUDIES.md).
         client = HostTcp(
-            congestion_control=params.get("cc"),
+            congestion_control=cc,
             initrwnd=max(initcwnd, 10) if initcwnd is not None else None,
             slow_start_after_idle=params.get("slow_start_after_idle"),
             receive_buffer=params.get("receive_buffer"),

@@ -102,7 +102,7 @@ class Options:
     plot_only: bool = False  # redraw from the CSV; run no trial
     shaper: str = "auto"
     switch: str = "auto"  # ovs, bridge or auto (topologies.ovs.choose_switch)
-    cc_impl: str | None = None  # lkm or bpf for netrepro's variants; None: module where possible
+    cc_impl: str | None = None  # kernel, lkm or bpf (kmod.loader.choose_impl); None: the loader's choice
 
 
 @contextlib.contextmanager
@@ -256,6 +256,13 @@ def earlier_verifications(manifest: Path, fresh: bool) -> dict[str, Any]:
     return dict(found) if isinstance(found, dict) else {}
 
 
+def _ran_as(row: Mapping[str, Any]) -> str:
+    """How a trial's congestion control ran: `cubic_plus (lkm)`, `vegas (bpf as bpf_vegas)`."""
+    registered = row.get("cc_registered")
+    as_ = f" as {registered}" if registered and registered != row.get("cc") else ""
+    return f"{row.get('cc')} ({row.get('cc_impl')}{as_})"
+
+
 def figure_manifest(
     fig: Figure,
     opts: Options,
@@ -296,7 +303,7 @@ def figure_manifest(
         "switch": sorted({v.get("switch", "bridge") for v in verifications.values()}),
         # false where netem took no seed (Linux or iproute2 older than 6.3)
         "loss_repeatable": all(r.get("loss_seeded") != "false" for r in rows),
-        "congestion_control": sorted({f"{r.get('cc')} ({r.get('cc_impl')})" for r in rows if r.get("cc")}),
+        "congestion_control": sorted({_ran_as(r) for r in rows if r.get("cc")}),
         "verification": verifications,
         "finding_of_the_source": fig.finding,
         "deviations": list(fig.deviations) + ([fig.quick_note] if opts.quick and fig.quick_note else []),

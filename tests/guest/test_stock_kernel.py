@@ -27,7 +27,7 @@ from ground.results import REPO, write_json
 from ground.tcpprobe import reductions
 from ground.trials import read_rows
 from kmod import loader
-from netrepro import doctor
+from netrepro import bench, doctor
 from netrepro.workloads import iperf3_trace
 from topologies.lab import Lab
 
@@ -152,3 +152,19 @@ def test_doctor_lists_the_congestion_controls_linux_ships() -> None:
     assert doc["backends"] == {"shaper": "netem", "congestion_control": "lkm"}
     cc = doc["congestion_control"]
     assert (set(cc["available"]) | set(cc["loadable_modules"])).issuperset(SEED_004_LINUX)
+    # with the kernel's own at hand, no name resolves to a port
+    assert set(cc["linux_ships"]) == SEED_004_LINUX == set(loader.LINUX_SHIPS)
+    assert all(how.startswith("kernel, ") for how in cc["linux_ships"].values()), cc["linux_ships"]
+
+
+def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
+    """The short version of `run.sh --vm bench ports`: scalable and bic, each port beside its module
+    (as bpf_scalable, bpf_bic) on the same seeded 1 % path, in turn: the same backoff at the loss
+    events, and goodputs near each other (two 6 s flows each: too few for a standard error)."""
+    rows = bench.ports(("scalable", "bic"), runs=2, seconds=6, rate="5mbit", out=tmp_path, paths=("random 1 %",))
+    for row in rows:
+        assert row["port_as"] == f"bpf_{row['algorithm']}"
+        assert row["kernel_reductions"] >= 3 and row["bpf_reductions"] >= 3, row
+        assert row["backoff_within_0.02"], row
+        assert row["bpf_goodput_mbit"] == pytest.approx(row["kernel_goodput_mbit"], rel=0.25), row
+        assert row["port_ss_repairs"] == 0, row

@@ -27,13 +27,64 @@ def test_implementation_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert loader.choose_impl("cubic_plus") == "bpf"
     with pytest.raises(loader.CongestionControlError, match="does not load modules"):
         loader.choose_impl("cubic_plus", "lkm")
-    with pytest.raises(loader.CongestionControlError, match="choose lkm or bpf"):
+    with pytest.raises(loader.CongestionControlError, match="--impl 'ebpf': choose one of kernel, lkm, bpf"):
         loader.choose_impl("cubic_plus", "ebpf")
+    with pytest.raises(loader.CongestionControlInputError, match="cubic_plus is netrepro's own"):
+        loader.choose_impl("cubic_plus", "kernel")
     monkeypatch.setattr(kernel, "modules_supported", lambda: True)
     monkeypatch.setattr(kernel, "lockdown", lambda: "none")
     monkeypatch.setattr(Path, "exists", lambda self: True)
     assert loader.choose_impl("cubic_plus") == "lkm"
     assert loader.choose_impl("cubic_plus", "bpf") == "bpf"
+
+
+def kernel_with(monkeypatch: pytest.MonkeyPatch, built_in: list[str], modules: list[str]) -> None:
+    """A kernel that has `built_in` registered and ships `modules` (tcp_<name>.ko)."""
+    monkeypatch.setattr(kernel, "congestion_controls", lambda: (built_in, built_in))
+    monkeypatch.setattr(kernel, "modules_supported", lambda: bool(modules))
+    monkeypatch.setattr(kernel, "loadable_congestion_controls", lambda: modules)
+    monkeypatch.setattr(kernel, "lockdown", lambda: "none")
+    monkeypatch.setattr(kernel, "struct_ops_supported", lambda: True)
+
+
+def test_a_port_resolves_to_the_kernels_own_where_it_has_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # this project's machines: no modules, reno, cubic and bbr built in
+    kernel_with(monkeypatch, ["reno", "cubic", "bbr"], [])
+    assert loader.choose_impl("vegas") == "bpf"
+    assert loader.registered_name("vegas", "bpf") == "vegas"
+    with pytest.raises(loader.CongestionControlUnavailable, match="has no vegas, neither built in nor as a module"):
+        loader.choose_impl("vegas", "kernel")
+    assert loader.resolution("vegas") == "bpf, netrepro's port"
+    assert loader.resolution("cubic") == "kernel, built in"
+    # a stock kernel: vegas ships as tcp_vegas.ko; the port, forced, runs beside it as bpf_vegas
+    kernel_with(monkeypatch, ["reno", "cubic"], ["vegas", "bic"])
+    assert loader.choose_impl("vegas") == "kernel"
+    assert loader.choose_impl("vegas", "lkm") == "lkm"
+    assert loader.choose_impl("vegas", "bpf") == "bpf"
+    assert loader.registered_name("vegas", "bpf") == "bpf_vegas"
+    assert loader.registered_name("vegas", "kernel") == "vegas"
+    assert loader.resolution("vegas") == "kernel, module tcp_vegas"
+    with pytest.raises(loader.CongestionControlUnavailable, match="ships no tcp_yeah module"):
+        loader.choose_impl("yeah", "lkm")
+    # built in: no module to load
+    kernel_with(monkeypatch, ["reno", "cubic", "vegas"], ["bic"])
+    with pytest.raises(loader.CongestionControlUnavailable, match="has it built in"):
+        loader.choose_impl("vegas", "lkm")
+    assert loader.choose_impl("vegas") == "kernel"
+
+
+def test_every_port_has_a_source_and_the_thirteen_are_named() -> None:
+    sources = {p.name.removesuffix(".bpf.c") for p in (Path(loader.HERE) / "bpf").glob("*.bpf.c")}
+    assert set(loader.PORTS) <= sources, set(loader.PORTS) - sources
+    assert set(loader.VARIANTS) <= sources
+    assert len(loader.LINUX_SHIPS) == 13 and {"reno", "cubic"} <= set(loader.LINUX_SHIPS)
+    for variant in loader.PORTS.values():
+        assert variant.module == f"tcp_{variant.name}" and len(variant.bpf_map) <= 15  # BPF_OBJ_NAME_LEN
+
+
+def test_an_unknown_algorithm_is_refused_naming_the_ones_there_are() -> None:
+    with pytest.raises(loader.CongestionControlInputError, match="unknown congestion control 'compound'.*vegas"):
+        loader.algorithm("compound")
 
 
 def sample(t: float, cwnd: int, ssthresh: int, flow: str = "a>b") -> ProbeSample:

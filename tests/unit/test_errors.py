@@ -307,4 +307,4 @@ def test_unknown_figure_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cc_names_a_variant(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["cc", "set", "cubic_pls"]) == 2
-    assert "'cubic_pls' is not a netrepro variant: name one of cubic_plus" in capsys.readouterr().err
+    assert "'cubic_pls' is not a netrepro variant or port: name one of cubic_plus" in capsys.readouterr().err

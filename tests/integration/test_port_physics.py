@@ -1,0 +1,253 @@
+"""Each BPF port shows its algorithm on this kernel, read from tcp_probe on the delay line.
+
+The ports (kmod/bpf/<name>.bpf.c) must behave as the kernel's modules do;
+here each shows the mark its publication gives it, measured from what the
+kernel did to the sender's window (the `tcp:tcp_probe` tracepoint):
+
+- the multiplicative decrease, ssthresh after / cwnd before at each loss:
+  scalable 7/8, bic 819/1024, highspeed 1/2 below 38 segments and
+  1 - b(w) above (RFC 3649), veno 4/5 on a random loss with an empty
+  queue and 1/2 with a full one, illinois 7/8 with low delay and 1/2 with
+  high delay, westwood's ssthresh the bandwidth estimate x the minimum RTT;
+- the increase: hybla's slow start 2^rho times Reno's per RTT, htcp's
+  growing with the time since the last loss;
+- the queue: vegas keeps between alpha and beta packets in it, yeah
+  leaves its fast mode and drains the queue Reno fills;
+- lp yields the link to a competing Reno flow.
+
+Two paths carry most checks: RANDOM (100 Mbit/s, 40 ms, 0.05 % random
+loss, a 300-packet buffer the windows do not reach: losses with an empty
+queue) and DROPTAIL (10 Mbit/s, 40 ms, no random loss, 100 packets: every
+loss is the buffer overflowing).
+"""
+
+import itertools
+import math
+import statistics
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from ground.cwnd import epochs
+from ground.ledger import Ledger
+from ground.parsers import parse_iperf3_tcp
+from ground.path import PathSpec
+from ground.tcpprobe import ProbeSample, TcpProbe, reductions, sender_samples
+from kmod import loader
+from servers.iperf import CrossTraffic
+from topologies.lab import Lab
+
+pytestmark = pytest.mark.root
+
+RANDOM = PathSpec.parse(rtt="40ms", rate="100mbit", loss="0.05%", queue="300p")
+DROPTAIL = PathSpec.parse(rtt="40ms", rate="10mbit", queue="100p")
+MSS = 1448
+PORT = 5201
+
+
+@pytest.fixture
+def lab_on(request: pytest.FixtureRequest) -> Iterator[tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]]]:
+    """A lab on the path the test names (`@pytest.mark.parametrize("lab_on", [PATH], indirect=True)`),
+    with the ports the test uses loaded."""
+    path, names = request.param
+    with Ledger() as ledger, Lab(path, ledger, seed=7) as lab:
+        yield lab, ledger, {name: loader.load(name, ledger, "bpf") for name in names}
+
+
+def flow(lab: Lab, ledger: Ledger, work: Path, cc: str, seconds: int, port: int = PORT) -> CrossTraffic:
+    return CrossTraffic(lab.client, lab.server, lab.ip("server"), ledger, work, duration_s=seconds, port=port, cc=cc)
+
+
+def trace(lab: Lab, ledger: Ledger, work: Path, cc: str, seconds: int) -> list[ProbeSample]:
+    """One iperf3 flow server -> client with `cc`: the tcp_probe samples of its data connection."""
+    with TcpProbe(ledger, [PORT]) as probe, flow(lab, ledger, work, cc, seconds) as f:
+        f.report()
+    flows: dict[str, list[ProbeSample]] = {}
+    for s in sender_samples(probe.samples, f"{lab.ip('server')}:{PORT}"):
+        flows.setdefault(s.flow, []).append(s)
+    return max(flows.values(), key=len)  # the data connection, not iperf3's control one
+
+
+def backoffs(samples: Sequence[ProbeSample], low: int = 20, high: int = 10**9) -> list[float]:
+    """ssthresh after / cwnd before at each reduction from a window in [low, high)."""
+    return [after / before for before, after in reductions(samples) if low <= before < high]
+
+
+def median_backoff(samples: Sequence[ProbeSample], low: int = 20, high: int = 10**9, least: int = 3) -> float:
+    found = backoffs(samples, low, high)
+    assert len(found) >= least, f"too few reductions from windows of {low} to {high}: {found}"
+    return statistics.median(found)
+
+
+def queued(samples: Sequence[ProbeSample], after_s: float) -> list[float]:
+    """Vegas's estimate of the packets a flow keeps queued, cwnd x (RTT - base RTT) / RTT, after `after_s`."""
+    base = min(s.srtt_us for s in samples if s.srtt_us > 0)
+    t0 = samples[0].time
+    return [s.snd_cwnd * (s.srtt_us - base) / s.srtt_us for s in samples if s.time - t0 > after_s and s.srtt_us]
+
+
+# -- the decrease -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lab_on", [(RANDOM, ("scalable", "bic", "veno", "illinois"))], indirect=True)
+def test_the_decrease_on_random_loss_with_an_empty_queue(
+    lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
+) -> None:
+    lab, ledger, _ = lab_on
+    measured = {
+        cc: median_backoff(trace(lab, ledger, tmp_path, cc, 8)) for cc in ("scalable", "bic", "veno", "illinois")
+    }
+    print(measured)
+    assert measured["scalable"] == pytest.approx(7 / 8, abs=0.02)  # b = 1/8 (Kelly)
+    assert measured["bic"] == pytest.approx(819 / 1024, abs=0.02)  # the module's beta
+    assert measured["veno"] == pytest.approx(4 / 5, abs=0.02)  # random loss: backlog below beta = 3
+    assert measured["illinois"] == pytest.approx(7 / 8, abs=0.03)  # low delay: beta_min = 1/8
+
+
+@pytest.mark.parametrize("lab_on", [(DROPTAIL, ("veno", "illinois", "westwood"))], indirect=True)
+def test_the_decrease_when_the_buffer_overflows(
+    lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
+) -> None:
+    lab, ledger, _ = lab_on
+    traces = {cc: trace(lab, ledger, tmp_path, cc, 15) for cc in ("veno", "illinois", "westwood")}
+    measured = {cc: median_backoff(traces[cc]) for cc in ("veno", "illinois")}
+    # westwood: ssthresh = bandwidth estimate x minimum RTT, here the path's BDP
+    bdp = DROPTAIL.rate_down.bps * DROPTAIL.rtt.seconds / 8 / MSS
+    west = statistics.median(after for before, after in reductions(traces["westwood"]) if before >= 20)
+    print(measured, {"westwood ssthresh": west, "bdp": round(bdp, 1)})
+    assert measured["veno"] == pytest.approx(1 / 2, abs=0.03)  # full queue: Reno's halving
+    assert measured["illinois"] == pytest.approx(1 / 2, abs=0.03)  # high delay: beta_max = 1/2
+    assert west == pytest.approx(bdp, rel=0.2)
+    assert west < 0.5 * max(b for b, _ in reductions(traces["westwood"])), "westwood cut deeper than Reno here"
+
+
+@pytest.mark.parametrize("lab_on", [(PathSpec.parse(rtt="40ms", rate="100mbit", queue="300p"), ("highspeed",))],
+                         indirect=True)  # fmt: skip
+def test_highspeed_is_reno_below_38_segments_and_cuts_less_above(
+    lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
+) -> None:
+    lab, ledger, _ = lab_on
+    high = trace(lab, ledger, tmp_path, "highspeed", 12)
+    lab.reconfigure(PathSpec.parse(rtt="20ms", rate="10mbit", queue="10p"))  # windows stay below 30
+    low = trace(lab, ledger, tmp_path, "highspeed", 8)
+
+    # RFC 3649: b(w) falls from 0.5 at 38 segments to 0.1 at 83000, linearly in log w
+    def b(w: int) -> float:
+        return 0.5 + (0.1 - 0.5) * (math.log(w) - math.log(38)) / (math.log(83000) - math.log(38))
+
+    # the first reduction ends slow start, where highspeed has not moved up its table: Reno's halving
+    above = [(after / before, 1 - b(before)) for before, after in reductions(high)[1:] if before >= 200]
+    print({"above": above, "below": backoffs(low, 10, 38)})
+    assert len(above) >= 2, reductions(high)
+    assert all(r == pytest.approx(model, abs=0.03) for r, model in above), above
+    assert statistics.median(r for r, _ in above) > 0.6  # cuts less than Reno
+    assert median_backoff(low, 10, 38) == pytest.approx(0.5, abs=0.05)
+
+
+# -- the increase -------------------------------------------------------------
+
+
+def slow_start_steps(samples: Sequence[ProbeSample]) -> list[int]:
+    """How much each ACK grew the window before the first reduction (tcp_probe samples one per ACK)."""
+    steps = []
+    for before, after in itertools.pairwise(samples):
+        if after.ssthresh != before.ssthresh:
+            break
+        if after.snd_cwnd > before.snd_cwnd:
+            steps.append(after.snd_cwnd - before.snd_cwnd)
+    return steps
+
+
+@pytest.mark.parametrize("lab_on", [(PathSpec.parse(rtt="200ms", rate="20mbit", queue="1000p"), ("hybla",))],
+                         indirect=True)  # fmt: skip
+def test_hybla_slow_start_grows_by_2_to_the_rtt_ratio_per_ack(
+    lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
+) -> None:
+    """Hybla's slow start adds 2^rho - 1 segments per ACK, rho = RTT / rtt0 (Reno: 1 per segment ACKed);
+    on a 200 ms path rho is 8 with the module's rtt0 of 25 ms, 4 with 50 ms, and 1 (Reno) with 200 ms."""
+    lab, ledger, ports = lab_on
+    steps = {}
+    for rtt0, rho in ((25, 8), (50, 4), (200, 1)):
+        ports["hybla"].set(rtt0=rtt0)
+        found = slow_start_steps(trace(lab, ledger, tmp_path, "hybla", 3))
+        assert found, rtt0
+        steps[rho] = statistics.mode(found)
+    print(steps)
+    assert steps == {rho: 2**rho - 1 for rho in steps}
+
+
+def slope(samples: Sequence[ProbeSample], t0: float, t1: float) -> float:
+    """Least-squares growth of the window (segments per second) between t0 and t1."""
+    points = [(s.time, s.snd_cwnd) for s in samples if t0 <= s.time <= t1]
+    return statistics.linear_regression([t for t, _ in points], [w for _, w in points]).slope
+
+
+@pytest.mark.parametrize("lab_on", [(PathSpec.parse(rtt="100ms", rate="20mbit", queue="200p"), ("htcp",))],
+                         indirect=True)  # fmt: skip
+def test_htcp_increase_grows_with_the_time_since_the_last_loss(
+    lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
+) -> None:
+    lab, ledger, _ = lab_on
+    samples = trace(lab, ledger, tmp_path, "htcp", 20)
+    ratios = []
+    for phase in epochs(samples):
+        t0, t1 = phase[0].time, phase[-1].time
+        if t1 - t0 >= 2.5:  # H-TCP's alpha is Reno's for the first second after a loss, then grows
+            ratios.append(slope(phase, t1 - 1.0, t1) / max(slope(phase, t0, t0 + 1.0), 1e-9))
+    print(ratios)
+    assert len(ratios) >= 1, [round(p[-1].time - p[0].time, 2) for p in epochs(samples)]
+    assert statistics.median(ratios) > 3
+
+
+# -- the queue ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lab_on", [(DROPTAIL, ("vegas",))], indirect=True)
+def test_vegas_keeps_between_alpha_and_beta_packets_queued(
+    lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
+) -> None:
+    lab, ledger, ports = lab_on
+    samples = trace(lab, ledger, tmp_path, "vegas", 12)
+    q = statistics.median(queued(samples, after_s=3))
+    print({"vegas queued": q, "reductions": reductions(samples)})
+    assert 2 - 1 <= q <= 4 + 1  # alpha = 2, beta = 4 packets, give or take one
+    ports["vegas"].set(alpha=10, beta=12)  # a parameter changed while registered moves the queue
+    q10 = statistics.median(queued(trace(lab, ledger, tmp_path, "vegas", 12), after_s=3))
+    print({"vegas queued, alpha 10, beta 12": q10})
+    assert 10 - 1.5 <= q10 <= 12 + 1.5
+
+
+@pytest.mark.parametrize("lab_on", [(PathSpec.parse(rtt="40ms", rate="20mbit", queue="400p"), ("yeah",))],
+                         indirect=True)  # fmt: skip
+def test_yeah_leaves_its_fast_mode_and_drains_the_queue_reno_fills(
+    lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
+) -> None:
+    lab, ledger, ports = lab_on
+    q = {cc: statistics.median(queued(trace(lab, ledger, tmp_path, cc, 12), after_s=3)) for cc in ("reno", "yeah")}
+    counters = ports["yeah"].counters()
+    print(q, counters)
+    assert q["reno"] > 150  # Reno fills most of the 400-packet buffer
+    assert q["yeah"] < 100  # YeAH's Q_max is 80 packets: above it, slow mode takes the queue out
+    assert counters.get("fast_rtts", 1) > 0 and counters.get("slow_rtts", 1) > 0, counters
+
+
+# -- yielding -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lab_on", [(DROPTAIL, ("lp",))], indirect=True)
+def test_lp_yields_to_a_competing_reno_flow(
+    lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
+) -> None:
+    lab, ledger, _ = lab_on
+    with flow(lab, ledger, tmp_path, "lp", 8) as alone:
+        lp_alone = parse_iperf3_tcp(alone.report()).goodput_bps / 1e6
+    with flow(lab, ledger, tmp_path, "reno", 20, port=5202) as reno:
+        time.sleep(2)
+        with flow(lab, ledger, tmp_path, "lp", 15) as lp:
+            lp_beside = parse_iperf3_tcp(lp.report()).goodput_bps / 1e6
+        reno_mbps = parse_iperf3_tcp(reno.report()).goodput_bps / 1e6
+    print({"lp alone": lp_alone, "lp beside reno": lp_beside, "reno": reno_mbps})
+    assert lp_alone > 0.8 * 9.56  # alone, lp fills the link
+    assert lp_beside < 0.25 * lp_alone  # beside Reno it yields
