@@ -85,10 +85,28 @@ struct lp_ca {
 };
 _Static_assert(sizeof(struct lp_ca) <= 104, "icsk_ca_priv holds 104 bytes");
 
+/* tcp_sock's tcp_usec_ts (Linux 6.7 and later: TSval in microseconds),
+ * named through a CO-RE flavour of tcp_sock so that the port builds
+ * against the vmlinux.h of a kernel without it (Debian 12's 6.1), where
+ * the field does not exist and the clock is in milliseconds.
+ */
+struct tcp_sock___usec_ts {
+	__u8 tcp_usec_ts:1;
+} __attribute__((preserve_access_index));
+
+static __always_inline bool lp_usec_ts(const struct tcp_sock *tp)
+{
+	const struct tcp_sock___usec_ts *t = (const void *)tp;
+
+	if (!bpf_core_field_exists(t->tcp_usec_ts))
+		return false;
+	return BPF_CORE_READ_BITFIELD(t, tcp_usec_ts);
+}
+
 /* The socket's timestamp clock, as it stamps TSval (before tsoffset). */
 static __always_inline __u32 lp_now(const struct tcp_sock *tp)
 {
-	if (BPF_CORE_READ_BITFIELD(tp, tcp_usec_ts))
+	if (lp_usec_ts(tp))
 		return (__u32)tp->tcp_mstamp;
 	return (__u32)(tp->tcp_mstamp / USEC_PER_MSEC);
 }

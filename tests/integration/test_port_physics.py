@@ -15,10 +15,11 @@ kernel did to the sender's window (the `tcp:tcp_probe` tracepoint):
   leaves its fast mode and drains the queue Reno fills;
 - lp yields the link to a competing Reno flow.
 
-Two paths carry most checks: RANDOM (100 Mbit/s, 40 ms, 0.05 % random
+Three paths carry most checks: RANDOM (100 Mbit/s, 40 ms, 0.05 % random
 loss, a 300-packet buffer the windows do not reach: losses with an empty
-queue) and DROPTAIL (10 Mbit/s, 40 ms, no random loss, 100 packets: every
-loss is the buffer overflowing).
+queue), OVERFLOW (10 Mbit/s, 40 ms, no random loss, 20 packets: every loss
+is the buffer overflowing, about one a second with Reno's sawtooth) and
+DROPTAIL (the same with 100 packets, room for a queue to be seen).
 """
 
 import itertools
@@ -34,14 +35,17 @@ from ground.cwnd import epochs
 from ground.ledger import Ledger
 from ground.parsers import parse_iperf3_tcp
 from ground.path import PathSpec
+from ground.proc import run
 from ground.tcpprobe import ProbeSample, TcpProbe, reductions, sender_samples
 from kmod import loader
 from servers.iperf import CrossTraffic
+from topologies import shaping
 from topologies.lab import Lab
 
 pytestmark = pytest.mark.root
 
 RANDOM = PathSpec.parse(rtt="40ms", rate="100mbit", loss="0.05%", queue="300p")
+OVERFLOW = PathSpec.parse(rtt="40ms", rate="10mbit", queue="20p")
 DROPTAIL = PathSpec.parse(rtt="40ms", rate="10mbit", queue="100p")
 MSS = 1448
 PORT = 5201
@@ -106,15 +110,15 @@ def test_the_decrease_on_random_loss_with_an_empty_queue(
     assert measured["illinois"] == pytest.approx(7 / 8, abs=0.03)  # low delay: beta_min = 1/8
 
 
-@pytest.mark.parametrize("lab_on", [(DROPTAIL, ("veno", "illinois", "westwood"))], indirect=True)
+@pytest.mark.parametrize("lab_on", [(OVERFLOW, ("veno", "illinois", "westwood"))], indirect=True)
 def test_the_decrease_when_the_buffer_overflows(
     lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
 ) -> None:
     lab, ledger, _ = lab_on
-    traces = {cc: trace(lab, ledger, tmp_path, cc, 15) for cc in ("veno", "illinois", "westwood")}
+    traces = {cc: trace(lab, ledger, tmp_path, cc, 10) for cc in ("veno", "illinois", "westwood")}
     measured = {cc: median_backoff(traces[cc]) for cc in ("veno", "illinois")}
     # westwood: ssthresh = bandwidth estimate x minimum RTT, here the path's BDP
-    bdp = DROPTAIL.rate_down.bps * DROPTAIL.rtt.seconds / 8 / MSS
+    bdp = OVERFLOW.rate_down.bps * OVERFLOW.rtt.seconds / 8 / MSS
     west = statistics.median(after for before, after in reductions(traces["westwood"]) if before >= 20)
     print(measured, {"westwood ssthresh": west, "bdp": round(bdp, 1)})
     assert measured["veno"] == pytest.approx(1 / 2, abs=0.03)  # full queue: Reno's halving
@@ -229,7 +233,9 @@ def test_yeah_leaves_its_fast_mode_and_drains_the_queue_reno_fills(
     counters = ports["yeah"].counters()
     print(q, counters)
     assert q["reno"] > 150  # Reno fills most of the 400-packet buffer
-    assert q["yeah"] < 100  # YeAH's Q_max is 80 packets: above it, slow mode takes the queue out
+    # YeAH's Q_max is 80 packets: above it, slow mode takes the queue out, once a round; the
+    # estimate here (from the smoothed RTT, not YeAH's per-round minimum) sits above Q_max
+    assert q["yeah"] < 1.5 * 80 and q["yeah"] < 0.6 * q["reno"]
     assert counters["fast_rounds"] > 0 and counters["slow_rounds"] > 0, counters  # it switched modes
 
 
@@ -241,6 +247,11 @@ def test_lp_yields_to_a_competing_reno_flow(
     lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
 ) -> None:
     lab, ledger, _ = lab_on
+    # TCP-LP reads the one-way delay off the receiver's timestamps, and resets its lowest and highest
+    # delay to the smoothed delay and twice it: arithmetic for delays counted from 0. Linux adds a
+    # random offset per connection to TSval (tcp_timestamps=1), which turns twice the delay into
+    # noise and LP into Reno, the module as the port; 2 sends timestamps without the offset.
+    run(shaping.sysctl("net.ipv4.tcp_timestamps", 2), lab.ns(lab.client))
     with flow(lab, ledger, tmp_path, "lp", 8) as alone:
         lp_alone = parse_iperf3_tcp(alone.report()).goodput_bps / 1e6
     with flow(lab, ledger, tmp_path, "reno", 20, port=5202) as reno:
