@@ -251,7 +251,7 @@ def test_lp_yields_to_a_competing_reno_flow(
     # delay to the smoothed delay and twice it: arithmetic for delays counted from 0. Linux adds a
     # random offset per connection to TSval (tcp_timestamps=1), which turns twice the delay into
     # noise and LP into Reno, the module as the port; 2 sends timestamps without the offset.
-    run(shaping.sysctl("net.ipv4.tcp_timestamps", 2), lab.ns(lab.client))
+    run(shaping.sysctl("net.ipv4.tcp_timestamps", 2), lab.client)
     with flow(lab, ledger, tmp_path, "lp", 8) as alone:
         lp_alone = parse_iperf3_tcp(alone.report()).goodput_bps / 1e6
     with flow(lab, ledger, tmp_path, "reno", 20, port=5202) as reno:
