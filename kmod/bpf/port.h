@@ -71,7 +71,8 @@
 		return bpf_map_lookup_elem(&map_, &key);		\
 	}
 
-/* A parameter: the map's value once the loader has set it, else the default. */
+/* A parameter: the map's value once the loader has set it, else the default
+ * (p: a variable holding the map's pointer; it is read more than once). */
 #define PORT_PARAM(p, field, dflt)	((p) && (p)->set ? (p)->field : (dflt))
 
 /* -- the kernel's clock ---------------------------------------------------- */
@@ -177,15 +178,19 @@ static __always_inline __u32 reno_undo_cwnd(const struct tcp_sock *tp)
 /* Check ssthresh (ss_guard.h); count a repair in the map's ss_repairs. */
 #define PORT_GUARD(guard, sk, p)					\
 	do {								\
-		if (ss_guard_check((guard), tcp_sk(sk)) && (p))		\
-			__sync_fetch_and_add(&(p)->ss_repairs, 1);	\
+		typeof(p) port_p_ = (p);				\
+									\
+		if (ss_guard_check((guard), tcp_sk(sk)) && port_p_)	\
+			__sync_fetch_and_add(&port_p_->ss_repairs, 1);	\
 	} while (0)
 
 /* At init: count the connection and start the guard. */
 #define PORT_START(guard, sk, p)					\
 	do {								\
-		if (p)							\
-			__sync_fetch_and_add(&(p)->conns, 1);		\
+		typeof(p) port_p_ = (p);				\
+									\
+		if (port_p_)						\
+			__sync_fetch_and_add(&port_p_->conns, 1);	\
 		ss_guard_start((guard), tcp_sk(sk));			\
 	} while (0)
 
