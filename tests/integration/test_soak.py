@@ -10,14 +10,16 @@ from netrepro import soak
 pytestmark = pytest.mark.root
 
 SEED = 12
+KILLS = 4
 
 
 def test_killed_runs_then_clean_and_signalled_runs_leave_nothing(tmp_path: Path) -> None:
     rounds: list[soak.Round] = []
-    results = soak.soak(rounds=10, seed=SEED, work=tmp_path, report=rounds.append)
+    # four SIGKILL rounds and the three signals here; `run.sh bench soak --kills N` runs longer soaks
+    results = soak.soak(rounds=KILLS, seed=SEED, work=tmp_path, report=rounds.append)
     lines = "\n".join(r.line() for r in results)
     print(lines)
-    assert [r.how for r in results] == [h for h, _ in soak.plan(10, SEED)]
+    assert [r.how for r in results] == [h for h, _ in soak.plan(KILLS, SEED)]
     assert all(r.survived for r in results), lines
     for r in results:
         if r.how.startswith("SIGKILL"):
