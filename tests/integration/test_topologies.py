@@ -75,8 +75,8 @@ def test_chain_of_seed_004_alone_and_beside_udp(ledger: Ledger, tmp_path: Path) 
     with Lab(PathSpec(), ledger, shaper="delayline", cc="reno", topology=topo) as lab:
         rtt = verify.measure_rtt(verify.PairView(lab, lab.pairs[0]))
         assert rtt.desired == 1300 and rtt.ok, rtt.line()
-        alone = competing(lab, ledger, tmp_path, cc="reno", duration_s=120)
-        beside = competing(lab, ledger, tmp_path, cc="reno", duration_s=120, cross_rate="10mbit")
+        alone = competing(lab, ledger, tmp_path, cc="reno", duration_s=60)
+        beside = competing(lab, ledger, tmp_path, cc="reno", duration_s=60, cross_rate="10mbit")
     core = ideal_goodput(Rate(11e6)).bps
     print(f"chain: alone {alone}; beside UDP {beside}")
     assert 0 < alone["goodput_mbit"] * 1e6 <= core * 1.02
