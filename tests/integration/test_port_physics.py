@@ -244,18 +244,19 @@ def test_vegas_keeps_between_alpha_and_beta_packets_queued(
     lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
 ) -> None:
     """Linux's Vegas measures its backlog as cwnd x (RTT - baseRTT) / baseRTT (the publication
-    divides by RTT) and holds it between alpha and beta; here read with the smoothed RTT, which
-    lies a little above the per-round minimum Vegas uses: give or take 1.5 packets."""
+    divides by RTT) and holds it between alpha and beta. Read here with the smoothed RTT, which lies
+    above the per-round minimum Vegas uses: one packet's delay (1.2 ms at 10 Mbit/s) is about 1.3
+    in diff at these windows, so the bounds are alpha - 1 and beta + 2 (measured: 4.4 and 12.7)."""
     lab, ledger, ports = lab_on
     samples = trace(lab, ledger, tmp_path, "vegas", 12)
     diff = statistics.median(vegas_diff(samples, after_s=3))
     print({"vegas diff": diff, "queued": statistics.median(queued(samples, after_s=3))})
-    assert 2 - 1.5 <= diff <= 4 + 1.5  # the module's alpha = 2, beta = 4
+    assert 2 - 1 <= diff <= 4 + 2  # the module's alpha = 2, beta = 4
     ports["vegas"].set(alpha=10, beta=12)  # a parameter changed while registered moves the queue
     samples = trace(lab, ledger, tmp_path, "vegas", 12)
     diff10 = statistics.median(vegas_diff(samples, after_s=3))
     print({"vegas diff, alpha 10, beta 12": diff10, "queued": statistics.median(queued(samples, after_s=3))})
-    assert 10 - 1.5 <= diff10 <= 12 + 1.5
+    assert 10 - 1 <= diff10 <= 12 + 2
 
 
 def vegas_diff(samples: Sequence[ProbeSample], after_s: float) -> list[float]:
