@@ -93,3 +93,31 @@ def holding(csv_path: Path) -> Iterator[Path]:
     finally:
         path.unlink(missing_ok=True)  # while still held, so that no one can have locked this file meanwhile
         os.close(fd)
+
+
+def remove_stale() -> list[str]:
+    """Remove the lock files of runs that died (SIGKILL leaves the file, never the lock): each file no
+    live run holds is taken and unlinked while held, as a holder lets go; a held one is left alone."""
+    directory = lock_dir()
+    if not directory.is_dir() or directory.is_symlink() or directory.lstat().st_uid != os.geteuid():
+        return []
+    removed = []
+    for path in sorted(directory.glob("*.lock")):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:  # gone meanwhile, or a link planted here
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False)):
+                path.unlink()
+                removed.append(f"removed the stale figure lock {path} ({_holder(fd)})")
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
+    return removed

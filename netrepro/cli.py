@@ -15,7 +15,7 @@ from pathlib import Path
 from types import FrameType
 
 import expts
-from ground import kernel, ledger, logs
+from ground import figurelock, kernel, ledger, logs
 from ground.errors import NetreproError, UserError
 from ground.ledger import Ledger
 from ground.path import DEFAULT_QUEUE, PathSpec
@@ -433,7 +433,7 @@ def cmd_cc(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    lines = ledger.clean()
+    lines = ledger.clean() + figurelock.remove_stale()
     print("\n".join(lines) if lines else "nothing to clean")
     return 1 if any("failed" in line for line in lines) else 0
 

@@ -312,3 +312,15 @@ def test_a_runs_own_results_do_not_make_the_code_dirty(tmp_path: Path, monkeypat
     (tmp_path / "code.py").write_text("x = 2\n")
     assert results.git_state()["dirty"] is True
     assert results.code_version().endswith("+dirty")
+
+
+def test_clean_removes_the_lock_files_of_dead_runs_and_not_a_held_one(tmp_path: Path, lock_dir: Path) -> None:
+    """A run killed by SIGKILL leaves its lock file (not its lock); `clean` removes such files only."""
+    dead = figurelock.lock_path(tmp_path / "iw" / "fig2.csv")
+    dead.write_text("999999 /gone/iw/fig2.csv\n")  # as a SIGKILLed holder leaves it
+    csv_path = tmp_path / "cubicplus" / "fig3.csv"
+    with figurelock.holding(csv_path):
+        removed = figurelock.remove_stale()
+        assert removed == [f"removed the stale figure lock {dead} (999999)"]
+        assert not dead.exists() and figurelock.lock_path(csv_path).exists()
+    assert figurelock.remove_stale() == []
