@@ -226,7 +226,12 @@ UNSET_SSTHRESH = 2**31 - 1  # TCP_INFINITE_SSTHRESH: no loss yet
 
 
 def reductions(samples: Sequence[ProbeSample]) -> list[tuple[int, int]]:
-    """(cwnd before, ssthresh after) at each multiplicative decrease of one flow.
+    """(cwnd before, ssthresh after) at each multiplicative decrease of one flow (`reduction_starts`)."""
+    return [(samples[i - 1].snd_cwnd, samples[i].ssthresh) for i in reduction_starts(samples)]
+
+
+def reduction_starts(samples: Sequence[ProbeSample]) -> list[int]:
+    """The index of the sample that first shows each multiplicative decrease of one flow.
 
     A sample is taken before its ACK is processed, so a new ssthresh shows in
     the sample after the ACK that triggered the reduction, whose own sample
@@ -236,7 +241,7 @@ def reductions(samples: Sequence[ProbeSample]) -> list[tuple[int, int]]:
     after an undone reduction it tracks 3/4 of a growing cwnd).
     """
     out = []
-    for before, after in itertools.pairwise(samples):
+    for i, (before, after) in enumerate(itertools.pairwise(samples), start=1):
         if (
             after.flow == before.flow
             and after.ssthresh != before.ssthresh
@@ -244,5 +249,11 @@ def reductions(samples: Sequence[ProbeSample]) -> list[tuple[int, int]]:
             and after.ssthresh < before.snd_cwnd
             and after.snd_cwnd < before.snd_cwnd
         ):
-            out.append((before.snd_cwnd, after.ssthresh))
+            out.append(i)
     return out
+
+
+def delivery_rate(samples: Sequence[ProbeSample]) -> float:
+    """Bytes per second the ACKs of one flow delivered between its first and last sample (snd_una)."""
+    acked = (samples[-1].snd_una - samples[0].snd_una) % 2**32
+    return acked / (samples[-1].time - samples[0].time)

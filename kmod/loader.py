@@ -325,13 +325,12 @@ class LoadedAlgorithm:
             run(["make", "-s", "-C", str(HERE), f"KDIR=/lib/modules/{kernel.release()}/build"], timeout=600)
             kind, argv = "module", ["insmod", str(HERE / f"{self.name}.ko")]
         else:
-            obj = Path("bpf") / f"{self.name}.bpf.o"
+            target = f"bpf/{self.name}.bpf.o"  # make's target, relative to kmod/
             if self.registered != self.name:
-                obj = Path("bpf") / "build" / f"{self.registered}.bpf.o"
+                target = f"bpf/build/{self.registered}.bpf.o"
             # only the object loaded: under the stock-kernel lane's emulation a clang run takes seconds
-            run(["make", "-s", "-C", str(HERE), str(obj)], timeout=600)
-            obj = HERE / obj
-            kind, argv = "struct_ops", ["bpftool", "struct_ops", "register", str(obj)]
+            run(["make", "-s", "-C", str(HERE), target], timeout=600)
+            kind, argv = "struct_ops", ["bpftool", "struct_ops", "register", str(HERE / target)]
         with machine_lock(self.ledger.directory):
             available, _ = kernel.congestion_controls()
             if self.registered in available:

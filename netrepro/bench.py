@@ -42,7 +42,7 @@ from ground.errors import SetupError
 from ground.ledger import Ledger
 from ground.path import FRAME, MSS, PathSpec
 from ground.results import RESULTS, hand_back, provenance, replace_file, write_json
-from ground.tcpprobe import ProbeSample, reductions
+from ground.tcpprobe import ProbeSample, delivery_rate, reductions
 from kmod import loader
 from netrepro.verify import measure_goodput, measure_rtt
 from topologies.emulation import DelayLineStage
@@ -156,9 +156,7 @@ PORT_PATHS = {"random 1 %": {"loss": "1%", "queue": "100p"}, "drop-tail 20p": {"
 
 def _flow_measures(trace: list[ProbeSample]) -> tuple[float, list[float]]:
     """Goodput (Mbit/s, from the bytes snd_una advanced) and ssthresh after / cwnd before at each reduction."""
-    acked = (trace[-1].snd_una - trace[0].snd_una) % 2**32
-    mbit = acked * 8 / (trace[-1].time - trace[0].time) / 1e6
-    return mbit, [after / before for before, after in reductions(trace) if before >= 4]
+    return delivery_rate(trace) * 8 / 1e6, [after / before for before, after in reductions(trace) if before >= 4]
 
 
 def _mean_se(values: list[float]) -> tuple[float, float]:

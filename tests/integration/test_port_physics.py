@@ -23,8 +23,9 @@ one-way delay as TSval x (1000 / remote_hz) - TSecr in integers. Our
 reading, not yet traced: Linux's random per-connection TSval offset
 (tcp_timestamps=1) leaves the delay's range meaningless, and without the
 offset (2; then lp collapsed even alone, 0.33 Mbit/s of 9.56) the estimate
-of the peer's 1000 Hz clock goes above 1000, where 1000 / remote_hz is 0. Whether the module does the same
-is what `run.sh --vm bench ports` measures (kmod/README.md).
+of the peer's 1000 Hz clock goes above 1000, where 1000 / remote_hz is 0.
+Whether the module does the same is what `run.sh --vm bench ports`
+measures (kmod/README.md).
 
 Three paths carry most checks: RANDOM (100 Mbit/s, 40 ms, 0.2 % random
 loss, a 300-packet buffer the windows do not reach: losses with an empty
@@ -45,7 +46,7 @@ import pytest
 from ground.cwnd import epochs
 from ground.ledger import Ledger
 from ground.path import PathSpec
-from ground.tcpprobe import ProbeSample, TcpProbe, reductions, sender_samples
+from ground.tcpprobe import ProbeSample, TcpProbe, delivery_rate, reduction_starts, reductions, sender_samples
 from kmod import loader
 from servers.iperf import CrossTraffic
 from topologies.lab import Lab
@@ -93,11 +94,16 @@ def median_backoff(samples: Sequence[ProbeSample], low: int = 20, high: int = 10
     return statistics.median(found)
 
 
-def queued(samples: Sequence[ProbeSample], after_s: float) -> list[float]:
-    """Vegas's estimate of the packets a flow keeps queued, cwnd x (RTT - base RTT) / RTT, after `after_s`."""
+def queued(samples: Sequence[ProbeSample], after_s: float, over_base: bool = False) -> list[float]:
+    """The packets a flow keeps queued, cwnd x (RTT - base RTT) / RTT, after `after_s` (YeAH's
+    estimate); `over_base`: divided by the base RTT instead, tcp_vegas's `diff`."""
     base = min(s.srtt_us for s in samples if s.srtt_us > 0)
     t0 = samples[0].time
-    return [s.snd_cwnd * (s.srtt_us - base) / s.srtt_us for s in samples if s.time - t0 > after_s and s.srtt_us]
+    return [
+        s.snd_cwnd * (s.srtt_us - base) / (base if over_base else s.srtt_us)
+        for s in samples
+        if s.time - t0 > after_s and s.srtt_us
+    ]
 
 
 # -- the decrease -------------------------------------------------------------
@@ -141,20 +147,15 @@ def westwood_settings(samples: Sequence[ProbeSample], span_s: float = 1.0) -> li
     delivered over the `span_s` before that x the minimum RTT, in segments)."""
     min_rtt = min(s.srtt_us for s in samples if s.srtt_us > 0) / 1e6
     out = []
-    for i, (before, after) in enumerate(itertools.pairwise(samples)):
-        if not (
-            after.ssthresh != before.ssthresh
-            and after.ssthresh < before.snd_cwnd
-            and after.snd_cwnd < before.snd_cwnd
-            and after.time - samples[0].time >= 2
-        ):
+    for start in reduction_starts(samples):
+        entry = samples[start]
+        if entry.time - samples[0].time < 2:
             continue
-        for x, y in itertools.pairwise(samples[i + 1 :]):
-            if y.ssthresh != x.ssthresh:
-                window = [s for s in samples if y.time - span_s <= s.time <= y.time]
-                delivered = (window[-1].snd_una - window[0].snd_una) % 2**32 / MSS
-                out.append((after.ssthresh, y.ssthresh, delivered / (window[-1].time - window[0].time) * min_rtt))
-                break
+        after = samples[start:]
+        set_next = next((b for a, b in itertools.pairwise(after) if b.ssthresh != a.ssthresh), None)
+        if set_next is not None:
+            window = [s for s in samples if set_next.time - span_s <= s.time <= set_next.time]
+            out.append((entry.ssthresh, set_next.ssthresh, delivery_rate(window) / MSS * min_rtt))
     return out
 
 
@@ -249,21 +250,14 @@ def test_vegas_keeps_between_alpha_and_beta_packets_queued(
     in diff at these windows, so the bounds are alpha - 1 and beta + 2 (measured: 4.4 and 12.7)."""
     lab, ledger, ports = lab_on
     samples = trace(lab, ledger, tmp_path, "vegas", 12)
-    diff = statistics.median(vegas_diff(samples, after_s=3))
+    diff = statistics.median(queued(samples, after_s=3, over_base=True))
     print({"vegas diff": diff, "queued": statistics.median(queued(samples, after_s=3))})
     assert 2 - 1 <= diff <= 4 + 2  # the module's alpha = 2, beta = 4
     ports["vegas"].set(alpha=10, beta=12)  # a parameter changed while registered moves the queue
     samples = trace(lab, ledger, tmp_path, "vegas", 12)
-    diff10 = statistics.median(vegas_diff(samples, after_s=3))
+    diff10 = statistics.median(queued(samples, after_s=3, over_base=True))
     print({"vegas diff, alpha 10, beta 12": diff10, "queued": statistics.median(queued(samples, after_s=3))})
     assert 10 - 1 <= diff10 <= 12 + 2
-
-
-def vegas_diff(samples: Sequence[ProbeSample], after_s: float) -> list[float]:
-    """tcp_vegas's diff, cwnd x (RTT - baseRTT) / baseRTT, after `after_s`."""
-    base = min(s.srtt_us for s in samples if s.srtt_us > 0)
-    t0 = samples[0].time
-    return [s.snd_cwnd * (s.srtt_us - base) / base for s in samples if s.time - t0 > after_s and s.srtt_us]
 
 
 @pytest.mark.parametrize("lab_on", [(PathSpec.parse(rtt="40ms", rate="20mbit", queue="400p"), ("yeah",))],
