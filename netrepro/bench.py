@@ -182,7 +182,8 @@ def ports(
             f"bench ports compares each port with the kernel's own, and this kernel has no {', '.join(missing)}: "
             "`run.sh --vm bench ports` runs it in Debian's kernel, which has them all as modules"
         )
-    rows = []
+    rows: list[dict[str, Any]] = []
+    planned = len(paths) * len(algorithms)
     for label in paths:
         path = PathSpec.parse(rtt=rtt, rate=rate, **PORT_PATHS[label])
         with Ledger() as ledger, Lab(path, ledger, seed=1) as lab:
@@ -217,7 +218,9 @@ def ports(
                 }
                 print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
                 rows.append(row)
-    _write_rows(rows, "ports", {"rate": rate, "rtt": rtt, "paths": {p: PORT_PATHS[p] for p in paths}}, out)
+                # Written after every row: a run of an hour or more under software emulation keeps what it measured.
+                about = {"rate": rate, "rtt": rtt, "paths": {p: PORT_PATHS[p] for p in paths}}
+                _write_rows(rows, "ports", {**about, "rows_done": len(rows), "rows_planned": planned}, out)
     return rows
 
 
