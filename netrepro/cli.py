@@ -18,7 +18,7 @@ import expts
 from ground import figurelock, kernel, ledger, logs
 from ground.errors import NetreproError, UserError
 from ground.ledger import Ledger
-from ground.path import DEFAULT_QUEUE, PathSpec
+from ground.path import DEFAULT_MTU, DEFAULT_QUEUE, MAX_MTU, MIN_MTU, PathSpec
 from ground.results import REPO, RESULTS
 from ground.units import QuantityError
 from kmod import loader
@@ -42,6 +42,7 @@ def path_options() -> argparse.ArgumentParser:
     g.add_argument("--loss", default="0%", help="loss on the data direction (server to client), e.g. 2%%")
     g.add_argument("--loss-up", default="0%", help="loss client to server")
     g.add_argument("--queue", default=str(DEFAULT_QUEUE), help="bottleneck buffer: 20p (packets) or 30kb (bytes)")
+    g.add_argument("--mtu", default=str(DEFAULT_MTU), help=f"the links' MTU, bytes ({MIN_MTU} to {MAX_MTU})")
     g.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
     g.add_argument("--seed", type=int, default=1, help="seed of the emulated loss")
     g.add_argument(
@@ -73,7 +74,13 @@ def topology_options() -> argparse.ArgumentParser:
 
 def parse_path(args: argparse.Namespace) -> PathSpec:
     return PathSpec.parse(
-        rtt=args.rtt, rate=args.rate, rate_up=args.rate_up, loss=args.loss, loss_up=args.loss_up, queue=args.queue
+        rtt=args.rtt,
+        rate=args.rate,
+        rate_up=args.rate_up,
+        loss=args.loss,
+        loss_up=args.loss_up,
+        queue=args.queue,
+        mtu=args.mtu,
     )
 
 

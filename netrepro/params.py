@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ground.errors import UserError
+from ground.path import MAX_MTU, MIN_MTU
 from ground.units import QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from kmod import loader
 
@@ -97,7 +98,7 @@ class Key:
         return value
 
 
-# The path's keys, parsed by ground.units (their ranges are there).
+# The path's keys, parsed by ground.units and ground.path (their ranges are there).
 TIME = (parse_duration, "a time, e.g. 100ms (0 to 10s)")
 RATE = (parse_rate, "a rate, e.g. 3mbit (1kbit to 10gbit)")
 LOSS = (parse_probability, "a loss rate, e.g. 2% (0% to under 100%)")
@@ -109,6 +110,13 @@ PATH_PARAMS = (
     Key("loss", str, "random loss, server to client (the data direction)", form=LOSS),
     Key("loss_up", str, "random loss, client to server", form=LOSS),
     Key("queue", str, "the bottleneck's buffer", form=BUFFER),
+    Key(
+        "mtu",
+        int,
+        "the links' MTU, bytes: a full TCP segment is MTU - 52 bytes of payload, MTU + 14 on the wire",
+        low=MIN_MTU,
+        high=MAX_MTU,
+    ),
 )
 HOST_PARAMS = (
     Key("cc", str, "congestion control of both hosts: a kernel one or a netrepro variant (the preflight checks it)"),

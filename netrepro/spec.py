@@ -4,9 +4,9 @@ A figure is a study's name for one plot: a workload run over a grid (one
 factor on the x axis, with levels, times a few series such as congestion
 control variants), fixed parameters for everything else, repeated trials,
 and what the source reported.  Every parameter of a trial is one flat
-mapping: path keys (`rtt`, `rate`, `rate_up`, `loss`, `loss_up`, `queue`),
-host keys (`cc`, `cc_params`, `initcwnd`, `slow_start_after_idle`, ...)
-and workload keys (`protocol`, `object_bytes`, `page`, ...), each declared
+mapping: path keys (`rtt`, `rate`, `rate_up`, `loss`, `loss_up`, `queue`,
+`mtu`), host keys (`cc`, `cc_params`, `initcwnd`, `slow_start_after_idle`,
+...) and workload keys (`protocol`, `object_bytes`, `page`, ...), each declared
 once by what consumes it (netrepro.params, netrepro.workloads).
 
 A figure run with other parameters than its spec declares (`--set`,
@@ -30,7 +30,7 @@ from ground.errors import UserError
 from ground.units import parse_duration, parse_rate
 from topologies.topology import Topology
 
-PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue")
+PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue", "mtu")
 
 Params = dict[str, Any]
 Rows = Sequence[Mapping[str, str]]
@@ -86,6 +86,10 @@ class Figure:
     summarize: Callable[[Figure, Rows], list[Point]] | None = None
     # Adds model lines, reference panels and notes; returns the notes.
     annotate: Callable[[Figure, list[Point], Rows, Any], list[str]] | None = None
+    # A figure that is not points over its x axis (windows over time) draws itself instead of
+    # netrepro.plot.draw, with the same arguments (figure, points, rows, png, quick, reference), and
+    # returns its notes; its points still make the table and the manifest.
+    drawing: Callable[..., list[str]] | None = None
     # Trial time limit in seconds, from the trial's parameters.
     trial_timeout: Callable[[Params], float] = lambda params: 120.0
     # Another figure of the study with the same grid whose trials this one
@@ -170,6 +174,7 @@ class Figure:
             quick_series=quick_series,
             summarize=self.summarize if own_view else None,
             annotate=self.annotate if own_view else None,
+            drawing=self.drawing if own_view else None,
             trials_of="",
             deviations=self.deviations
             + (

@@ -9,7 +9,7 @@ Checks of the first pair are named `rtt`, `goodput`, `loss_down`,
 `loss_up`; those of pair N also carry `_pairN`.  Tolerances:
 
   RTT      median within max(1 %, 0.5 ms) of the set RTT
-  goodput  within 5 % of the ideal rate x 1448/1514
+  goodput  within 5 % of the ideal rate x MSS/frame (1448/1514 at MTU 1500)
   loss     the count of lost datagrams inside the 99 % binomial interval
            of the set rate (zero when no loss is set)
 
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from ground.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping
-from ground.path import FRAME, PathSpec
+from ground.path import PathSpec
 from ground.proc import CommandError, Netns, Process, run
 from ground.units import Duration, Rate
 from servers.iperf import iperf3_server_argv, wait_listening
@@ -192,9 +192,10 @@ def goodput_window(path: PathSpec) -> int | None:
     1000-packet queue is 4 s at 3 Mbit/s) holds at most three BDPs, so that
     iperf3's closing exchange is not stuck behind seconds of queued data,
     and slow start cannot overshoot the buffer and spend the test recovering.
-    At least four full frames, so that a tiny BDP still fills the pipe (at
-    8 kbit/s those four frames are already 6 s of queue)."""
-    window = max(4 * path.bdp_bytes, 4 * FRAME)
+    At least four full frames of the path's MTU, so that a tiny BDP still
+    fills the pipe (at 8 kbit/s and MTU 1500 those four frames are already
+    6 s of queue)."""
+    window = max(4 * path.bdp_bytes, 4 * path.frame)
     return window if window <= WINDOW_LIMIT else None
 
 
@@ -203,7 +204,7 @@ def goodput_duration(path: PathSpec) -> tuple[int, int]:
     rounds = math.ceil(4 * path.rtt.seconds)
     # At least 40 frames measured where that takes under 30 s: at 8 kbit/s a
     # 4 s window holds under three frames, too coarse for a 5 % tolerance.
-    frames = min(30, math.ceil(40 * FRAME * 8 / path.rate_down.bps))
+    frames = min(30, math.ceil(40 * path.frame * 8 / path.rate_down.bps))
     rounds = max(rounds, frames)
     if goodput_window(path) is None:
         # Uncapped, slow start overshoots a large buffer and the recovery
@@ -221,6 +222,11 @@ def goodput_args(path: PathSpec) -> list[str]:
     measured, omitted = goodput_duration(path)
     window = goodput_window(path)
     return ["-R", "-t", str(measured), "-O", str(omitted), *(["-w", str(window)] if window else [])]
+
+
+def buffer_bytes(path: PathSpec) -> int:
+    """The bottleneck buffer in bytes: a buffer in packets holds that many full frames of the path's MTU."""
+    return path.queue.packets * path.frame if path.queue.packets is not None else path.queue.bytes or 0
 
 
 def loss_seconds(set_loss: float) -> int:
@@ -298,7 +304,7 @@ def measure_goodput(lab: PathUnderTest) -> Check:
     path = lab.path
     measured, omitted = goodput_duration(path)
     # iperf3's closing exchange waits behind what the queue holds, and takes a few RTTs itself.
-    queued = goodput_window(path) or (path.queue.packets * FRAME if path.queue.packets else path.queue.bytes or 0)
+    queued = goodput_window(path) or buffer_bytes(path)
     drain = 8 * queued / path.rate_down.bps
     out, _ = _iperf3(lab, goodput_args(path), timeout=measured + omitted + 30 + drain + 20 * path.rtt.seconds)
     result = parse_iperf3_tcp(out)
@@ -350,8 +356,7 @@ def one_flow_fills(path: PathSpec) -> bool:
     """Whether one loss-based flow can hold the bottleneck busy: its buffer holds a BDP.  Below
     that (seed 004's 15 packets under a 1.3 s RTT) the link idles after every loss, which is the
     congestion control's physics, not the emulation's; the rate is then measured undelayed."""
-    buffer = path.queue.packets * FRAME if path.queue.packets is not None else path.queue.bytes or 0
-    return buffer >= path.bdp_bytes
+    return buffer_bytes(path) >= path.bdp_bytes
 
 
 def verify(lab: LabUnderTest) -> Verification:

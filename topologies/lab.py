@@ -18,6 +18,10 @@ taken off the delay of the two directions where that pair's hosts enter the
 network, so that an idle ping sees the RTT that was asked for.  Under load
 the delay line wakes sooner and the RTT comes out up to ~0.1 ms short; both
 are inside the verification's tolerance, and `base_rtt` is recorded.
+
+Every interface a packet crosses has the path's MTU (`PathSpec.mtu`): each
+node's ports (a veth drops what is larger than its receiving end's MTU, so
+both ends must agree), each Linux bridge's own device, each netem stage's IFB.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from mininet.topo import Topo
 from ground.errors import SetupError
 from ground.ledger import Ledger
 from ground.parsers import parse_ping
-from ground.path import PathSpec
+from ground.path import DEFAULT_MTU, PathSpec
 from ground.proc import Netns, kill_netns_processes, run, start_time
 from ground.units import Duration, Probability
 from topologies import shaping
@@ -235,6 +239,7 @@ class Lab:
     def _configure_nodes(self) -> None:
         for (name, _link), port in self._ports.items():
             run(shaping.offloads_off(port), self.ns(name))
+        self._set_mtu(self.path.mtu, self._interfaces())
         for node in self.network.nodes:
             ns = self.ns(node.name)
             if node.kind == HOST:
@@ -305,6 +310,7 @@ class Lab:
                 stage = DelayLineStage(self.ns(node), stages, self.ledger)
             self.stages[node] = stage
             stage.install()
+            self._set_mtu(self.path.mtu, [(node, ifb) for ifb in _ifbs(stage)])
         for d in self.network.directions():
             if d.rate is not None:
                 run(shaping.bottleneck_root(self.port_of(d, d.src)), self.ns(d.src))
@@ -316,6 +322,26 @@ class Lab:
         self._wait_until_forwarding()
         self.base_rtts = {pair: self._measure_base_rtt(pair) for pair in self.pairs}
         self.reconfigure(wanted)
+
+    def _interfaces(self) -> list[tuple[str, str]]:
+        """(node, device) of every interface a packet of the lab crosses, as far as it exists yet: each
+        node's ports, each Linux bridge's own device (last: set, it stops following its smallest port),
+        and the IFBs of the netem stages installed.  Open vSwitch sets its bridge's internal port to its
+        smallest port's MTU by itself; that port carries none of the lab's packets."""
+        found = [(node, port) for (node, _link), port in self._ports.items()]
+        for node, stage in self.stages.items():
+            found += [(node, ifb) for ifb in _ifbs(stage)]
+        if self.switch_kind == "bridge":
+            found += [(n.name, n.name) for n in self.network.nodes if n.kind == SWITCH]  # Mininet names it so
+        return found
+
+    def _set_mtu(self, mtu: int, interfaces: list[tuple[str, str]], *, change: bool = False) -> None:
+        """Give each (node, device) this MTU, in its node's namespace: on a new device only where it is
+        not the default every device comes with, on the lab's own when `change`."""
+        if mtu == DEFAULT_MTU and not change:
+            return
+        for node, dev in interfaces:
+            run(shaping.link_mtu(dev, mtu), self.ns(node))
 
     def _directions_at(self, node: str) -> list[str]:
         return [name for name, at in self._stage_of.items() if at == node]
@@ -347,12 +373,15 @@ class Lab:
         return all(stage.seeded for stage in self.stages.values())
 
     def reconfigure(self, path: PathSpec) -> None:
-        """Apply a new path in place: rates, buffers, delays and losses, where the topology puts them."""
+        """Apply a new path in place: rates, buffers, delays and losses, where the topology puts them,
+        and the MTU of every interface where the new path's differs."""
         assert self.stages or not self._stage_of, "start() first"
         network = self.topology.place(path)
+        if path.mtu != self.path.mtu:
+            self._set_mtu(path.mtu, self._interfaces(), change=True)
         for d in network.directions():
             if d.rate is not None:
-                for argv in shaping.bottleneck(self.port_of(d, d.src), d.rate, d.queue or path.queue):
+                for argv in shaping.bottleneck(self.port_of(d, d.src), d.rate, d.queue or path.queue, path.frame):
                     run(argv, self.ns(d.src))
         for d in network.directions():
             if d.emulated:
@@ -411,6 +440,11 @@ class Lab:
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+
+def _ifbs(stage: DelayLossStage) -> list[str]:
+    """The IFB devices a stage delays on (netem's; the delay line has none)."""
+    return [s.ifb for s in stage.stages.values()] if isinstance(stage, NetemStage) else []
 
 
 def _destroy_sockets(ns: Netns) -> None:

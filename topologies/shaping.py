@@ -30,16 +30,22 @@ def offloads_off(dev: str) -> Argv:
     return ["ethtool", "-K", dev, "gso", "off", "tso", "off", "gro", "off"]
 
 
+def link_mtu(dev: str, mtu: int) -> Argv:
+    """An interface's MTU: the largest IP packet it sends, and takes, whole."""
+    return ["ip", "link", "set", "dev", dev, "mtu", str(mtu)]
+
+
 def bottleneck_root(dev: str) -> Argv:
     """The HTB root that carries the bottleneck class; made once per port."""
     return ["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]
 
 
-def bottleneck(dev: str, rate: Rate, queue: Queue) -> list[Argv]:
+def bottleneck(dev: str, rate: Rate, queue: Queue, frame: int = FRAME) -> list[Argv]:
     """The bottleneck's rate (HTB class, rate = ceil) and buffer (FIFO leaf).
 
-    `replace` creates or changes both in place, so a new path level
-    reconfigures the running lab instead of rebuilding it.
+    `frame` is a full-sized frame of the path's MTU (PathSpec.frame), HTB's
+    quantum.  `replace` creates or changes both in place, so a new path
+    level reconfigures the running lab instead of rebuilding it.
     """
     bits = f"{int(rate.bps)}bit"
     leaf = ["pfifo", "limit", str(queue.packets)] if queue.packets is not None else ["bfifo", "limit", str(queue.bytes)]
@@ -47,7 +53,7 @@ def bottleneck(dev: str, rate: Rate, queue: Queue) -> list[Argv]:
         # quantum = one frame: a single class needs no fairness, and it keeps
         # HTB quiet about quanta at very low and very high rates.
         ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
-         "rate", bits, "ceil", bits, "quantum", str(FRAME)],
+         "rate", bits, "ceil", bits, "quantum", str(frame)],
         ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *leaf],
     ]  # fmt: skip
 

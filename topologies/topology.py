@@ -4,8 +4,8 @@ A `Topology` is what the user asked for: a shape (`path`, `dumbbell`,
 `chain`), its size, and per-link refinements (`--link r1-r2:rate=11mbit,
 delay=250ms,queue=15p`).  `Topology.place(path)` turns it and the path
 options into a `Network`: nodes, links and, for each direction of each link,
-the rate, queue, delay and loss it carries.  Nothing here runs a command;
-topologies.lab builds a `Network` on Mininet.
+the rate, queue, delay and loss it carries, and the path's MTU (every link's).
+Nothing here runs a command; topologies.lab builds a `Network` on Mininet.
 
 The shapes (the server of each pair sends the data: "down"):
 
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from ipaddress import IPv4Network
 from typing import Any
 
-from ground.path import DEFAULT_QUEUE, FRAME, MSS, PathSpec
+from ground.path import DEFAULT_MTU, DEFAULT_QUEUE, PathSpec
 from ground.units import (
     Duration,
     Probability,
@@ -172,6 +172,7 @@ class Network:
     pairs: tuple[Pair, ...]
     cross: Pair | None  # the cross traffic's receiver (client) and sender (server)
     bottleneck: str  # the link carrying --rate, --queue and --loss
+    mtu: int = DEFAULT_MTU  # every link's, bytes
 
     def node(self, name: str) -> Node:
         for n in self.nodes:
@@ -215,7 +216,7 @@ class Network:
         return Duration(sum(d.delay.seconds for d in both))
 
     def view(self, pair: Pair) -> PathSpec:
-        """The pair's path as one PathSpec: its round trip, narrowest rate and queue, end-to-end loss."""
+        """The pair's path as one PathSpec: its round trip, narrowest rate and queue, end-to-end loss, the MTU."""
         down, up = self.route(pair.server, pair.client), self.route(pair.client, pair.server)
 
         def narrowest(route: list[Direction]) -> Direction | None:
@@ -237,6 +238,7 @@ class Network:
             loss_down=loss(down),
             loss_up=loss(up),
             queue=(bottleneck_down.queue if bottleneck_down and bottleneck_down.queue else DEFAULT_QUEUE),
+            mtu=self.mtu,
         )
 
     def describe(self) -> dict[str, Any]:
@@ -254,6 +256,7 @@ class Network:
         return {
             "shape": self.shape,
             "bottleneck": self.bottleneck,
+            **({"mtu": self.mtu} if self.mtu != DEFAULT_MTU else {}),  # as PathSpec.describe has it
             "pairs": [{"client": p.client, "server": p.server, "rtt_ms": self.rtt(p).ms} for p in self.pairs],
             "cross": {"sender": self.cross.server, "receiver": self.cross.client} if self.cross else None,
             "links": {
@@ -445,10 +448,13 @@ class Topology:
             ab, ba = self._direction(a, b, kinds), self._direction(b, a, kinds)
             ab, ba = self._place_path_options(ab, ba, path, (down_src, down_dst), kinds)
             for opt in options.get(key, []):
+                if opt.queue is not None and opt.queue.bytes is not None and opt.queue.bytes < path.frame:
+                    raise QuantityError("--link", opt.text, f"a buffer of {opt.queue} holds no full frame at MTU "
+                                        f"{path.mtu} ({path.frame}b)")  # fmt: skip
                 ab, ba = self._refine(opt, ab, ba, kinds)
             ab, ba = self._fold_delay(ab, ba, delay.get(key, Duration(0)), kinds)
             links.append(Link(a, b, ab, ba, delay=next((o.delay for o in options.get(key, []) if o.delay), None)))
-        return Network(self.shape, tuple(nodes), tuple(links), tuple(pairs), cross, f"{down_src}>{down_dst}")
+        return Network(self.shape, tuple(nodes), tuple(links), tuple(pairs), cross, f"{down_src}>{down_dst}", path.mtu)
 
     def _place_path_options(
         self, ab: Direction, ba: Direction, path: PathSpec, down: tuple[str, str], kinds: dict[str, str]
@@ -549,6 +555,6 @@ class Topology:
         return result[0], result[1]
 
 
-def ideal_goodput(rate: Rate) -> Rate:
-    """TCP payload rate a saturated link carries: rate x MSS / frame."""
-    return Rate(rate.bps * MSS / FRAME)
+def ideal_goodput(rate: Rate, mtu: int = DEFAULT_MTU) -> Rate:
+    """TCP payload rate a saturated link of this MTU carries: rate x MSS / frame (1448 / 1514 at 1500)."""
+    return PathSpec(rate_down=rate, mtu=mtu).ideal_goodput_down

@@ -16,6 +16,7 @@ from netrepro import cli
         (["check", "--rate", "0"], "--rate"),
         (["shell", "--rtt", "10parsecs"], "--rtt"),
         (["shell", "--queue", "0p"], "--queue"),
+        (["check", "--mtu", "100"], "--mtu"),
     ],
 )
 def test_bad_path_values_exit_2_naming_the_option(
@@ -27,6 +28,12 @@ def test_bad_path_values_exit_2_naming_the_option(
     assert needle in err
     assert "allowed" in err or "unit" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_mtu_is_a_path_option() -> None:
+    args = cli.build_parser().parse_args(["check", "--mtu", "3500"])
+    assert cli.parse_path(args).mtu == 3500
+    assert cli.parse_path(cli.build_parser().parse_args(["shell"])).mtu == 1500
 
 
 def test_a_value_that_looks_like_an_option_is_refused_by_argparse(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,8 +6,9 @@ import pytest
 
 import expts
 from ground.errors import UserError
+from ground.path import PathSpec
 from netrepro import cli, params
-from netrepro.spec import Figure
+from netrepro.spec import Figure, path_params
 from netrepro.workloads import WORKLOADS
 
 
@@ -51,6 +52,18 @@ def test_bad_values_are_refused_with_what_was_typed_and_what_is_allowed(argv: li
     with pytest.raises(UserError) as refused:
         derived(*argv)
     assert message in str(refused.value)
+
+
+def test_the_mtu_is_a_path_key() -> None:
+    keys = keys_of("iw/fig2")
+    assert keys["mtu"].parse("3500") == 3500
+    with pytest.raises(ValueError, match="a whole number from 576 to 9000"):
+        keys["mtu"].parse("100")
+    fig = derived("iw/fig2", "--set", "mtu=3500")
+    assert all(p["mtu"] == 3500 for p in fig.grid())
+    assert {PathSpec.parse(**path_params(p)).mtu for p in fig.grid()} == {3500}
+    with pytest.raises(UserError, match="--set mtu=100: a whole number from 576 to 9000"):
+        derived("iw/fig2", "--set", "mtu=100")
 
 
 def test_set_takes_a_key_the_figure_does_not_fix() -> None:

@@ -35,6 +35,15 @@ def test_bottleneck_packets_and_bytes() -> None:
     assert leaf[-3:] == ["bfifo", "limit", "30720"]
 
 
+def test_htb_quantum_is_one_frame_of_the_paths_mtu() -> None:
+    cls, _ = shaping.bottleneck("s1-eth1", Rate(11e6), Queue(packets=15), frame=3514)
+    assert cls[-2:] == ["quantum", "3514"]
+
+
+def test_link_mtu() -> None:
+    assert shaping.link_mtu("s1-eth1", 3500) == ["ip", "link", "set", "dev", "s1-eth1", "mtu", "3500"]
+
+
 def test_netem_stage_redirects_ingress_through_ifb() -> None:
     cmds = shaping.netem_stage("s1-eth2", "ifb-down", Duration(0.05), Probability(0.02), seed=7)
     assert cmds[0] == ["ip", "link", "add", "ifb-down", "type", "ifb"]

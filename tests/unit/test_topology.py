@@ -6,7 +6,7 @@ import pytest
 
 from ground.path import PathSpec
 from ground.units import Duration, Probability, QuantityError, Queue, Rate
-from topologies.topology import LinkOption, Topology
+from topologies.topology import LinkOption, Topology, ideal_goodput
 
 SEED_004 = ("client-r1:delay=200ms", "r1-r2:delay=250ms,rate=11mbit,queue=15p", "r2-server:delay=200ms")
 
@@ -116,3 +116,18 @@ def test_label_names_a_derived_figures_topology() -> None:
     assert Topology.parse("chain", cross=True, links=["r1-r2:rate=11mbit"]).label == (
         "topo=chain+cross+link=r1-r2:rate=11mbit"
     )
+
+
+def test_the_mtu_reaches_every_pairs_view_and_the_ideal_goodput() -> None:
+    net = Topology.parse("chain", cross=True, links=SEED_004).place(PathSpec.parse(mtu=3500))
+    assert net.mtu == 3500 and net.view(net.pairs[0]).mtu == 3500
+    assert net.describe()["mtu"] == 3500
+    assert "mtu" not in Topology().place(PathSpec()).describe()
+    assert ideal_goodput(Rate(11e6), mtu=3500).bps == pytest.approx(11e6 * 3448 / 3514)
+    assert ideal_goodput(Rate(11e6)).bps == pytest.approx(11e6 * 1448 / 1514)
+
+
+def test_a_links_byte_buffer_must_hold_one_full_frame_of_the_mtu() -> None:
+    topo = Topology.parse("chain", links=["r1-r2:rate=11mbit,queue=2kb"])  # 2048 B: one frame at MTU 1500
+    with pytest.raises(QuantityError, match="holds no full frame at MTU 3500"):
+        topo.place(PathSpec.parse(mtu=3500))

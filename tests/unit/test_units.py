@@ -2,7 +2,7 @@
 
 import pytest
 
-from ground.path import PathSpec
+from ground.path import FRAME, MSS, PathSpec
 from ground.units import (
     Duration,
     Probability,
@@ -69,6 +69,10 @@ def test_queues() -> None:
         ("queue", "2.5p", "whole packets"),
         ("queue", "100b", "one full frame"),
         ("queue", "30", "unit must be p"),
+        ("mtu", "100", "allowed range is 576 to 9000 bytes"),
+        ("mtu", "9001", "allowed range is 576 to 9000 bytes"),
+        ("mtu", "3500b", "a whole number of bytes"),
+        ("mtu", "jumbo", "a whole number of bytes"),
     ],
 )
 def test_bad_values_are_refused_naming_the_option(option: str, value: str, needle: str) -> None:
@@ -101,3 +105,30 @@ def test_str_round_trips() -> None:
         assert parse_duration(str(parse_duration(text))) == parse_duration(text)
     for text in ("3mbit", "56kbit", "1gbit", "1500bit"):
         assert parse_rate(str(parse_rate(text))) == parse_rate(text)
+
+
+def test_the_mtu_is_a_path_parameter() -> None:
+    path = PathSpec.parse(rate="10mbit", mtu=3500)
+    assert PathSpec.parse(rate="10mbit", mtu="3500") == path
+    assert (path.mtu, path.mss, path.frame) == (3500, 3448, 3514)
+    assert path.ideal_goodput_down.bps == pytest.approx(10e6 * 3448 / 3514)
+    ethernet = PathSpec.parse()
+    assert (ethernet.mtu, ethernet.mss, ethernet.frame) == (1500, MSS, FRAME) == (1500, 1448, 1514)
+    assert PathSpec.parse(mtu=576).mss == 524 and PathSpec.parse(mtu=9000).frame == 9014
+
+
+def test_an_mtu_of_1500_leaves_the_paths_records_as_they_were() -> None:
+    ethernet = PathSpec.parse(rtt="100ms", rate="3mbit")
+    assert "mtu" not in ethernet.describe() and "MTU" not in str(ethernet)
+    jumbo = PathSpec.parse(rtt="100ms", rate="3mbit", mtu=3500)
+    assert jumbo.describe() == {**ethernet.describe(), "mtu": 3500}
+    assert str(jumbo) == f"{ethernet}, MTU 3500"
+
+
+def test_a_byte_buffer_must_hold_one_full_frame_of_the_mtu() -> None:
+    assert PathSpec.parse(queue="3514b", mtu=3500).queue == Queue(bytes=3514)
+    with pytest.raises(QuantityError) as err:
+        PathSpec.parse(queue="2000b", mtu=3500)
+    assert "--queue '2000b'" in str(err.value) and "3514b" in str(err.value)
+    with pytest.raises(QuantityError, match="--mtu"):
+        PathSpec.parse(mtu=True)  # a TOML `true` is no MTU

@@ -9,6 +9,7 @@ from netrepro.verify import (
     goodput_args,
     goodput_duration,
     goodput_window,
+    one_flow_fills,
     percentile,
     rtt_tolerance_ms,
 )
@@ -63,6 +64,14 @@ def test_goodput_window_is_four_bdp_where_the_socket_buffers_allow() -> None:
     assert goodput_args(slow) == ["-R", "-t", "3", "-O", "1", "-w", "150000"]
     assert goodput_window(PathSpec.parse(rtt="1ms", rate="1mbit")) == 4 * 1514  # four frames at least
     assert goodput_window(PathSpec.parse(rtt="50ms", rate="10mbit")) is None  # 250 KB
+
+
+def test_frames_are_the_paths_own() -> None:
+    jumbo = PathSpec.parse(rtt="1ms", rate="1mbit", mtu=3500)
+    assert goodput_window(jumbo) == 4 * 3514
+    # 15 packets of 3514 B (52.7 KB) hold a BDP of 50 KB; of 1514 B (22.7 KB) they do not
+    assert one_flow_fills(PathSpec.parse(rtt="400ms", rate="1mbit", queue="15p", mtu=3500))
+    assert not one_flow_fills(PathSpec.parse(rtt="400ms", rate="1mbit", queue="15p"))
 
 
 def test_check_verdict() -> None:
