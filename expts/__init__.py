@@ -9,9 +9,9 @@ from __future__ import annotations
 from ground.errors import UserError
 from netrepro.spec import Figure
 
-from . import cubicplus, iw, newcwv, spdy
+from . import cubicplus, iw, linuxcc, newcwv, spdy
 
-STUDIES = (iw, cubicplus, spdy, newcwv)
+STUDIES = (iw, cubicplus, spdy, newcwv, linuxcc)
 
 
 class UnknownFigure(UserError, LookupError):

@@ -39,6 +39,7 @@ __all__ = [
     "jain_index",
     "qdisc_delta",
     "qdisc_stats",
+    "sampled_every",
     "throughput_bins",
     "udp_delivered",
     "window_throughput",
@@ -448,6 +449,24 @@ def flow_series(samples: Iterable[ProbeSample], t0: float | None = None) -> list
         if peer is None or one.acked_bytes >= peer.acked_bytes:
             kept.append(one)
     return sorted(kept, key=lambda f: f.points[0].t)
+
+
+def sampled_every(points: Sequence[CwndPoint], step_s: float, until_s: float) -> list[CwndPoint]:
+    """The window as it stood at each multiple of `step_s` up to `until_s`: the last point at or
+    before that time (a CSV column holds this, the trace itself may hold every ACK of minutes).
+
+    A time before the first point has no window and is left out; one after the last point
+    keeps the last window (the flow sent nothing more that changed it).
+    """
+    if not step_s > 0:
+        raise ValueError(f"step_s must be positive, got {step_s!r}")
+    times = [p.t for p in points]
+    out = []
+    for k in range(1, math.floor(until_s / step_s + _EPS) + 1):
+        i = bisect.bisect_right(times, k * step_s + _EPS) - 1
+        if i >= 0:
+            out.append(CwndPoint(round(k * step_s, 9), points[i].cwnd, points[i].ssthresh))
+    return out
 
 
 # --- what a UDP flow delivered -----------------------------------------------------------------

@@ -60,6 +60,41 @@ def numeric(level: Any) -> float:
         return float(text)
 
 
+def categorical(fig: Figure) -> bool:
+    """Whether the figure's levels are names (congestion controls), not quantities on an axis."""
+    try:
+        for level in fig.levels:
+            numeric(level)
+    except ValueError:
+        return True
+    return False
+
+
+def category_positions(fig: Figure, points: Sequence[Point]) -> dict[str, int]:
+    """Where each level drawn stands on a categorical axis: the levels with points, in declared order."""
+    present = {str(p.x) for p in points}
+    return {str(level): i for i, level in enumerate(lv for lv in fig.levels if str(lv) in present)}
+
+
+def series_offsets(labels: Sequence[str], step: float = 0.2) -> dict[str, float]:
+    """Each series' shift from its category's centre, so that series at one category stand side by side."""
+    middle = (len(labels) - 1) / 2
+    return {label: round((i - middle) * step, 9) for i, label in enumerate(labels)}
+
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+DASHES = ("-", "--", ":", "-.")
+
+
+def line_styles(n: int) -> list[dict[str, Any]]:
+    """n styles no two alike: the colour cycle's ten colours, then the same with another dash and marker."""
+    return [
+        {"color": f"C{i % 10}", "linestyle": DASHES[i // 10 % len(DASHES)], "marker": MARKERS[i % len(MARKERS)],
+         "markevery": 0.1, "markersize": 3}
+        for i in range(n)
+    ]  # fmt: skip
+
+
 def point_at(points: list[Point], series: str, x: object) -> Point | None:
     """The summarised point of a series at a level, if any trial there succeeded."""
     return next((p for p in points if p.series == series and str(p.x) == str(x) and p.n), None)
@@ -94,28 +129,39 @@ def draw(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     figure, ax = plt.subplots(figsize=(8, 5.2))
     by_series: dict[str, list[Point]] = defaultdict(list)
     for p in points:
         by_series[p.series].append(p)
     colours: dict[str, Any] = {}
-    for label, pts in by_series.items():
-        pts = sorted(pts, key=lambda p: numeric(p.x))
-        xs = [numeric(p.x) for p in pts]
+    names = categorical(fig)
+    positions = category_positions(fig, points) if names else {}
+    offsets = series_offsets(list(by_series)) if names else {}
+
+    def place(p: Point) -> float:
+        """The x of a point: its quantity, or its category's place with the series' shift."""
+        return positions[str(p.x)] + offsets.get(p.series, 0.0) if names else numeric(p.x)
+
+    for i, (label, pts) in enumerate(by_series.items()):
+        pts = sorted(pts, key=place)
+        xs = [place(p) for p in pts]
         ys = [p.y for p in pts]
         err = [[p.y - p.low for p in pts], [p.high - p.y for p in pts]]
-        drawn = ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label or "measured")
+        # between names a line means nothing: markers only, one shape per series
+        style = {"linestyle": "none", "marker": MARKERS[i % len(MARKERS)]} if names else {"marker": "o"}
+        drawn = ax.errorbar(xs, ys, yerr=err, capsize=3, label=label or "measured", **style)
         colours[label] = drawn.lines[0].get_color()
         for p, x in zip(pts, xs, strict=True):
             if p.failed:
                 ax.annotate(
                     f"n={p.n} ({p.failed} failed)", (x, p.y), fontsize=7, xytext=(3, -10), textcoords="offset points"
                 )
-    for label, pts in _by_series(reference or []).items():
-        pts = [p for p in sorted(pts, key=lambda p: numeric(p.x)) if p.n]
+    for label, pts in _by_series([p for p in reference or [] if not names or str(p.x) in positions]).items():
+        pts = [p for p in sorted(pts, key=place) if p.n]
         ax.plot(
-            [numeric(p.x) for p in pts],
+            [place(p) for p in pts],
             [p.y for p in pts],
             linestyle="--",
             marker="o",
@@ -127,10 +173,15 @@ def draw(
     notes = fig.annotate(fig, points, rows, ax) if fig.annotate is not None else []
     if ax.get_legend() is None:  # an annotation may have placed it already
         ax.legend(fontsize=8)
-    if fig.x_log:
+    if names:
+        ax.set_xticks(list(positions.values()), list(positions), rotation=30, ha="right")
+    elif fig.x_log:
         ax.set_xscale("log")
     if fig.y_log:
         ax.set_yscale("log")
+        # plain numbers (0.8, 2, 10), not powers of ten, and no labels between the decades
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(fig.x_label or fig.x)
     ax.set_ylabel(fig.y_label or fig.y)
     counts = sorted({p.n for p in points})

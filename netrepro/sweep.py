@@ -386,7 +386,8 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     points = plot.summarize(fig, rows)
     reference = reference_of(fig, opts.out)
     png = out_dir / f"{fig.name}.png"
-    notes = plot.draw(fig, points, rows, png, quick=opts.quick, reference=reference.points if reference else None)
+    draw = fig.drawing or plot.draw
+    notes = draw(fig, points, rows, png, quick=opts.quick, reference=reference.points if reference else None)
     results.hand_back(png, opts.out)
     failed_attempts = sum(1 for r in attempts if r.get("status") != "ok")
     manifest = figure_manifest(

@@ -22,7 +22,7 @@ from typing import Any
 from ground import flows
 from ground.errors import UserError
 from ground.ledger import Ledger
-from ground.parsers import parse_iperf3_tcp
+from ground.parsers import iperf3_json, parse_iperf3_tcp
 from ground.path import MSS
 from ground.proc import Process, run
 from ground.tcpprobe import ProbeSample, TcpProbe, sender_samples
@@ -194,6 +194,73 @@ def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
     }
     if len(reports) > len(tcp):
         metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[-1]).delivered_bps / 1e6, 4)
+    return metrics
+
+
+LONG_FLOW_PORT, LONG_FLOW_CROSS_PORT = 5221, 5222
+LONG_FLOW_WINDOWS_S = (10, 15)  # seed 004's Figures 6 and 7: throughput over the first 10 and 15 s
+WINDOW_STEP_S = 0.5  # the window is kept in the row at this step (tcp_probe saw every ACK)
+IP_UDP_HEADERS = 28
+
+
+def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
+    """One bulk TCP flow server -> client for duration_s, beside UDP at cross_rate (if given): its
+    throughput over its first 10 s, 15 s and the whole run, its window every 0.5 s (tcp_probe, every
+    ACK), its retransmissions, the bottleneck queue's drops, what the UDP flow delivered."""
+    lab, seconds = session.lab, int(params.get("duration_s", 120))
+    cross_rate = params.get("cross_rate")
+    if cross_rate is not None and lab.network.cross is None:
+        raise flows.FlowDataError(f"cross_rate {cross_rate}: this topology has no cross-traffic hosts (--cross)")
+    pair = lab.pairs[0]
+    address = lab.ip(pair.server)
+    senders = []
+    if cross_rate is not None and lab.network.cross is not None:
+        x = lab.network.cross  # started first: the TCP flow meets the UDP flow from its first packet
+        senders.append(CrossTraffic(lab.ns(x.client), lab.ns(x.server), lab.ip(x.server), session.ledger,
+                                    session.work_dir, duration_s=seconds, udp_rate=parse_rate(cross_rate, "cross_rate"),
+                                    port=LONG_FLOW_CROSS_PORT, datagram=lab.path.mtu - IP_UDP_HEADERS))  # fmt: skip
+    tcp = CrossTraffic(lab.ns(pair.client), lab.ns(pair.server), address, session.ledger, session.work_dir,
+                       duration_s=seconds, port=LONG_FLOW_PORT, cc=session.registered(params.get("cc")),
+                       interval_s=0.1)  # fmt: skip
+    senders.append(tcp)
+    before = bottleneck_queue(lab)
+    with TcpProbe(session.ledger, [LONG_FLOW_PORT]) as probe:
+        try:
+            for sender in senders:
+                sender.start()
+            reports = [sender.report() for sender in senders]
+        finally:
+            for sender in senders:
+                sender.stop()
+    queue = flows.find_qdisc(flows.qdisc_delta(before, bottleneck_queue(lab)), "10:")
+    report = reports[-1]
+    whole, doc = parse_iperf3_tcp(report), iperf3_json(report)
+    bins = flows.throughput_bins(report)
+    mss = int(doc["start"].get("tcp_mss_default") or lab.path.mss)
+    segments = math.ceil(int(doc["end"]["sum_sent"]["bytes"]) / mss)
+    retransmits = whole.retransmits or 0
+    data = max(flows.flow_series(sender_samples(probe.samples, f"{address}:{LONG_FLOW_PORT}")),
+               key=lambda f: f.acked_bytes, default=None)  # fmt: skip
+    if data is None:
+        raise flows.FlowDataError(f"tcp_probe saw no ACK of the flow from {address}:{LONG_FLOW_PORT}")
+    window = flows.sampled_every(data.points, WINDOW_STEP_S, seconds)
+    metrics: Metrics = {
+        "goodput_mbit": round(whole.goodput_bps / 1e6, 4),
+        **{f"first_{w}s_mbit": round(flows.window_throughput(bins, 0, w) / 1e6, 4) for w in LONG_FLOW_WINDOWS_S},
+        "tcp_mss": mss,
+        "segments_sent": segments,
+        "retransmits": retransmits,
+        "retransmit_rate": round(retransmits / segments, 6) if segments else None,
+        "bottleneck_drops": queue.drops,
+        "bottleneck_arrivals": queue.sent_packets + queue.drops,
+        "drop_rate": round(queue.drop_fraction, 6) if queue.drop_fraction is not None else None,
+        "cwnd_max": max(p.cwnd for p in data.points),
+        "window_step_s": WINDOW_STEP_S,
+        "cwnd_series": _joined([p.cwnd for p in window]),
+        "ssthresh_series": ";".join("" if p.ssthresh is None else str(p.ssthresh) for p in window),
+    }
+    if len(reports) > 1:
+        metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[0]).delivered_bps / 1e6, 4)
     return metrics
 
 
@@ -424,6 +491,39 @@ WORKLOADS: dict[str, Workload] = {
                 "bottleneck_drops",
                 "cross_delivered_mbit",
             ),  # fmt: skip
+            ("iperf3",),
+        ),
+        Workload(
+            "long_flow",
+            long_flow,
+            (
+                Key(
+                    "duration_s",
+                    int,
+                    "how long the flow lasts, seconds (its first 15 s are measured apart)",
+                    low=max(LONG_FLOW_WINDOWS_S),
+                    high=3600,
+                ),  # fmt: skip
+                Key(
+                    "cross_rate", str, "UDP cross traffic, xsender to xreceiver (topology with --cross)", form=RATE
+                ),  # fmt: skip
+            ),
+            (
+                "goodput_mbit",
+                *(f"first_{w}s_mbit" for w in LONG_FLOW_WINDOWS_S),
+                "tcp_mss",
+                "segments_sent",
+                "retransmits",
+                "retransmit_rate",
+                "bottleneck_drops",
+                "bottleneck_arrivals",
+                "drop_rate",
+                "cwnd_max",
+                "window_step_s",
+                "cwnd_series",
+                "ssthresh_series",
+                "cross_delivered_mbit",
+            ),
             ("iperf3",),
         ),
     )

@@ -82,10 +82,11 @@ class CrossTraffic:
         port: int = 5202,
         cc: str | None = None,
         interval_s: float | None = None,
+        datagram: int = 1400,  # UDP payload, bytes
     ) -> None:
         self.client, self.server, self.address = client, server, server_address
         self.ledger, self.duration_s, self.udp_rate, self.port = ledger, duration_s, udp_rate, port
-        self.cc, self.interval_s = cc, interval_s
+        self.cc, self.interval_s, self.datagram = cc, interval_s, datagram
         self.output = work_dir / f"iperf3-{'udp' if udp_rate else 'tcp'}-{port}.json"
         self._server: Process | None = None
         self._client: Process | None = None
@@ -103,6 +104,7 @@ class CrossTraffic:
                         self.port,
                         self.duration_s,
                         udp_rate=self.udp_rate,
+                        datagram=self.datagram,
                         cc=None if self.udp_rate else self.cc,
                         interval_s=self.interval_s,
                     ),

@@ -443,3 +443,15 @@ def test_a_udp_report_that_cannot_say_what_arrived_is_refused() -> None:
     del doc["start"]["connecting_to"]
     with pytest.raises(ParseError, match="neither connecting_to"):
         udp_delivered(json.dumps(doc))
+
+
+def test_the_window_sampled_every_step_is_the_last_at_or_before_it() -> None:
+    from ground.flows import CwndPoint, sampled_every
+
+    points = [CwndPoint(0.2, 10, None), CwndPoint(0.5, 20, None), CwndPoint(0.9, 40, None), CwndPoint(1.7, 20, 20)]
+    assert sampled_every(points, 0.5, 2.0) == [
+        CwndPoint(0.5, 20, None), CwndPoint(1.0, 40, None), CwndPoint(1.5, 40, None), CwndPoint(2.0, 20, 20)
+    ]  # fmt: skip
+    assert sampled_every(points[2:], 0.5, 1.0) == [CwndPoint(1.0, 40, None)]  # nothing before the first point
+    with pytest.raises(ValueError):
+        sampled_every(points, 0, 1.0)

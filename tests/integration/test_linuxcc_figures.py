@@ -1,0 +1,45 @@
+"""Study linuxcc end to end (quick): seed 004's chain, cubic, hybla, reno and vegas alone and beside UDP.
+
+The quick run is fig6's: WrFl-1 (RTT 1.3 s, 11 Mbit/s core, 15-packet
+queue) and WrFl-2 (the same beside 10 Mbit/s of UDP), 20 s flows, frames
+of 3,500 bytes.  What physics demands is asserted, trial by trial: no flow
+above the core; beside the UDP flow none above what it leaves; Hybla's
+slow start (its growth scaled by 2^(RTT / 25 ms)) reaches a large window
+well before Reno's; Vegas, which backs off as the queue builds, drops
+fewer packets than Reno, which fills the 15-packet queue until it
+overflows.  Each trial records which implementation ran: the kernel's own
+(built in here: cubic, reno) or netrepro's BPF port (hybla, vegas).
+"""
+
+from pathlib import Path
+
+import pytest
+from figures import run_quick
+
+from expts import linuxcc
+from ground.path import PathSpec
+from topologies.topology import ideal_goodput
+
+pytestmark = pytest.mark.root
+
+
+def test_fig6_quick_shows_the_physics_of_the_long_thin_path(tmp_path: Path) -> None:
+    rows, manifest = run_quick(linuxcc.FIG6, tmp_path)
+    assert {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows if r["status"] != "ok"]
+    assert len(rows) == 4 * 2
+    by = {(r["series"], r["cc"]): r for r in rows}
+    assert by[("WrFl-1", "hybla")]["cc_impl"] == "bpf" and by[("WrFl-1", "reno")]["cc_impl"] == "kernel"
+    core = ideal_goodput(PathSpec.parse(rate="11mbit", mtu=linuxcc.MTU).rate_down, linuxcc.MTU).bps / 1e6
+    for r in rows:
+        assert int(r["tcp_mss"]) == linuxcc.MTU - 52, "a full segment is a 3,500-byte frame"
+        assert 0 < float(r["goodput_mbit"]) <= 1.02 * core, r
+        if r["series"] == "WrFl-2":
+            left = linuxcc.tcp_share(r) / 1e6
+            assert 8.5 < float(r["cross_delivered_mbit"]) <= 10.1, r
+            assert float(r["goodput_mbit"]) <= 1.1 * left + 0.05, (r["cc"], r["goodput_mbit"], left)
+    hybla, reno = (linuxcc.time_to_window(by[("WrFl-1", cc)], 100) for cc in ("hybla", "reno"))
+    print({"time to 100 segments": (hybla, reno), "drops": {k: by[k]["bottleneck_drops"] for k in by}})
+    assert hybla is not None and (reno is None or hybla < reno / 2), (hybla, reno)
+    assert int(by[("WrFl-1", "vegas")]["bottleneck_drops"]) < int(by[("WrFl-1", "reno")]["bottleneck_drops"])
+    assert int(by[("WrFl-1", "reno")]["bottleneck_drops"]) > 0, "Reno's slow start overflows 15 packets"
+    assert manifest["notes"] and manifest["finding_of_the_source"]
