@@ -15,14 +15,16 @@ from pathlib import Path
 from types import FrameType
 
 import expts
-from ground import figurelock, kernel, ledger, logs
+from ground import figurelock, kernel, ledger, logs, results
 from ground.errors import NetreproError, UserError
 from ground.ledger import Ledger
 from ground.path import DEFAULT_MTU, DEFAULT_QUEUE, MAX_MTU, MIN_MTU, PathSpec
 from ground.results import REPO, RESULTS
+from ground.trials import trial_key
 from ground.units import QuantityError
 from kmod import loader
-from netrepro import doctor, params, preflight, studyfile, sweep, verify
+from netrepro import doctor, params, preflight, shards, studyfile, sweep, verify
+from netrepro.shards import Shard
 from netrepro.spec import Figure, path_params
 from netrepro.workloads import WORKLOADS
 from topologies import topology
@@ -152,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
     r.add_argument("--impl", choices=loader.IMPLS, default=None, help=IMPL_HELP)
+    r.add_argument(
+        "--shard", metavar="K/N", default=None, help="run only the K-th of N parts of the trials (whole path settings)"
+    )
+
+    m = sub.add_parser("merge", parents=[common], help="join one figure's CSVs (e.g. its shards'), then draw it")
+    m.add_argument("csvs", nargs="+", type=Path, metavar="CSV", help="the CSVs, each of the same figure")
+    m.add_argument("--into", type=Path, required=True, help="results directory to write the figure into")
+    m.add_argument("--quick", action="store_true", help="the shards ran --quick (found from the rows if not given)")
 
     k = sub.add_parser("cc", parents=[common], help="congestion-control variants and ports: list, load, set, unload")
     k.add_argument("action", choices=["list", "load", "set", "unload"])
@@ -391,8 +401,43 @@ def _run_one(fig: Figure, args: argparse.Namespace) -> None:
         shaper=args.shaper,
         switch=args.switch,
         cc_impl=args.impl,
+        shard=Shard.parse(args.shard) if args.shard else None,
     )
     sweep.run_figure(fig, opts)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """One figure's CSVs as its one CSV under --into, then its figure, manifest and table (--plot-only)."""
+    rows = shards.merge_files(args.csvs)
+    names = {r.get("figure", "") for r in rows}
+    name = names.pop() if len(names) == 1 else ""
+    if not rows or not name:
+        raise UserError(f"merge: {', '.join(map(str, args.csvs))} hold no rows of a figure")
+    if "@" in name:
+        raise UserError(f"merge: {name} is a derived figure: merge into a directory by hand and draw it with "
+                        "`run.sh <figure> <its --set/--vary/--series> --plot-only --out DIR`")  # fmt: skip
+    fig = expts.find(name)
+    into = writable_out(args.into, fig)
+    target = into / fig.directory / fig.csv_name
+    if target.exists() and not any(c.resolve() == target.resolve() for c in args.csvs):
+        raise UserError(f"merge: {target} exists and is not among the CSVs: give it too, or another --into")
+    keys = {r["trial_key"] for r in rows}
+    quick = args.quick or _rows_are_quick(fig, keys)
+    with figurelock.holding(target):  # no run of the figure writes the CSV meanwhile
+        shards.write_rows(rows, target)
+        results.hand_back(target, into)
+    print(f"merge: {len(rows)} rows of {fig.full_name} ({len(keys)} trials) into {target}", flush=True)
+    sweep.run_figure(fig, sweep.Options(out=into, quick=quick, plot_only=True))
+    return 0
+
+
+def _rows_are_quick(fig: Figure, keys: set[str]) -> bool:
+    """Whether the trial keys are the quick grid's (and not the full one's)."""
+
+    def grid_keys(quick: bool) -> set[str]:
+        return {trial_key(p, i) for p in fig.grid(quick) for i in range(fig.trial_count(quick))}
+
+    return keys <= grid_keys(True) and not keys <= grid_keys(False)
 
 
 def _pairs(option: str, pairs: list[str]) -> dict[str, str]:
@@ -498,6 +543,7 @@ COMMANDS = {
     "list": cmd_list,
     "workloads": cmd_workloads,
     "run": cmd_run,
+    "merge": cmd_merge,
     "doctor": cmd_doctor,
     "shell": cmd_shell,
     "check": cmd_check,

@@ -40,8 +40,9 @@ from ground.path import PathSpec
 from ground.proc import CommandError
 from ground.progress import Progress
 from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_key
-from netrepro import plot, preflight
+from netrepro import plot, preflight, shards
 from netrepro.session import Session
+from netrepro.shards import Shard
 from netrepro.spec import Figure, Params, Point, Rows, path_params
 from netrepro.verify import verify
 from netrepro.workloads import WORKLOADS
@@ -103,6 +104,7 @@ class Options:
     shaper: str = "auto"
     switch: str = "auto"  # ovs, bridge or auto (topologies.ovs.choose_switch)
     cc_impl: str | None = None  # kernel, lkm or bpf (kmod.loader.choose_impl); None: the loader's choice
+    shard: Shard | None = None  # only this part of the trials (netrepro.shards)
 
 
 @contextlib.contextmanager
@@ -295,6 +297,7 @@ def figure_manifest(
         "trials_per_setting": trials,
         "trials_missing": missing,
         "quick": opts.quick,
+        "shard": str(opts.shard) if opts.shard is not None else None,
         "seed": opts.seed,
         # the manifest's `git` is the code that wrote it; the trials may have run earlier, from these
         "code_of_rows": sorted({r.get("code") or "unrecorded" for r in rows}),
@@ -358,7 +361,12 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     trials = fig.trial_count(opts.quick, opts.trials)
     grid = fig.grid(opts.quick, opts.overrides)
     todo = trials_to_run(grid, trials, trial_log, opts)
-    skipped = len(grid) * trials - len(todo)
+    planned = len(grid) * trials
+    if opts.shard is not None:
+        todo = shards.select(todo, grid, trials, opts.shard)
+        planned = len(shards.select([(p, i) for p in grid for i in range(trials)], grid, trials, opts.shard))
+        print(f"  --shard {opts.shard}: {planned} of the {len(grid) * trials} trials are this shard's", flush=True)
+    skipped = planned - len(todo)
     tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
     retried = sum(1 for p, i in todo if trial_key(p, i) in tried)
     again = f", {retried} failed before, run again (--no-retry-failed: keep them)" if retried else ""

@@ -1,0 +1,154 @@
+"""Shards of a figure's trials, and the merge of the CSVs that shards (or any runs) wrote.
+
+`--shard K/N` runs the K-th of N disjoint parts of a figure's trials, so
+that N machines (by hand, in a loop over VMs, or from a cluster's engine)
+can share a figure.  The parts are made of path settings (the lab's
+parameters: RTT, rate, loss, queue, MTU): every trial of a setting goes to
+one shard, so each shard builds and verifies each of its labs once, as a
+whole run does.  Settings are dealt largest first to the shard that has
+the fewest trials so far, ties by name, so the split is balanced and
+depends on nothing but the trial keys.  A figure with fewer settings than
+shards (one path for every trial, e.g. iw/fig2) has its settings' trials
+dealt one by one instead, in trial-key order.
+
+`merge` joins CSVs of one figure: every row of every file, keyed by trial
+key and seed.  A trial that succeeded in two files with different values
+ran twice, and the merge is refused with the keys shown; the same row in
+two files (a file given twice, a copy) is kept once.  A failed attempt is
+kept before the successful one, as a resumed run would have written them,
+so the latest attempt is the one that counts.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ground.errors import UserError
+from ground.results import replace_file
+from ground.trials import read_rows, row_seed, trial_key
+from ground.units import QuantityError
+from netrepro.spec import Params, path_params
+
+MAX_SHARDS = 1000
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The `index`-th (from 1) of `count` parts of a figure's trials."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+        if not m:
+            raise QuantityError("--shard", text, "write K/N, the K-th of N parts, e.g. 2/8")
+        index, count = int(m[1]), int(m[2])
+        if not 1 <= count <= MAX_SHARDS:
+            raise QuantityError("--shard", text, f"N is from 1 to {MAX_SHARDS}")
+        if not 1 <= index <= count:
+            raise QuantityError("--shard", text, f"K is from 1 to N ({count})")
+        return cls(index, count)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def setting(params: Mapping[str, Any]) -> str:
+    """A trial's path setting as a name: what the lab is built and verified for."""
+    return json.dumps(path_params(params), sort_keys=True, default=str)
+
+
+def assign(grid: Sequence[Params], trials: int, count: int) -> dict[str, int]:
+    """Each trial key's shard (from 1): whole path settings, balanced, deterministic."""
+    keys = sorted((setting(p), trial_key(p, i)) for p in grid for i in range(trials))
+    sizes = Counter(s for s, _ in keys)
+    if len(sizes) < count:  # too few settings to go round: deal the trials themselves
+        return {key: n % count + 1 for n, (_, key) in enumerate(keys)}
+    loads = [0] * count
+    by_setting: dict[str, int] = {}
+    for name in sorted(sizes, key=lambda s: (-sizes[s], s)):
+        k = min(range(count), key=lambda j: (loads[j], j))
+        by_setting[name] = k + 1
+        loads[k] += sizes[name]
+    return {key: by_setting[s] for s, key in keys}
+
+
+Trial = tuple[Params, int]  # a setting and the trial's index
+
+
+def select(todo: Iterable[Trial], grid: Sequence[Params], trials: int, shard: Shard) -> list[Trial]:
+    """The trials of `todo` that are this shard's."""
+    owner = assign(grid, trials, shard.count)
+    return [(p, i) for p, i in todo if owner[trial_key(p, i)] == shard.index]
+
+
+# -- merge ------------------------------------------------------------------------------------
+
+
+class MergeConflict(UserError):
+    """Two files hold different successful results for one trial."""
+
+
+def _same(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    return all(a.get(k, "") == b.get(k, "") for k in {*a, *b})
+
+
+def merge_rows(files: Sequence[tuple[str, Sequence[Mapping[str, str]]]]) -> list[dict[str, str]]:
+    """The rows of (name, rows) files as one trial log: failed attempts first, then one successful
+    row per (trial key, seed); MergeConflict where two successful rows of one trial differ."""
+    figures = {r.get("figure", "") for _, rows in files for r in rows}
+    if len(figures) > 1:
+        raise UserError(f"merge: the files hold rows of several figures ({', '.join(sorted(figures))}); "
+                        "merge one figure's CSVs at a time")  # fmt: skip
+    failed: list[dict[str, str]] = []
+    ok: dict[tuple[str, int | None], tuple[str, dict[str, str]]] = {}
+    clashes: list[str] = []
+    for name, rows in files:
+        for row in rows:
+            key = (row.get("trial_key") or "", row_seed(row))
+            if not key[0]:
+                raise UserError(f"merge: {name} has a row without a trial_key: not a figure's CSV")
+            if row.get("status") != "ok":
+                if not any(_same(row, f) for f in failed):
+                    failed.append(dict(row))
+                continue
+            if key in ok and not _same(ok[key][1], row):
+                clashes.append(f"{key[0]} (seed {key[1]}): in {ok[key][0]} and in {name}")
+            ok.setdefault(key, (name, dict(row)))
+    if clashes:
+        shown = "\n  ".join(clashes[:10]) + (f"\n  ... and {len(clashes) - 10} more" if len(clashes) > 10 else "")
+        raise MergeConflict(f"merge: {len(clashes)} trials ran in two files with different results, and only "
+                            f"one may count:\n  {shown}")  # fmt: skip
+    return failed + [row for _, row in ok.values()]
+
+
+def write_rows(rows: Sequence[Mapping[str, str]], target: Path) -> None:
+    """The rows as one CSV (the columns of all of them, in first-seen order), replaced atomically."""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows({c: row.get(c, "") for c in columns} for row in rows)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    replace_file(target, text.getvalue().encode())
+
+
+def merge_files(paths: Sequence[Path]) -> list[dict[str, str]]:
+    """merge_rows over CSV files (UserError naming one that cannot be read)."""
+    files = []
+    for path in paths:
+        try:
+            files.append((str(path), read_rows(path)))
+        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            raise UserError(f"merge: cannot read {path}: {e}") from None
+    return merge_rows(files)
