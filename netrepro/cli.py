@@ -162,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("csvs", nargs="+", type=Path, metavar="CSV", help="the CSVs, each of the same figure")
     m.add_argument("--into", type=Path, required=True, help="results directory to write the figure into")
     m.add_argument("--quick", action="store_true", help="the shards ran --quick (found from the rows if not given)")
+    m.add_argument("--allow-mixed", action="store_true", help="merge rows of several kernels or backends")
 
     k = sub.add_parser("cc", parents=[common], help="congestion-control variants and ports: list, load, set, unload")
     k.add_argument("action", choices=["list", "load", "set", "unload"])
@@ -408,7 +409,7 @@ def _run_one(fig: Figure, args: argparse.Namespace) -> None:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """One figure's CSVs as its one CSV under --into, then its figure, manifest and table (--plot-only)."""
-    rows = shards.merge_files(args.csvs)
+    rows = shards.merge_files(args.csvs, args.allow_mixed)
     names = {r.get("figure", "") for r in rows}
     name = names.pop() if len(names) == 1 else ""
     if not rows or not name:

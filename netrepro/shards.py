@@ -16,7 +16,9 @@ key and seed.  A trial that succeeded in two files with different values
 ran twice, and the merge is refused with the keys shown; the same row in
 two files (a file given twice, a copy) is kept once.  A failed attempt is
 kept before the successful one, as a resumed run would have written them,
-so the latest attempt is the one that counts.
+so the latest attempt is the one that counts.  Rows from several kernels
+or backends (each row records its host, kernel, backend and commit) are
+refused unless `--allow-mixed` asks for them.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from ground.units import QuantityError
 from netrepro.spec import Params, path_params
 
 MAX_SHARDS = 1000
+MIXED = ("kernel", "backend")  # what one figure's rows must share, unless mixing is asked for
 
 
 @dataclass(frozen=True)
@@ -103,9 +106,13 @@ def _same(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
     return all(a.get(k, "") == b.get(k, "") for k in {*a, *b})
 
 
-def merge_rows(files: Sequence[tuple[str, Sequence[Mapping[str, str]]]]) -> list[dict[str, str]]:
+def merge_rows(
+    files: Sequence[tuple[str, Sequence[Mapping[str, str]]]], allow_mixed: bool = False
+) -> list[dict[str, str]]:
     """The rows of (name, rows) files as one trial log: failed attempts first, then one successful
-    row per (trial key, seed); MergeConflict where two successful rows of one trial differ."""
+    row per (trial key, seed); MergeConflict where two successful rows of one trial differ.  Rows of
+    several kernels or backends are refused unless `allow_mixed`: the variance they add is one a
+    reader of the figure cannot see."""
     figures = {r.get("figure", "") for _, rows in files for r in rows}
     if len(figures) > 1:
         raise UserError(f"merge: the files hold rows of several figures ({', '.join(sorted(figures))}); "
@@ -129,7 +136,19 @@ def merge_rows(files: Sequence[tuple[str, Sequence[Mapping[str, str]]]]) -> list
         shown = "\n  ".join(clashes[:10]) + (f"\n  ... and {len(clashes) - 10} more" if len(clashes) > 10 else "")
         raise MergeConflict(f"merge: {len(clashes)} trials ran in two files with different results, and only "
                             f"one may count:\n  {shown}")  # fmt: skip
-    return failed + [row for _, row in ok.values()]
+    merged = failed + [row for _, row in ok.values()]
+    if not allow_mixed:
+        for column in MIXED:
+            found: dict[str, set[str]] = {}
+            for name, rows in files:
+                for row in rows:
+                    if row.get(column):
+                        found.setdefault(row[column], set()).add(name)
+            if len(found) > 1:
+                listed = "; ".join(f"{value} ({', '.join(sorted(names))})" for value, names in sorted(found.items()))
+                raise UserError(f"merge: the rows ran on {len(found)} {column}s: {listed}; --allow-mixed merges "
+                                "them all the same")  # fmt: skip
+    return merged
 
 
 def write_rows(rows: Sequence[Mapping[str, str]], target: Path) -> None:
@@ -143,7 +162,7 @@ def write_rows(rows: Sequence[Mapping[str, str]], target: Path) -> None:
     replace_file(target, text.getvalue().encode())
 
 
-def merge_files(paths: Sequence[Path]) -> list[dict[str, str]]:
+def merge_files(paths: Sequence[Path], allow_mixed: bool = False) -> list[dict[str, str]]:
     """merge_rows over CSV files (UserError naming one that cannot be read)."""
     files = []
     for path in paths:
@@ -151,4 +170,4 @@ def merge_files(paths: Sequence[Path]) -> list[dict[str, str]]:
             files.append((str(path), read_rows(path)))
         except (OSError, UnicodeDecodeError, csv.Error) as e:
             raise UserError(f"merge: cannot read {path}: {e}") from None
-    return merge_rows(files)
+    return merge_rows(files, allow_mixed)

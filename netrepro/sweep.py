@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import platform
 import random
 import signal
 import time
@@ -33,7 +34,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ground import figurelock, logs, results
+from ground import figurelock, kernel, logs, results
 from ground.errors import SetupError, TrialError, UserError
 from ground.ledger import Ledger
 from ground.path import PathSpec
@@ -155,6 +156,7 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
     progress = Progress(len(todo), fig.full_name)
     workload = WORKLOADS[fig.workload]
     code = results.code_version()
+    machine = {"host": platform.node(), "kernel": kernel.release()}
     first = PathSpec.parse(**path_params(todo[0][0]))
     with (
         Ledger() as ledger,
@@ -192,6 +194,8 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
                     **_cell_params(params),
                     "backend": lab.backend,
                     "code": code,
+                    "host": machine["host"],  # where it ran: a figure's trials may come from several machines
+                    "kernel": machine["kernel"],
                     "loss_seeded": lab.loss_repeatable,
                     "seed": opts.seed,
                 }
@@ -301,6 +305,8 @@ def figure_manifest(
         "seed": opts.seed,
         # the manifest's `git` is the code that wrote it; the trials may have run earlier, from these
         "code_of_rows": sorted({r.get("code") or "unrecorded" for r in rows}),
+        "hosts_of_rows": sorted({r.get("host") or "unrecorded" for r in rows}),
+        "kernels_of_rows": sorted({r.get("kernel") or "unrecorded" for r in rows}),
         "shaper": sorted({r.get("backend", "") for r in rows}),
         # ovs or bridge ("none": a chain has no switch); runs before Open vSwitch came all had the bridge
         "switch": sorted({v.get("switch", "bridge") for v in verifications.values()}),

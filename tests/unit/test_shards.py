@@ -83,3 +83,11 @@ def test_merged_rows_are_written_as_one_csv_with_every_column(tmp_path: Path) ->
     with open(target, newline="") as f:
         read = list(csv.DictReader(f))
     assert [r["trial_key"] for r in read] == ["k1", "k2"] and read[0]["extra"] == "" and read[1]["extra"] == "x"
+
+
+def test_merge_refuses_rows_of_two_kernels_unless_asked() -> None:
+    a = [{**row("k1"), "kernel": "6.18.0", "backend": "delayline"}]
+    b = [{**row("k2"), "kernel": "6.1.0-56-amd64", "backend": "delayline"}]
+    with pytest.raises(UserError, match=r"2 kernels: 6.1.0-56-amd64 \(b.csv\); 6.18.0 \(a.csv\); --allow-mixed"):
+        shards.merge_rows([("a.csv", a), ("b.csv", b)])
+    assert len(shards.merge_rows([("a.csv", a), ("b.csv", b)], allow_mixed=True)) == 2
