@@ -419,14 +419,35 @@ def losses_by_arm(rows: Rows, kb: int) -> dict[str, tuple[float, float, int]]:
     return {arm: (*mean_se(v), len(v)) for arm, v in by.items()}
 
 
+def first_flight_share(rows: Rows, kb: int) -> dict[str, tuple[int, int]]:
+    """Of the segments bursts of `kb` KB sent again, how many first left in the first flight, by arm:
+    (from the first flight, all); rows recorded before the column existed are left out."""
+    by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for row in rows:
+        if row.get("status") != "ok" or not row.get("first_flight_retransmitted") or int(row["burst_kb"]) != kb:
+            continue
+        pairs = zip(row["first_flight_retransmitted"].split(";"), row["retransmitted"].split(";"), strict=True)
+        for flight, every in pairs:
+            by[row["series"]][0] += int(flight)
+            by[row["series"]][1] += int(every)
+    return {arm: (f, a) for arm, (f, a) in by.items()}
+
+
 def _losses_at(rows: Rows, kb: int) -> list[str]:
     found = losses_by_arm(rows, kb)
     if not found:
         return []
-    return [
+    notes = [
         f"retransmitted segments per {kb} KB burst: "
         + ", ".join(f"{arm} {m:.1f} ± {se:.1f} (n={n})" for arm, (m, se, n) in found.items())
     ]
+    share = first_flight_share(rows, kb)
+    if share:
+        notes.append(
+            "of those, first sent in the burst's first flight (what pacing the first flight can save): "
+            + ", ".join(f"{arm} {f} of {a}" for arm, (f, a) in share.items())
+        )
+    return notes
 
 
 def _spread_note(rows: Rows) -> str:

@@ -12,8 +12,9 @@ persistent connection, all split into bursts at the idle gaps:
   processed).
 - `burst_departures` reads a capture on the server's interface: each
   burst's data segments as they left (after any qdisc), its retransmitted
-  segments, and its first flight (what left before the first ACK came
-  back), whose spread shows pacing (seed 002's Figure 10).
+  segments (and how many of them first left in the first flight), and its
+  first flight (what left before the first ACK came back), whose spread
+  shows pacing (seed 002's Figure 10).
 - `restart_window` and `burst_rounds` are the model set beside them:
   Linux's restart after idle, and the round trips slow start needs from a
   window to deliver a burst.
@@ -103,6 +104,9 @@ class BurstDeparture:
     retransmitted: int  # segments that carried sequence numbers sent before
     first_flight: int  # segments sent before the first ACK of the burst came back
     first_flight_s: float  # from the first to the last segment of the first flight
+    # retransmitted segments whose data first left in the first flight: what pacing the first flight
+    # can save; the rest were lost from the rounds after it, which the ACKs clock
+    first_flight_retransmitted: int = 0
 
 
 def burst_departures(packets: Sequence[Packet], server: str, port: int, bursts: int) -> list[BurstDeparture]:
@@ -123,14 +127,17 @@ def burst_departures(packets: Sequence[Packet], server: str, port: int, bursts: 
         t0 = burst[0].time
         first_ack = next((t for t in acks if t > t0), math.inf)
         flight = [p for p in burst if p.time < first_ack]
-        retransmitted = 0
+        flight_from, flight_to = flight[0].seq, (flight[-1].seq + flight[-1].payload) % 2**32
+        retransmitted = from_flight = 0
         for p in burst:
             if sent_up_to is not None and _before(p.seq, sent_up_to):
                 retransmitted += 1
+                if p not in flight and not _before(p.seq, flight_from) and _before(p.seq, flight_to):
+                    from_flight += 1
             end = (p.seq + p.payload) % 2**32
             if sent_up_to is None or _before(sent_up_to, end):
                 sent_up_to = end
-        out.append(BurstDeparture(t0, len(burst), retransmitted, len(flight), flight[-1].time - t0))
+        out.append(BurstDeparture(t0, len(burst), retransmitted, len(flight), flight[-1].time - t0, from_flight))
     return out
 
 

@@ -58,6 +58,17 @@ def test_burst_departures_first_flight_and_retransmissions() -> None:
     assert first.first_flight_s == pytest.approx(0.001)
     assert (second.segments, second.first_flight, second.retransmitted) == (4, 3, 1)
     assert second.first_flight_s == pytest.approx(0.2)
+    assert second.first_flight_retransmitted == 1  # 5793 first left in the first flight
+
+
+def test_a_loss_after_the_first_flight_is_not_the_first_flights() -> None:
+    packets = [
+        data(0.0, 1), data(0.001, 1449), ack(0.2),  # the first flight: two segments
+        data(0.2, 2897), data(0.2001, 4345), ack(0.4),  # the next round, clocked by the ACKs
+        data(0.6, 4345), data(0.61, 1449),  # both sent again: one of the second round, one of the first flight
+    ]  # fmt: skip
+    (burst,) = burst_trace.burst_departures(packets, SERVER, 80, 1)
+    assert (burst.retransmitted, burst.first_flight_retransmitted) == (2, 1)
 
 
 def test_restart_window_halves_per_rto_down_to_the_initial_window() -> None:

@@ -140,3 +140,14 @@ def test_pacing_by_tcp_needs_a_congestion_control_that_asks_for_it() -> None:
     assert not params.problems({"cc": "reno", "pacer": "fq", "burst_kb": 5}, keys)
     found = params.problems({"cc": "reno", "idle_s": "1,x", "burst_kb": 5}, keys)
     assert any("idle periods in seconds separated by commas" in p for p in found)
+
+
+def test_the_losses_of_the_first_flight_are_counted_apart() -> None:
+    with_column = [
+        {**row("newCWV", 80, "1;5", "900;910", "20;20", retrans="3;1"), "first_flight_retransmitted": "1;0"},
+        {**row("newCWV, paced", 80, "1;5", "950;960", "20;20", retrans="2;2"), "first_flight_retransmitted": "0;0"},
+        row("NewReno+SACK", 80, "1;5", "1300;1310", "3;3", retrans="1;0"),  # recorded before the column
+    ]
+    assert newcwv.first_flight_share(with_column, 80) == {"newCWV": (1, 4), "newCWV, paced": (0, 4)}
+    notes = newcwv._losses_at(with_column, 80)
+    assert notes[-1].endswith("newCWV 1 of 4, newCWV, paced 0 of 4"), notes
