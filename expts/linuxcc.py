@@ -119,6 +119,12 @@ def time_to_window(row: Any, segments: int) -> float | None:
     return next((t for t, c in window_series(row) if c >= segments), None)
 
 
+def reach_time(rows: Rows, series: str, cc: str, segments: int = 100) -> float | None:
+    """The median over trials of when the window first reached `segments` (trials that never did left out)."""
+    times = [t for r in ok_rows(rows, series, cc) if (t := time_to_window(r, segments)) is not None]
+    return statistics.median(times) if times else None
+
+
 def path_of(row: Any) -> PathSpec:
     return PathSpec.parse(rtt=row["rtt"], rate=row.get("rate", CORE_RATE), mtu=int(row.get("mtu", MTU)))
 
@@ -202,10 +208,8 @@ def physics_notes(rows: Rows) -> list[str]:
             + ("holds" if not above else f"FAILS in {len(above)} of {len(beside)} trials")
         )
     for series in _scenarios(rows):
-        reach = {cc: [t for r in ok_rows(rows, series, cc) if (t := time_to_window(r, 100)) is not None]
-                 for cc in ("hybla", "reno")}  # fmt: skip
-        if reach["hybla"] and reach["reno"]:
-            h, r = statistics.median(reach["hybla"]), statistics.median(reach["reno"])
+        h, r = reach_time(rows, series, "hybla"), reach_time(rows, series, "reno")
+        if h is not None and r is not None:
             notes.append(f"physics, {series}: Hybla reaches a window of 100 segments after {h:.1f} s, Reno after "
                          f"{r:.1f} s: {'holds' if h < r else 'FAILS'} (Hybla faster in slow start)")  # fmt: skip
         vegas, reno = (median_of(rows, series, cc, "bottleneck_drops") for cc in ("vegas", "reno"))
@@ -218,10 +222,7 @@ def physics_notes(rows: Rows) -> list[str]:
 def judge_fig4(rows: Rows) -> list[str]:
     notes = []
     for series in _scenarios(rows):
-        reach = sorted(
-            ((statistics.median(ts), cc) for cc in ALGORITHMS
-             if (ts := [t for r in ok_rows(rows, series, cc) if (t := time_to_window(r, 100)) is not None])),
-        )  # fmt: skip
+        reach = sorted((t, cc) for cc in ALGORITHMS if (t := reach_time(rows, series, cc)) is not None)
         if len(reach) >= 2:
             first = reach[0]
             slowest = ", ".join(f"{cc} {t:.1f} s" for t, cc in reach[-2:])

@@ -140,6 +140,30 @@ def bottleneck_queue(lab: Lab) -> list[flows.QdiscStats]:
     return flows.qdisc_stats(shown.stdout)
 
 
+def udp_cross_traffic(
+    session: Session, rate: str, seconds: int, *, port: int, datagram: int = 1400, interval_s: float | None = None
+) -> CrossTraffic:
+    """UDP at `rate` from the topology's xsender to its xreceiver, through the bottleneck."""
+    lab = session.lab
+    x = lab.network.cross
+    if x is None:
+        raise flows.FlowDataError(f"cross_rate {rate}: this topology has no cross-traffic hosts (--cross)")
+    return CrossTraffic(lab.ns(x.client), lab.ns(x.server), lab.ip(x.server), session.ledger, session.work_dir,
+                        duration_s=seconds, udp_rate=parse_rate(rate, "cross_rate"), port=port, datagram=datagram,
+                        interval_s=interval_s)  # fmt: skip
+
+
+def run_together(senders: Sequence[CrossTraffic]) -> list[str]:
+    """Start the flows in order, wait for each to end, and return their iperf3 reports; stop them all."""
+    try:
+        for sender in senders:
+            sender.start()
+        return [sender.report() for sender in senders]
+    finally:
+        for sender in senders:
+            sender.stop()
+
+
 def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
     """A bulk iperf3 flow on every client/server pair at once, beside UDP cross traffic at cross_rate (if
     given), for duration_s: each flow's goodput over the run and its first window_s, Jain's index, drops."""
@@ -151,8 +175,6 @@ def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
     if cc is not None:
         session.ledger.allow_congestion_control(cc)
     cross_rate = params.get("cross_rate")
-    if cross_rate is not None and lab.network.cross is None:
-        raise flows.FlowDataError(f"cross_rate {cross_rate}: this topology has no cross-traffic hosts (--cross)")
     senders = [
         CrossTraffic(
             lab.ns(p.client),
@@ -167,19 +189,10 @@ def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
         )  # fmt: skip
         for i, p in enumerate(lab.pairs)
     ]
-    if cross_rate is not None and lab.network.cross is not None:
-        x = lab.network.cross
-        senders.append(CrossTraffic(lab.ns(x.client), lab.ns(x.server), lab.ip(x.server), session.ledger,
-                                    session.work_dir, duration_s=seconds, udp_rate=parse_rate(cross_rate, "cross_rate"),
-                                    port=5209, interval_s=0.1))  # fmt: skip
+    if cross_rate is not None:
+        senders.append(udp_cross_traffic(session, cross_rate, seconds, port=5209, interval_s=0.1))
     before = bottleneck_queue(lab)
-    try:
-        for sender in senders:
-            sender.start()
-        reports = [sender.report() for sender in senders]
-    finally:
-        for sender in senders:
-            sender.stop()
+    reports = run_together(senders)
     drops = flows.find_qdisc(flows.qdisc_delta(before, bottleneck_queue(lab)), "10:").drops
     tcp = reports[: len(lab.pairs)]
     whole = [parse_iperf3_tcp(r) for r in tcp]
@@ -209,29 +222,19 @@ def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
     ACK), its retransmissions, the bottleneck queue's drops, what the UDP flow delivered."""
     lab, seconds = session.lab, int(params.get("duration_s", 120))
     cross_rate = params.get("cross_rate")
-    if cross_rate is not None and lab.network.cross is None:
-        raise flows.FlowDataError(f"cross_rate {cross_rate}: this topology has no cross-traffic hosts (--cross)")
     pair = lab.pairs[0]
     address = lab.ip(pair.server)
     senders = []
-    if cross_rate is not None and lab.network.cross is not None:
-        x = lab.network.cross  # started first: the TCP flow meets the UDP flow from its first packet
-        senders.append(CrossTraffic(lab.ns(x.client), lab.ns(x.server), lab.ip(x.server), session.ledger,
-                                    session.work_dir, duration_s=seconds, udp_rate=parse_rate(cross_rate, "cross_rate"),
-                                    port=LONG_FLOW_CROSS_PORT, datagram=lab.path.mtu - IP_UDP_HEADERS))  # fmt: skip
+    if cross_rate is not None:  # started first: the TCP flow meets the UDP flow from its first packet
+        senders.append(udp_cross_traffic(session, cross_rate, seconds, port=LONG_FLOW_CROSS_PORT,
+                                         datagram=lab.path.mtu - IP_UDP_HEADERS))  # fmt: skip
     tcp = CrossTraffic(lab.ns(pair.client), lab.ns(pair.server), address, session.ledger, session.work_dir,
                        duration_s=seconds, port=LONG_FLOW_PORT, cc=session.registered(params.get("cc")),
                        interval_s=0.1)  # fmt: skip
     senders.append(tcp)
     before = bottleneck_queue(lab)
     with TcpProbe(session.ledger, [LONG_FLOW_PORT]) as probe:
-        try:
-            for sender in senders:
-                sender.start()
-            reports = [sender.report() for sender in senders]
-        finally:
-            for sender in senders:
-                sender.stop()
+        reports = run_together(senders)
     queue = flows.find_qdisc(flows.qdisc_delta(before, bottleneck_queue(lab)), "10:")
     report = reports[-1]
     whole, doc = parse_iperf3_tcp(report), iperf3_json(report)
@@ -400,6 +403,8 @@ PAGE = Key(
     form=(lambda text: content.page_spec(text).name, f"one of {', '.join(content.PAGES)}, or e.g. 20x50KB"),
 )
 
+CROSS_RATE = Key("cross_rate", str, "UDP cross traffic, xsender to xreceiver (topology with --cross)", form=RATE)
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
@@ -480,9 +485,7 @@ WORKLOADS: dict[str, Workload] = {
                     low=0.1,
                     high=3600,
                 ),  # fmt: skip
-                Key(
-                    "cross_rate", str, "UDP cross traffic, xsender to xreceiver (topology with --cross)", form=RATE
-                ),  # fmt: skip
+                CROSS_RATE,
             ),
             (
                 "goodput_mbit",
@@ -506,9 +509,7 @@ WORKLOADS: dict[str, Workload] = {
                     low=max(LONG_FLOW_WINDOWS_S),
                     high=3600,
                 ),  # fmt: skip
-                Key(
-                    "cross_rate", str, "UDP cross traffic, xsender to xreceiver (topology with --cross)", form=RATE
-                ),  # fmt: skip
+                CROSS_RATE,
             ),
             (
                 "goodput_mbit",
