@@ -13,16 +13,26 @@ kernel did to the sender's window (the `tcp:tcp_probe` tracepoint):
 - the increase: hybla's slow start 2^rho times Reno's per RTT, htcp's
   growing with the time since the last loss;
 - the queue: vegas keeps between alpha and beta packets in it, yeah
-  leaves its fast mode and drains the queue Reno fills;
-- the yield: lp leaves a Reno flow nearly all of a 2 Mbit/s bottleneck.
-  Its one-way delay is TSval x (1000 / remote_hz) - TSecr in integers,
-  with remote_hz its running estimate of the peer's 1000 Hz timestamp
-  clock.  While ACKs come several ms apart the estimate holds near 1000;
-  at about one ACK every 2 ms (10 Mbit/s with delayed ACKs) it rises above
-  1000, where 1000 / remote_hz is 0 and the delay is meaningless: there lp
-  hardly cuts and does not yield (measured on DROPTAIL: 4.0 and 4.5 Mbit/s
-  beside Reno's 4.8 and 4.9).  The module has the same arithmetic;
-  kmod/README.md has what `run.sh --vm bench ports` measured of both.
+  leaves its fast mode and drains the queue Reno fills.
+
+Not here: lp yielding to Reno; measured, it does not yield here, and why
+is known.  TCP-LP's one-way delay is TSval x (1000 / remote_hz) - TSecr in
+integers, remote_hz its running estimate of the peer's timestamp clock.
+(1) Linux's TSval carries a random per-connection offset
+(tcp_timestamps=1), so that delay is a number near 2^31; at its first
+sample LP resets min and max around it (min = sowd, max = 2 sowd), and
+its threshold, min + 15 % of (max - min), then lies hundreds of millions
+of milliseconds above any delay the path can add: no cut after the first.
+On a 2 Mbit/s, 40 ms, 50-packet path, lp beside Reno for 20 s: 0 cuts,
+1.02 against 0.89 Mbit/s.  With the receiver's offset off
+(tcp_timestamps=2 in its namespace): 3 cuts, 0.82 against 1.09 Mbit/s.
+(2) The estimate averages 1000 dTSval / dTSecr over successive ACKs; it
+stays near 1000 while ACKs come several ms apart, and rises above 1000
+once they come about every 2 ms (10 Mbit/s with delayed ACKs), where
+1000 / remote_hz is 0 (measured on DROPTAIL: 4.0 and 4.5 Mbit/s beside
+Reno's 4.8 and 4.9; with tcp_timestamps=2, 0.33 Mbit/s even alone).  The
+module has the same arithmetic; in Debian's 6.1, module and port gave the
+same goodput and backoff on one flow (kmod/README.md).
 
 Three paths carry most checks: RANDOM (100 Mbit/s, 40 ms, 0.2 % random
 loss, a 300-packet buffer the windows do not reach: losses with an empty
@@ -42,7 +52,6 @@ import pytest
 
 from ground.cwnd import epochs
 from ground.ledger import Ledger
-from ground.parsers import parse_iperf3_tcp
 from ground.path import PathSpec
 from ground.tcpprobe import ProbeSample, TcpProbe, delivery_rate, reduction_starts, reductions, sender_samples
 from kmod import loader
@@ -272,51 +281,3 @@ def test_yeah_leaves_its_fast_mode_and_drains_the_queue_reno_fills(
     # estimate here (from the smoothed RTT, not YeAH's per-round minimum) sits above Q_max
     assert q["yeah"] < 1.5 * 80 and q["yeah"] < 0.6 * q["reno"]
     assert counters["fast_rounds"] > 0 and counters["slow_rounds"] > 0, counters  # it switched modes
-
-
-# -- the yield ----------------------------------------------------------------
-
-# TCP-LP's one-way delay needs its estimate of the peer's timestamp clock to stay at or below 1000 Hz
-# (the delay is TSval x (1000 / estimate) - TSecr, in integers).  The estimate averages
-# 1000 x dTSval / dTSecr over successive ACKs; with 1 ms timestamps it holds near 1000 while ACKs
-# are several milliseconds apart, and rises above it once they come about every 2 ms (10 Mbit/s
-# with delayed ACKs), where 1000 / estimate is 0 and the delay is meaningless.  At 2 Mbit/s an ACK
-# comes every 12 ms or more.
-YIELD = PathSpec.parse(rtt="40ms", rate="2mbit", queue="50p")
-
-
-def delay_cuts(samples: Sequence[ProbeSample]) -> int:
-    """Cuts of the window to at most 0.6 of itself in one ACK with ssthresh unchanged: TCP-LP's
-    reaction to a rising one-way delay (a loss changes ssthresh; its recovery steps down gradually)."""
-    return sum(
-        1
-        for a, b in itertools.pairwise(samples)
-        if a.snd_cwnd >= 2 and b.snd_cwnd <= 0.6 * a.snd_cwnd and b.ssthresh == a.ssthresh
-    )
-
-
-def side_by_side(lab: Lab, ledger: Ledger, work: Path, first: str, second: str, seconds: int) -> dict[str, int | float]:
-    """Two flows started together, `first` on PORT and `second` on PORT + 1: their goodputs (Mbit/s,
-    as the receivers saw them) and the first flow's delay cuts (tcp_probe)."""
-    with TcpProbe(ledger, [PORT]) as probe, flow(lab, ledger, work, first, seconds) as a, \
-            flow(lab, ledger, work, second, seconds, PORT + 1) as b:  # fmt: skip
-        reports = [a.report(), b.report()]
-    goodputs = [parse_iperf3_tcp(r).goodput_bps / 1e6 for r in reports]
-    flows: dict[str, list[ProbeSample]] = {}
-    for s in sender_samples(probe.samples, f"{lab.ip('server')}:{PORT}"):
-        flows.setdefault(s.flow, []).append(s)
-    return {first: goodputs[0], second: goodputs[1], "cuts": delay_cuts(max(flows.values(), key=len))}
-
-
-@pytest.mark.parametrize("lab_on", [(YIELD, ("lp",))], indirect=True)
-def test_lp_yields_to_a_reno_flow(
-    lab_on: tuple[Lab, Ledger, dict[str, loader.LoadedAlgorithm]], tmp_path: Path
-) -> None:
-    """TCP-LP backs off when the one-way delay rises above min + 15 % of its range, before the
-    queue overflows, so a Reno flow started with it takes nearly all of the bottleneck."""
-    lab, ledger, _ = lab_on
-    measured = side_by_side(lab, ledger, tmp_path, "lp", "reno", 20)
-    print(measured)
-    assert measured["cuts"] >= 10  # cuts on delay, ssthresh untouched: not losses
-    assert measured["lp"] < 0.25 * measured["reno"]
-    assert measured["lp"] + measured["reno"] > 0.8 * 2 * 1448 / 1514  # Reno takes what lp leaves
