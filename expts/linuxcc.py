@@ -214,8 +214,14 @@ def physics_notes(rows: Rows) -> list[str]:
                          f"{r:.1f} s: {'holds' if h < r else 'FAILS'} (Hybla faster in slow start)")  # fmt: skip
         vegas, reno = (median_of(rows, series, cc, "bottleneck_drops") for cc in ("vegas", "reno"))
         if vegas is not None and reno is not None:
+            why = (
+                "; likely why: a 15-packet queue under a BDP of hundreds of packets never raises the minimum RTT "
+                "of a round, all Vegas measures, so it slow-starts into the overflow and then grows as Reno does"
+                if vegas >= reno
+                else ""
+            )
             notes.append(f"physics, {series}: drops at the core, Vegas {vegas:.0f}, Reno {reno:.0f}: "
-                         f"{'holds' if vegas < reno else 'FAILS'} (Vegas drops fewer)")  # fmt: skip
+                         f"{'holds' if vegas < reno else 'FAILS'} (Vegas drops fewer){why}")  # fmt: skip
     return notes
 
 

@@ -4,10 +4,15 @@ The quick run is fig6's: WrFl-1 (RTT 1.3 s, 11 Mbit/s core, 15-packet
 queue) and WrFl-2 (the same beside 10 Mbit/s of UDP), 20 s flows, frames
 of 3,500 bytes.  What physics demands is asserted, trial by trial: no flow
 above the core; beside the UDP flow none above what it leaves; Hybla's
-slow start (its growth scaled by 2^(RTT / 25 ms)) reaches a large window
-well before Reno's; Vegas, which backs off as the queue builds, drops
-fewer packets than Reno, which fills the 15-packet queue until it
-overflows.  Each trial records which implementation ran: the kernel's own
+slow start (2^rho - 1 segments per ACK, rho = RTT / 25 ms = 52, capped at
+2^16) reaches a large window well before Reno's and floods the queue, so
+it drops several times what any other does; Reno's slow start overflows
+the 15-packet queue at a window of about 30 (the BDP is 511 packets);
+Vegas drops no more than Reno.  On this path it drops exactly as many:
+a queue of 15 packets under a BDP of 511 never shows in the minimum RTT
+of a round, which is all Vegas looks at, so it slow-starts and grows as
+Reno does (seed 004 found Vegas dropping fewer; the figure's notes say
+so).  Each trial records which implementation ran: the kernel's own
 (built in here: cubic, reno) or netrepro's BPF port (hybla, vegas).
 """
 
@@ -40,6 +45,8 @@ def test_fig6_quick_shows_the_physics_of_the_long_thin_path(tmp_path: Path) -> N
     hybla, reno = (linuxcc.time_to_window(by[("WrFl-1", cc)], 100) for cc in ("hybla", "reno"))
     print({"time to 100 segments": (hybla, reno), "drops": {k: by[k]["bottleneck_drops"] for k in by}})
     assert hybla is not None and (reno is None or hybla < reno / 2), (hybla, reno)
-    assert int(by[("WrFl-1", "vegas")]["bottleneck_drops"]) < int(by[("WrFl-1", "reno")]["bottleneck_drops"])
-    assert int(by[("WrFl-1", "reno")]["bottleneck_drops"]) > 0, "Reno's slow start overflows 15 packets"
+    drops = {cc: int(by[("WrFl-1", cc)]["bottleneck_drops"]) for cc in linuxcc.QUICK_LEVELS}
+    assert drops["reno"] > 0, "Reno's slow start overflows 15 packets (at a window of about 30)"
+    assert drops["vegas"] <= drops["reno"]  # here equal: Vegas never sees a queue before it overflows
+    assert all(drops["hybla"] > 5 * n for cc, n in drops.items() if cc != "hybla"), drops  # 2^rho growth
     assert manifest["notes"] and manifest["finding_of_the_source"]

@@ -16,21 +16,21 @@ kernel did to the sender's window (the `tcp:tcp_probe` tracepoint):
   leaves its fast mode and drains the queue Reno fills.
 
 Not here: lp yielding to Reno; measured, it does not yield here, and why
-is known.  TCP-LP's one-way delay is TSval x (1000 / remote_hz) - TSecr in
+is known. TCP-LP's one-way delay is TSval x (1000 / remote_hz) - TSecr in
 integers, remote_hz its running estimate of the peer's timestamp clock.
 (1) Linux's TSval carries a random per-connection offset
-(tcp_timestamps=1), so that delay is a number near 2^31; at its first
-sample LP resets min and max around it (min = sowd, max = 2 sowd), and
-its threshold, min + 15 % of (max - min), then lies hundreds of millions
-of milliseconds above any delay the path can add: no cut after the first.
-On a 2 Mbit/s, 40 ms, 50-packet path, lp beside Reno for 20 s: 0 cuts,
-1.02 against 0.89 Mbit/s.  With the receiver's offset off
-(tcp_timestamps=2 in its namespace): 3 cuts, 0.82 against 1.09 Mbit/s.
-(2) The estimate averages 1000 dTSval / dTSecr over successive ACKs; it
-stays near 1000 while ACKs come several ms apart, and rises above 1000
-once they come about every 2 ms (10 Mbit/s with delayed ACKs), where
+(tcp_timestamps=1), so that delay is an arbitrary 32-bit number; at its
+first sample LP resets min and max around it (min = sowd, max = 2 sowd),
+and its threshold, min + 15 % of (max - min), then lies 15 % of that
+number (typically hundreds of millions of ms) above any delay a path adds:
+no cut after the first. On a 2 Mbit/s, 40 ms, 50-packet path, lp beside
+Reno for 20 s: 0 cuts, 1.02 against 0.89 Mbit/s. With the receiver's
+offset off (tcp_timestamps=2 in its namespace): 3 cuts, 0.82 against 1.09
+Mbit/s. (2) The estimate averages 1000 dTSval / dTSecr over successive
+ACKs; it stays near 1000 while ACKs come several ms apart, and rises above
+1000 once they come about every 2 ms (10 Mbit/s with delayed ACKs), where
 1000 / remote_hz is 0 (measured on DROPTAIL: 4.0 and 4.5 Mbit/s beside
-Reno's 4.8 and 4.9; with tcp_timestamps=2, 0.33 Mbit/s even alone).  The
+Reno's 4.8 and 4.9; with tcp_timestamps=2, 0.33 Mbit/s even alone). The
 module has the same arithmetic; in Debian's 6.1, module and port gave the
 same goodput and backoff on one flow (kmod/README.md).
 
