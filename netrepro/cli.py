@@ -433,12 +433,14 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _rows_are_quick(fig: Figure, keys: set[str]) -> bool:
-    """Whether the trial keys are the quick grid's (and not the full one's)."""
+    """Whether the trial keys are the quick grid's: all of it (a quick grid is often a part of the
+    full one), or only trials the full grid does not have."""
 
     def grid_keys(quick: bool) -> set[str]:
         return {trial_key(p, i) for p in fig.grid(quick) for i in range(fig.trial_count(quick))}
 
-    return keys <= grid_keys(True) and not keys <= grid_keys(False)
+    quick = grid_keys(True)
+    return keys == quick or (keys <= quick and not keys <= grid_keys(False))
 
 
 def _pairs(option: str, pairs: list[str]) -> dict[str, str]:

@@ -29,9 +29,6 @@ from topologies.topology import Topology, ideal_goodput
 
 pytestmark = pytest.mark.root
 
-DATAGRAM = 1400  # servers.iperf's UDP payload
-SEED_004_SCENARIO_1 = ("client-r1:delay=200ms", "r1-r2:delay=250ms,rate=11mbit,queue=15p", "r2-server:delay=200ms")
-
 
 @pytest.fixture
 def ledger() -> Iterator[Ledger]:
