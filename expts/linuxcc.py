@@ -348,7 +348,11 @@ def draw_windows(
         ax.set_ylabel("cwnd (segments)")
         ax.set_title(series, fontsize=9)
         ax.grid(True, alpha=0.3)
-    axes[0, 0].legend(fontsize=7, ncol=4, loc="lower right")
+    drawn: dict[str, Any] = {}  # one legend for every panel: an algorithm may be in some panels only
+    for ax in axes[:, 0]:
+        for line in ax.get_lines():
+            drawn.setdefault(str(line.get_label()), line)
+    axes[0, 0].legend(list(drawn.values()), list(drawn), fontsize=7, ncol=5, loc="lower right")
     axes[-1, 0].set_xlabel("time (s)")
     figure.suptitle(f"{fig.full_name}: {fig.heading}" + ("  [quick]" if quick else ""), fontsize=10)
     notes = judge_fig4(rows) + physics_notes(rows)
