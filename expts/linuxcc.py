@@ -33,7 +33,8 @@ from ground.results import replace_file
 from kmod import loader
 from netrepro import plot
 from netrepro.spec import Figure, Point, Rows, Series
-from topologies.topology import LinkOption, Topology, ideal_goodput
+from netrepro.workloads import IP_UDP_HEADERS
+from topologies.topology import LinkOption, Topology
 
 ALGORITHMS = loader.LINUX_SHIPS  # bic cubic highspeed htcp hybla illinois lp reno scalable vegas veno westwood yeah
 FRAME_BYTES = 3500  # seed 004's packet, here a full frame on the wire
@@ -135,7 +136,7 @@ def tcp_share(row: Any) -> float:
     core = path.rate_down.bps
     delivered = row.get("cross_delivered_mbit")
     if delivered not in (None, ""):
-        datagram = path.mtu - 28
+        datagram = path.mtu - IP_UDP_HEADERS  # each datagram fills a frame (workload long_flow)
         core -= float(delivered) * 1e6 * path.frame / datagram
     return max(0.0, core) * path.mss / path.frame
 
@@ -153,8 +154,8 @@ def mathis_mbit(row: Any) -> float | None:
 # -- the seed's findings, judged ---------------------------------------------------------------
 
 
-def _verdict(agree: bool | None) -> str:
-    return "n/a" if agree is None else ("agrees" if agree else "DIFFERS")
+def _verdict(agree: bool) -> str:
+    return "agrees" if agree else "DIFFERS"
 
 
 def _ranked(rows: Rows, series: str, metric: str) -> list[tuple[str, float]]:
@@ -191,11 +192,10 @@ def physics_notes(rows: Rows) -> list[str]:
     ok = ok_rows(rows)
     if not ok:
         return notes
-    over = [r for r in ok if float(r["goodput_mbit"]) * 1e6 > 1.02 * ideal_goodput(path_of(r).rate_down,
-                                                                                   path_of(r).mtu).bps]  # fmt: skip
+    over = [r for r in ok if float(r["goodput_mbit"]) * 1e6 > 1.02 * path_of(r).ideal_goodput_down.bps]
     most = max(float(r["goodput_mbit"]) for r in ok)
     notes.append(
-        f"physics: no flow above the core's {ideal_goodput(path_of(ok[0]).rate_down, MTU).mbps:.2f} Mbit/s of "
+        f"physics: no flow above the core's {path_of(ok[0]).ideal_goodput_down.mbps:.2f} Mbit/s of "
         f"payload (highest {most:.2f}): {'holds' if not over else f'FAILS in {len(over)} trials'}"
     )
     beside = [r for r in ok if r.get("cross_delivered_mbit") not in (None, "")]

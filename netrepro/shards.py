@@ -28,7 +28,7 @@ import io
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,13 +86,9 @@ def assign(grid: Sequence[Params], trials: int, count: int) -> dict[str, int]:
     return {key: by_setting[s] for s, key in keys}
 
 
-Trial = tuple[Params, int]  # a setting and the trial's index
-
-
-def select(todo: Iterable[Trial], grid: Sequence[Params], trials: int, shard: Shard) -> list[Trial]:
-    """The trials of `todo` that are this shard's."""
-    owner = assign(grid, trials, shard.count)
-    return [(p, i) for p, i in todo if owner[trial_key(p, i)] == shard.index]
+def keys_of(grid: Sequence[Params], trials: int, shard: Shard) -> set[str]:
+    """The trial keys that are this shard's."""
+    return {key for key, k in assign(grid, trials, shard.count).items() if k == shard.index}
 
 
 # -- merge ------------------------------------------------------------------------------------

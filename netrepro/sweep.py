@@ -369,8 +369,9 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     todo = trials_to_run(grid, trials, trial_log, opts)
     planned = len(grid) * trials
     if opts.shard is not None:
-        todo = shards.select(todo, grid, trials, opts.shard)
-        planned = len(shards.select([(p, i) for p in grid for i in range(trials)], grid, trials, opts.shard))
+        mine = shards.keys_of(grid, trials, opts.shard)
+        todo = [(p, i) for p, i in todo if trial_key(p, i) in mine]
+        planned = len(mine)
         print(f"  --shard {opts.shard}: {planned} of the {len(grid) * trials} trials are this shard's", flush=True)
     skipped = planned - len(todo)
     tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}

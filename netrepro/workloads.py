@@ -22,7 +22,7 @@ from typing import Any
 from ground import flows
 from ground.errors import UserError
 from ground.ledger import Ledger
-from ground.parsers import iperf3_json, parse_iperf3_tcp
+from ground.parsers import ParseError, iperf3_json, parse_iperf3_tcp
 from ground.path import MSS
 from ground.proc import Process, run
 from ground.tcpprobe import ProbeSample, TcpProbe, sender_samples
@@ -240,7 +240,10 @@ def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
     whole, doc = parse_iperf3_tcp(report), iperf3_json(report)
     bins = flows.throughput_bins(report)
     mss = int(doc["start"].get("tcp_mss_default") or lab.path.mss)
-    segments = math.ceil(int(doc["end"]["sum_sent"]["bytes"]) / mss)
+    sent = (doc.get("end") or {}).get("sum_sent", {}).get("bytes")
+    if not isinstance(sent, int | float):
+        raise ParseError("iperf3", "no end.sum_sent.bytes: what the sender sent", report)
+    segments = math.ceil(int(sent) / mss)
     retransmits = whole.retransmits or 0
     data = max(flows.flow_series(sender_samples(probe.samples, f"{address}:{LONG_FLOW_PORT}")),
                key=lambda f: f.acked_bytes, default=None)  # fmt: skip

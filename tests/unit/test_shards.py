@@ -19,10 +19,17 @@ def all_trials(fig: Figure, quick: bool = False) -> tuple[list[Params], int, lis
     return grid, fig.trial_count(quick), [(p, i) for p in grid for i in range(fig.trial_count(quick))]
 
 
+def shard_part(
+    every: list[tuple[Params, int]], grid: list[Params], trials: int, shard: Shard
+) -> list[tuple[Params, int]]:
+    mine = shards.keys_of(grid, trials, shard)
+    return [(p, i) for p, i in every if trial_key(p, i) in mine]
+
+
 @pytest.mark.parametrize("count", [1, 2, 3, 8])
 def test_the_shards_are_disjoint_whole_and_keep_a_setting_together(count: int) -> None:
     grid, trials, every = all_trials(expts.find("cubicplus/fig3"))  # one path setting per loss level
-    parts = [shards.select(every, grid, trials, Shard(k, count)) for k in range(1, count + 1)]
+    parts = [shard_part(every, grid, trials, Shard(k, count)) for k in range(1, count + 1)]
     keys = [trial_key(p, i) for part in parts for p, i in part]
     assert sorted(keys) == sorted(trial_key(p, i) for p, i in every)  # every trial, once
     for part in parts:
@@ -31,22 +38,14 @@ def test_the_shards_are_disjoint_whole_and_keep_a_setting_together(count: int) -
     sizes = [len(part) for part in parts]
     largest = max(sum(1 for p, _ in every if shards.setting(p) == s) for s in {shards.setting(p) for p in grid})
     assert max(sizes) - min(sizes) <= largest  # balanced to within one setting
-    assert parts == [shards.select(every, grid, trials, Shard(k, count)) for k in range(1, count + 1)]
+    assert parts == [shard_part(every, grid, trials, Shard(k, count)) for k in range(1, count + 1)]
 
 
 def test_one_setting_is_dealt_trial_by_trial() -> None:
     grid, trials, every = all_trials(expts.find("iw/fig2"), quick=True)
     assert len({shards.setting(p) for p in grid}) < 3
-    parts = [shards.select(every, grid, trials, Shard(k, 3)) for k in (1, 2, 3)]
+    parts = [shard_part(every, grid, trials, Shard(k, 3)) for k in (1, 2, 3)]
     assert sum(len(p) for p in parts) == len(every) and max(map(len, parts)) - min(map(len, parts)) <= 1
-
-
-def test_a_shard_of_what_remains_is_a_part_of_the_whole() -> None:
-    grid, trials, every = all_trials(expts.find("cubicplus/fig3"))
-    remaining = every[::2]
-    assert shards.select(remaining, grid, trials, Shard(2, 4)) == [
-        t for t in shards.select(every, grid, trials, Shard(2, 4)) if t in remaining
-    ]
 
 
 @pytest.mark.parametrize("text", ["0/4", "5/4", "1/0", "2", "a/b", "1/1001"])
