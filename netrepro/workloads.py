@@ -140,6 +140,22 @@ def bottleneck_queue(lab: Lab) -> list[flows.QdiscStats]:
     return flows.qdisc_stats(shown.stdout)
 
 
+def quiet_bottleneck(lab: Lab, within_s: float = 60.0) -> list[flows.QdiscStats]:
+    """Wait until the bottleneck has sent nothing for a round trip (an earlier trial's sender may
+    still be draining its socket buffer over a long path), and return its counters then."""
+    idle = max(0.5, lab.path.rtt.seconds)
+    deadline = time.monotonic() + within_s
+    last = bottleneck_queue(lab)
+    while True:
+        time.sleep(idle)
+        now = bottleneck_queue(lab)
+        if flows.find_qdisc(now, "10:").sent_packets == flows.find_qdisc(last, "10:").sent_packets:
+            return now
+        if time.monotonic() > deadline:
+            raise flows.FlowDataError(f"the bottleneck was still busy {within_s:g} s after the trial began")
+        last = now
+
+
 def udp_cross_traffic(
     session: Session, rate: str, seconds: int, *, port: int, datagram: int = 1400, interval_s: float | None = None
 ) -> CrossTraffic:
@@ -232,7 +248,7 @@ def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
                        duration_s=seconds, port=LONG_FLOW_PORT, cc=session.registered(params.get("cc")),
                        interval_s=0.1)  # fmt: skip
     senders.append(tcp)
-    before = bottleneck_queue(lab)
+    before = quiet_bottleneck(lab)  # drops counted are this trial's, not an earlier sender's tail
     with TcpProbe(session.ledger, [LONG_FLOW_PORT]) as probe:
         reports = run_together(senders)
     queue = flows.find_qdisc(flows.qdisc_delta(before, bottleneck_queue(lab)), "10:")
