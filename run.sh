@@ -21,12 +21,13 @@ venv="$here/.venv"
 stamp="$venv/.netrepro-setup"
 installed="$venv/.netrepro-installed"
 
-# Distribution packages the lab, the workloads and the native helpers need.
+# Distribution packages the lab, the workloads and the native helpers need;
+# openssh-server for the test of the cluster's SSH launcher (its own sshd, on loopback).
 packages=(
     mininet bridge-utils iproute2 iptables ethtool iputils-ping util-linux kmod
     openvswitch-switch iperf3 apache2 nghttp2-client curl openssl tcpdump
     clang llvm bpftool libbpf-dev libnetfilter-queue-dev libmnl-dev gcc make pkg-config
-    python3 python3-venv python3-matplotlib
+    python3 python3-venv python3-matplotlib openssh-server
 )
 
 # The stock-kernel lane (`run.sh --vm ...`): QEMU, Debian's own kernel and
@@ -63,16 +64,16 @@ missing_packages() {
 # links).  deb-systemd-helper acts only for a package's maintainer script: it
 # is told which package; its state then keeps the service off across upgrades.
 # openvswitch-switch.service pulls in ovsdb-server and ovs-vswitchd, which
-# are PartOf it: stopping it stops them.
-SYSTEM_SERVICES=(apache2 openvswitch-switch)
+# are PartOf it: stopping it stops them.  Each entry is package:service.
+SYSTEM_SERVICES=(apache2:apache2 openvswitch-switch:openvswitch-switch openssh-server:ssh)
 disable_system_service() {
-    local service=$1
+    local package=$1 service=$2
     if [[ -d /run/systemd/system ]]; then
         systemctl disable --now "$service" >&2
         return
     fi
     if command -v deb-systemd-helper >/dev/null; then
-        DPKG_MAINTSCRIPT_PACKAGE=$service deb-systemd-helper disable "$service.service" >&2
+        DPKG_MAINTSCRIPT_PACKAGE=$package deb-systemd-helper disable "$service.service" >&2
     fi
     if command -v update-rc.d >/dev/null; then
         update-rc.d "$service" disable >&2
@@ -88,11 +89,11 @@ install_packages() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
         mkdir -p "$venv"
         printf '%s\n' "${missing[@]}" >>"$installed"
-        local service
-        for service in "${SYSTEM_SERVICES[@]}"; do
-            if [[ " ${missing[*]} " == *" $service "* ]]; then
-                echo "run.sh: disabling Debian's $service service (netrepro runs its own in a namespace)" >&2
-                disable_system_service "$service"
+        local entry
+        for entry in "${SYSTEM_SERVICES[@]}"; do
+            if [[ " ${missing[*]} " == *" ${entry%%:*} "* ]]; then
+                echo "run.sh: disabling Debian's ${entry#*:} service (netrepro runs its own where it needs one)" >&2
+                disable_system_service "${entry%%:*}" "${entry#*:}"
             fi
         done
     fi

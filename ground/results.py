@@ -13,6 +13,7 @@ numbers: kernel, tool versions, git commit, and everything the run was told.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -127,6 +128,19 @@ def code_version() -> str:
     state = git_state()
     commit = str(state["commit"] or "")
     return (commit[:12] + ("+dirty" if state["dirty"] else "")) if commit else "unknown"
+
+
+def code_fingerprint() -> str:
+    """code_version, and for a dirty tree a digest of its changes: equal on two machines only if
+    they run the same commit with the same uncommitted changes (what a cluster's workers must)."""
+    version = code_version()
+    if not version.endswith("+dirty"):
+        return version
+    digest = hashlib.sha256()
+    for args in (["diff", "HEAD", "--binary", "--", ".", ":(exclude)results"],
+                 ["ls-files", "--others", "--exclude-standard", "-z", "--", ".", ":(exclude)results"]):  # fmt: skip
+        digest.update(proc.run(["git", "-C", str(REPO), *args], check=False).stdout.encode())
+    return f"{version}:{digest.hexdigest()[:12]}"
 
 
 def provenance() -> dict[str, Any]:

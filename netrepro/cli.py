@@ -24,6 +24,7 @@ from ground.trials import trial_key
 from ground.units import QuantityError
 from kmod import loader
 from netrepro import doctor, params, preflight, shards, studyfile, sweep, verify
+from netrepro.cluster import Engine
 from netrepro.shards import Shard
 from netrepro.spec import Figure, path_params
 from netrepro.workloads import WORKLOADS
@@ -157,6 +158,27 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--shard", metavar="K/N", default=None, help="run only the K-th of N parts of the trials (whole path settings)"
     )
+    dask = r.add_argument_group("a cluster (Dask): one lab per worker, this process writes the CSV")
+    dask.add_argument(
+        "--hosts",
+        metavar="[USER@]VM,...",
+        default=None,
+        help="start one: Dask's SSH launcher, the scheduler on the first VM, a worker on each, as root",
+    )
+    dask.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        default=None,
+        help="use a running one, whose workers offer the resource lab=1",
+    )
+    dask.add_argument(
+        "--ssh-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="--hosts: an OpenSSH config (Port, User, IdentityFile, UserKnownHostsFile)",
+    )
+    dask.add_argument("--allow-mixed", action="store_true", help="accept workers of several kernels or backends")
 
     m = sub.add_parser("merge", parents=[common], help="join one figure's CSVs (e.g. its shards'), then draw it")
     m.add_argument("csvs", nargs="+", type=Path, metavar="CSV", help="the CSVs, each of the same figure")
@@ -380,16 +402,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     declared = studyfile.load(Path(args.figure)) if toml else [expts.find(args.figure)]
     if args.trials is not None and not 1 <= args.trials <= 1000:
         raise QuantityError("--trials", args.trials, "allowed range is 1 to 1000")
+    engine = Engine.parse(args.hosts, args.scheduler, args.ssh_config, args.allow_mixed)
     figures = [derived_figure(fig, args) for fig in declared]
     for fig in figures:
         for setting in fig.grid(args.quick):  # refuse a bad value before anything is built
             PathSpec.parse(**path_params(setting))
     for fig in figures:
-        _run_one(fig, args)
+        _run_one(fig, args, engine)
     return 0
 
 
-def _run_one(fig: Figure, args: argparse.Namespace) -> None:
+def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> None:
     opts = sweep.Options(
         out=writable_out(args.out, fig),
         trials=args.trials,
@@ -403,6 +426,7 @@ def _run_one(fig: Figure, args: argparse.Namespace) -> None:
         switch=args.switch,
         cc_impl=args.impl,
         shard=Shard.parse(args.shard) if args.shard else None,
+        engine=engine,
     )
     sweep.run_figure(fig, opts)
 

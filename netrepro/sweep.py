@@ -28,11 +28,11 @@ import platform
 import random
 import signal
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ground import figurelock, kernel, logs, results
 from ground.errors import SetupError, TrialError, UserError
@@ -48,6 +48,9 @@ from netrepro.spec import Figure, Params, Point, Rows, path_params
 from netrepro.verify import verify
 from netrepro.workloads import WORKLOADS
 from topologies.lab import Lab
+
+if TYPE_CHECKING:
+    from netrepro.cluster import Engine
 
 log = logging.getLogger("netrepro.sweep")
 
@@ -91,6 +94,12 @@ class FailureStreak:
         return "\n".join(lines)
 
 
+class RowSink(Protocol):
+    """Where run_trials puts each trial's row: the figure's TrialLog, or a cluster worker's pipe home."""
+
+    def append(self, row: dict[str, Any]) -> None: ...
+
+
 @dataclass
 class Options:
     out: Path = results.RESULTS
@@ -106,6 +115,7 @@ class Options:
     switch: str = "auto"  # ovs, bridge or auto (topologies.ovs.choose_switch)
     cc_impl: str | None = None  # kernel, lkm or bpf (kmod.loader.choose_impl); None: the loader's choice
     shard: Shard | None = None  # only this part of the trials (netrepro.shards)
+    engine: Engine | None = None  # run the trials on a Dask cluster (netrepro.cluster); None: on this machine
 
 
 @contextlib.contextmanager
@@ -146,10 +156,18 @@ def trial_outcome(exc: BaseException) -> str | None:
     return None
 
 
-def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial_log: TrialLog) -> dict[str, Any]:
+def run_trials(
+    fig: Figure,
+    todo: list[tuple[Params, int]],
+    opts: Options,
+    trial_log: RowSink,
+    claim: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
     """Run the trials on one lab; return the verification of each path used.
 
-    Raises RunAborted after FAILURES_IN_A_ROW failed trials in a row.
+    `claim(trial_key)`, where given, is asked before each trial whether it is
+    still to run (a cluster's worker: another may have run it).  Raises
+    RunAborted after FAILURES_IN_A_ROW failed trials in a row.
     """
     verifications: dict[str, Any] = {}
     streak = FailureStreak()
@@ -169,6 +187,9 @@ def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial
         session = Session(lab, ledger, work, results_dir=opts.out / fig.directory / "logs", cc_impl=opts.cc_impl)
         try:
             for params, index in todo:
+                if claim is not None and not claim(trial_key(params, index)):
+                    progress.step("ran elsewhere")
+                    continue
                 path = PathSpec.parse(**path_params(params))
                 if path != lab.path:
                     lab.reconfigure(path)
@@ -385,6 +406,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     )
     manifest_path = out_dir / f"{fig.name}.manifest.json"
     verifications: dict[str, Any] = {}
+    engine: dict[str, Any] | None = None
     for name in dict.fromkeys([fig.trials_of or fig.name, fig.name]):  # a shared CSV's owner verified it first
         verifications.update(earlier_verifications(out_dir / f"{name}.manifest.json", opts.fresh))
     # A trial with only failed rows is not missing: it failed (the manifest's failed_trials).
@@ -392,6 +414,12 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     if opts.plot_only:
         if missing:
             print(f"  --plot-only: {missing} trials missing, not run", flush=True)
+    elif todo and opts.engine is not None:
+        from netrepro import cluster  # imported here: the engine's workers run this module's run_trials
+
+        home = cluster.run_trials(opts.engine, fig, todo, opts, trial_log)
+        verifications.update(home.verifications)
+        engine = home.describe(opts.engine)
     elif todo:
         preflight.check_machine(needs)
         verifications.update(run_trials(fig, todo, opts, trial_log))
@@ -408,6 +436,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     manifest = figure_manifest(
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
     )
+    manifest["engine"] = engine
     results.write_json(
         manifest_path,
         {

@@ -1,4 +1,4 @@
-"""What run.sh leaves on the machine: Debian's own apache2 service stays off if run.sh installed it."""
+"""What run.sh leaves on the machine: a Debian service of a package run.sh installed stays off."""
 
 from pathlib import Path
 
@@ -10,16 +10,25 @@ pytestmark = pytest.mark.root
 
 # run.sh lists there the packages it installed, one a line.
 INSTALLED = REPO / ".venv" / ".netrepro-installed"
+# run.sh's SYSTEM_SERVICES: each package whose own service it turns off, and the service
+SERVICES = {"apache2": "apache2", "openvswitch-switch": "openvswitch-switch", "openssh-server": "ssh"}
 
 
 def installed_by_run_sh() -> set[str]:
     return set(INSTALLED.read_text().split()) if INSTALLED.exists() else set()
 
 
-def test_debians_apache2_service_is_not_enabled_when_run_sh_installed_apache2() -> None:
-    if "apache2" not in installed_by_run_sh():
-        pytest.skip(f"run.sh did not install apache2 here ({INSTALLED} does not list it): the user's to keep")
+@pytest.mark.parametrize("package", sorted(SERVICES))
+def test_debians_service_is_not_enabled_when_run_sh_installed_its_package(package: str) -> None:
+    if package not in installed_by_run_sh():
+        pytest.skip(f"run.sh did not install {package} here ({INSTALLED} does not list it): the user's to keep")
+    service = SERVICES[package]
     etc = Path("/etc")
-    systemd_links = sorted(str(p) for p in etc.glob("systemd/system/*.target.wants/apache2.service"))
-    sysv_starts = sorted(str(p) for p in etc.glob("rc?.d/S*apache2"))
-    assert systemd_links == [] and sysv_starts == [], "Debian's apache2 service is enabled"
+    systemd_links = sorted(str(p) for p in etc.glob(f"systemd/system/*.target.wants/{service}.service"))
+    sysv_starts = sorted(str(p) for p in etc.glob(f"rc?.d/S*{service}"))
+    assert systemd_links == [] and sysv_starts == [], f"Debian's {service} service is enabled"
+
+
+def test_the_list_above_is_run_shs() -> None:
+    text = (REPO / "run.sh").read_text()
+    assert "SYSTEM_SERVICES=(" + " ".join(f"{p}:{s}" for p, s in SERVICES.items()) + ")" in text
