@@ -21,6 +21,15 @@ after / cwnd before at the loss events, read from tcp_probe; whether the
 goodputs lie within noise (two standard errors of their difference) and the
 backoffs within 0.02.  It needs the modules: `run.sh --vm bench ports`.
 
+`cluster`: a figure (iw/fig5b, 210 trials on 7 path settings) from scratch
+on a local Dask cluster of one worker, then of two (netrepro.cluster): the
+wall time of each and the speed-up.  Both workers' labs share this
+machine's cores; beside the measured ratio stands the one a worker per VM
+would give, the model: each setting's load is its trials' own seconds plus
+an equal share of the one-worker run's time outside trials (lab set-up,
+verification), the settings dealt largest first to the least loaded
+worker; the slowest worker's load is the run's length.
+
 `soak`: `cubicplus/fig3 --quick` killed (SIGKILL, then `clean`) at N seeded
 random moments, then interrupted by SIGINT, SIGTERM and SIGHUP; per round,
 whether the machine came back as it was and the CSV stayed whole
@@ -35,6 +44,7 @@ import math
 import os
 import statistics
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +273,77 @@ def runner(out: Path | None = None) -> dict[str, Any]:
         )
     )
     return doc
+
+
+def _makespan(loads: list[float], workers: int) -> float:
+    """The longest worker's share when the settings' loads are dealt largest first to the least loaded."""
+    shares = [0.0] * workers
+    for load in sorted(loads, reverse=True):
+        shares[shares.index(min(shares))] += load
+    return max(shares)
+
+
+def cluster(figure: str = "iw/fig5b", quick: bool = False, out: Path | None = None) -> list[dict[str, Any]]:
+    import tempfile
+
+    import dask
+    from distributed import LocalCluster
+
+    import expts
+    from ground.trials import numbers, read_rows
+    from netrepro import shards, sweep
+    from netrepro.cluster import Engine
+
+    fig = expts.find(figure)
+    rows: list[dict[str, Any]] = []
+    fixed = 0.0  # per setting: the one-worker run's seconds outside trials, shared equally
+    with tempfile.TemporaryDirectory(prefix="netrepro-bench-cluster-") as scratch:
+        for workers in (1, 2):
+            with (
+                dask.config.set({"temporary-directory": scratch}),
+                LocalCluster(  # type: ignore[no-untyped-call]
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    resources={"lab": 1},
+                    dashboard_address=None,
+                    local_directory=scratch,
+                ) as local,
+            ):
+                engine = Engine(scheduler=local.scheduler_address)
+                opts = sweep.Options(out=Path(scratch) / f"workers-{workers}", quick=quick, fresh=True, engine=engine)
+                began = time.monotonic()
+                csv_path = sweep.run_figure(fig, opts)
+                wall = time.monotonic() - began
+            trials = read_rows(csv_path)
+            by_setting: dict[str, float] = {}
+            for r in trials:
+                by_setting[shards.setting(r)] = by_setting.get(shards.setting(r), 0.0) + float(r["trial_seconds"])
+            total = sum(numbers(trials, "trial_seconds"))
+            if workers == 1:
+                fixed = (wall - total) / len(by_setting)
+            loads = [load + fixed for load in by_setting.values()]
+            rows.append(
+                {
+                    "figure": fig.full_name,
+                    "quick": quick,
+                    "workers": workers,
+                    "trials": len(trials),
+                    "failed": sum(1 for r in trials if r.get("status") != "ok"),
+                    "settings": len(by_setting),
+                    "wall_seconds": round(wall, 1),
+                    "sum_of_trial_seconds": round(total, 1),
+                    "rows_per_worker": "/".join(
+                        str(n) for n in sorted(Counter(r["worker"] for r in trials).values(), reverse=True)
+                    ),
+                    # a worker per VM: trial time as measured here, spread as the settings allow
+                    "model_speed_up_a_vm_each": round(sum(loads) / _makespan(loads, workers), 2),
+                }
+            )
+            rows[-1]["speed_up"] = round(rows[0]["wall_seconds"] / wall, 2)
+            print(" ".join(f"{k}={v}" for k, v in rows[-1].items()), flush=True)
+    _write_rows(rows, "cluster", {"cpus": os.cpu_count(), "figure": fig.full_name, "quick": quick}, out)
+    return rows
 
 
 def soak(kills: int, seed: int, out: Path | None = None) -> bool:

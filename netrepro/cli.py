@@ -195,7 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
 
     b = sub.add_parser("bench", parents=[common], help="benchmarks that report numbers (not tests)")
-    b.add_argument("which", choices=["delayline", "delayline-links", "ports", "runner", "soak"])
+    b.add_argument("which", choices=["cluster", "delayline", "delayline-links", "ports", "runner", "soak"])
+    b.add_argument("--figure", default="iw/fig5b", help="cluster: the figure")
+    b.add_argument("--quick", action="store_true", help="cluster: the figure's quick grid")
     b.add_argument("--rtt", default=None, help="delayline: 20ms; ports: 100ms")
     b.add_argument("--rate", default="10mbit", help="ports: the bottleneck's rate")
     b.add_argument("--runs", type=int, default=5, help="ports: flows per implementation and path")
@@ -534,6 +536,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         bench.ports(names, runs=args.runs, seconds=args.seconds, rate=args.rate, rtt=args.rtt or "100ms", out=args.out)
     elif args.which == "delayline-links":
         bench.delayline_links(out=args.out)
+    elif args.which == "cluster":
+        expts.find(args.figure)  # a UserError naming it, before anything starts
+        bench.cluster(args.figure, quick=args.quick, out=args.out)
     elif args.which == "soak":
         if not 1 <= args.kills <= 10_000:
             raise QuantityError("--kills", args.kills, "allowed range is 1 to 10000")
