@@ -21,18 +21,57 @@ venv="$here/.venv"
 stamp="$venv/.netrepro-setup"
 installed="$venv/.netrepro-installed"
 
-# Distribution packages the lab, the workloads and the native helpers need;
+# Distribution packages the lab, the workloads and the native helpers need,
+# named alike in Debian and Ubuntu (bpftool is not: distro_packages);
 # openssh-server for the test of the cluster's SSH launcher (its own sshd, on loopback).
 packages=(
     mininet bridge-utils iproute2 iptables ethtool iputils-ping util-linux kmod
     openvswitch-switch iperf3 apache2 nghttp2-client curl openssl tcpdump
-    clang llvm bpftool libbpf-dev libnetfilter-queue-dev libmnl-dev gcc make pkg-config
+    clang llvm libbpf-dev libnetfilter-queue-dev libmnl-dev gcc make pkg-config
     python3 python3-venv python3-matplotlib openssh-server
 )
 
-# The stock-kernel lane (`run.sh --vm ...`): QEMU, Debian's own kernel and
-# its exact headers, busybox for virtme-ng's initramfs.  Installed on first use.
-vm_packages=(qemu-system-x86 linux-image-amd64 linux-headers-amd64 busybox-static)
+# The stock-kernel lane (`run.sh --vm ...`): QEMU, busybox for virtme-ng's
+# initramfs, and the distribution's own kernel with its exact headers
+# (distro_packages).  Installed on first use.
+vm_packages=(qemu-system-x86 busybox-static)
+
+# The distribution, from an os-release file: its ID and VERSION_ID, e.g. "debian 12".
+distribution() {
+    local file=${1:-/etc/os-release} id version
+    id=$(sed -n 's/^ID=//p' "$file" | tr -d "\"'")
+    version=$(sed -n 's/^VERSION_ID=//p' "$file" | tr -d "\"'")
+    echo "$id $version"
+}
+
+# The packages whose names differ by distribution, one a line, for the
+# distribution "$1" (as `distribution` says it), the running kernel's
+# release "$2", and "$3": `main` (bpftool) or `vm` (the stock kernel and
+# its headers).  Debian 12 has a bpftool package; Ubuntu 22.04 and 24.04
+# ship bpftool in linux-tools-<release> (with linux-tools-common's wrapper,
+# which runs the one of the running kernel).  Other versions of either are
+# given the same names, with a warning; other distributions are refused.
+TESTED_DISTRIBUTIONS=("debian 12" "ubuntu 22.04" "ubuntu 24.04")
+distro_packages() {
+    local distro=$1 release=$2 which=$3 tested
+    for tested in "${TESTED_DISTRIBUTIONS[@]}" ""; do
+        [[ $tested == "$distro" ]] && break
+    done
+    if [[ -z $tested ]]; then
+        echo "run.sh: netrepro is tested on Debian 12 and Ubuntu 22.04 and 24.04; this is '$distro'" >&2
+    fi
+    case "${distro%% *}/$which" in
+        debian/main) echo bpftool ;;
+        debian/vm) printf '%s\n' linux-image-amd64 linux-headers-amd64 ;;
+        ubuntu/main) printf '%s\n' linux-tools-common "linux-tools-$release" ;;
+        ubuntu/vm) printf '%s\n' linux-image-generic linux-headers-generic ;;
+        *)
+            echo "run.sh: '$distro' is neither Debian nor Ubuntu: install by hand what run.sh lists" \
+                "(packages=, vm_packages=, and bpftool) and create .venv as setup() does" >&2
+            return 1
+            ;;
+    esac
+}
 
 fingerprint() {
     cat "$here/run.sh" "$here/pyproject.toml" \
@@ -100,7 +139,10 @@ install_packages() {
 }
 
 setup() {
-    install_packages "${packages[@]}"
+    local named
+    named=$(distro_packages "$(distribution)" "$(uname -r)" main)
+    # shellcheck disable=SC2086  # one package name a word
+    install_packages "${packages[@]}" $named
     if [[ ! -x $venv/bin/python ]]; then
         /usr/bin/python3 -m venv --system-site-packages "$venv"
     fi
@@ -111,14 +153,23 @@ setup() {
 
 main() {
     if [[ $EUID -ne 0 ]]; then
-        echo "run.sh: netrepro needs root (network namespaces, qdiscs, sysctls, BPF): sudo ./run.sh ${*:-doctor}" >&2
+        # Without root: what needs no root (--help, --version, list, --dry-run, --plot-only; netrepro
+        # refuses the rest), once `sudo ./run.sh doctor` has installed what netrepro needs.
+        if [[ -f $stamp && $(cat "$stamp") == "$(fingerprint)" ]]; then
+            cd "$here"
+            exec "$venv/bin/python" -m netrepro "$@"
+        fi
+        echo "run.sh: first install what netrepro needs (apt packages, .venv): sudo ./run.sh doctor" >&2
         exit 1
     fi
     if [[ ! -f $stamp || $(cat "$stamp") != "$(fingerprint)" ]]; then
         setup
     fi
     if [[ ${1:-} == --vm || (${1:-} == doctor && " $* " == *" --vm "*) ]]; then
-        install_packages "${vm_packages[@]}"
+        local named
+        named=$(distro_packages "$(distribution)" "$(uname -r)" vm)
+        # shellcheck disable=SC2086  # one package name a word
+        install_packages "${vm_packages[@]}" $named
         [[ -x $venv/bin/vng ]] || "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$here[dev,vm]" >&2
     fi
     # Files a root run writes under results/ are handed back to the sudo caller.

@@ -23,8 +23,9 @@ from ground.results import REPO, RESULTS
 from ground.trials import trial_key
 from ground.units import QuantityError
 from kmod import loader
-from netrepro import doctor, params, preflight, shards, studyfile, sweep, verify
+from netrepro import __version__, doctor, params, preflight, shards, studyfile, sweep, verify
 from netrepro.cluster import Engine
+from netrepro.plan import Plan
 from netrepro.shards import Shard
 from netrepro.spec import Figure, path_params
 from netrepro.workloads import WORKLOADS
@@ -93,12 +94,31 @@ def parse_topology(args: argparse.Namespace) -> topology.Topology:
     )
 
 
+class _Version(argparse.Action):
+    """--version: the release and the checkout's commit (git is asked only when --version is given)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(f"netrepro {__version__} (commit {results.code_version()})")
+        parser.exit()
+
+
+# What runs without root: nothing here builds a lab or touches the kernel.
+ROOTLESS = ("list", "workloads", "merge")
+
+
+def needs_root(args: argparse.Namespace) -> bool:
+    if args.command in ROOTLESS:
+        return False
+    return not (args.command == "run" and (args.dry_run or args.plot_only))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="run.sh", description="netrepro: reproduce network papers on an emulated path"
     )
     verbose_help = "show every command run, in which host"
     parser.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
+    parser.add_argument("--version", action=_Version, nargs=0, help="netrepro's version and the commit it runs from")
     # Also after the command; SUPPRESS, so that a subcommand's default does not undo `run.sh -v <command>`.
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
@@ -147,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="start over instead of resuming; the old CSV is kept as <name>.csv.<time>.bak once the first row comes",
     )
     again.add_argument("--plot-only", action="store_true", help="redraw figure, manifest and table from the CSV")
+    again.add_argument("--dry-run", action="store_true",
+                       help="print the grid, the trial count and an estimate of the time; run nothing")  # fmt: skip
     r.add_argument(
         "--no-retry-failed",
         dest="retry_failed",
@@ -316,8 +338,15 @@ def cmd_workloads(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """Every figure: its trials and estimated time (full and quick), its stored result, its title."""
+    print(f"{'figure':<16} {'trials':>11} {'time full / quick':>19}  {'stored result':<32} title")
     for fig in expts.all_figures():
-        print(f"{fig.full_name:<16} {fig.heading}")
+        full, quick = Plan.of(fig), Plan.of(fig, quick=True)
+        stored = full.stored
+        kept = f"{stored.rows}{' quick' if stored.quick else ''} trials, {stored.commit}" if stored else "none"
+        print(f"{fig.full_name:<16} {f'{full.trials} / {quick.trials}':>11} "
+              f"{f'{full.time()} / {quick.time()}':>19}  {kept:<32} {fig.heading}")  # fmt: skip
+    print("time: estimated from the stored result (results/reference/); <=: an upper bound; ?: none stored")
     return 0
 
 
@@ -409,6 +438,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     for fig in figures:
         for setting in fig.grid(args.quick):  # refuse a bad value before anything is built
             PathSpec.parse(**path_params(setting))
+    if args.dry_run:
+        for fig in figures:
+            print("\n".join(Plan.of(fig, args.quick, trials=args.trials).describe()))
+        return 0
     for fig in figures:
         _run_one(fig, args, engine)
     return 0
@@ -553,8 +586,12 @@ def cmd_test(args: argparse.Namespace) -> int:
         [sys.executable, "-m", "ruff", "check", str(REPO)],
         [sys.executable, "-m", "ruff", "format", "--check", str(REPO)],
         [sys.executable, "-m", "mypy"],
-        [str(Path(sys.executable).with_name("lint-imports"))],  # the layers of ground/__init__.py
     ]
+    layers = Path(sys.executable).with_name("lint-imports")  # the layers of ground/__init__.py
+    if layers.exists():
+        lint.append([str(layers)])
+    else:
+        print("(no import-linter: it needs Python 3.11; the layers go unchecked)", flush=True)
     if kernel.guest_info() is not None:
         # The source is the host's, linted there; under software emulation mypy alone takes minutes.
         print("(in the stock-kernel guest: the source was linted on the host; only pytest runs)", flush=True)
@@ -631,6 +668,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         args = build_parser().parse_args([*lead, *argv])
     logs.configure(args.verbose)
+    if os.geteuid() != 0 and needs_root(args):
+        allowed = ", ".join([*ROOTLESS, "--help", "--version", "run --dry-run", "run --plot-only"])
+        print(f"run.sh {args.command}: needs root (network namespaces, qdiscs, sysctls, BPF): "
+              f"sudo ./run.sh {' '.join(argv)}; without root: {allowed}", file=sys.stderr)  # fmt: skip
+        return 1
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGHUP, _terminate)
     try:

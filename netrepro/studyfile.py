@@ -26,11 +26,15 @@ may not take the name of one of netrepro's own.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Ubuntu 22.04's Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 from ground.errors import UserError
 from ground.path import PathSpec

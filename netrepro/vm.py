@@ -69,8 +69,9 @@ def stock_kernel(boot: Path = Path("/boot"), modules: Path = Path("/lib/modules"
             found.append(StockKernel(release, image, headers.resolve()))
     if not found:
         raise VmError(
-            "no distribution kernel with its headers: install linux-image-amd64 and linux-headers-amd64 "
-            "(run.sh --vm does so on Debian and Ubuntu)"
+            "no distribution kernel with its headers: install the distribution's kernel and its headers "
+            "(Debian: linux-image-amd64 linux-headers-amd64; Ubuntu: linux-image-generic linux-headers-generic; "
+            "run.sh --vm does so)"
         )
     return max(found, key=lambda k: _version_key(k.release))
 

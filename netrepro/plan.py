@@ -1,0 +1,118 @@
+"""A figure's run before it runs: its grid, its trial count, an estimate of its time, its stored result.
+
+`run.sh list` and `run.sh FIGURE --dry-run` print these; neither needs
+root nor touches the machine.  The estimate rests on the stored reference
+result (results/reference/<study>/<figure>.manifest.json): the mean of its
+trials' own seconds per trial, plus LAB_SECONDS per path setting for the
+lab and the verification of its path (`bench runner` measured 9.9 s of
+fixed cost for iw/fig2's one setting).  A quick grid that shortens its
+trials (`quick_fixed`) is estimated at full trial length: an upper bound.
+A figure without a stored result has no estimate.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ground import results
+from netrepro import shards
+from netrepro.spec import Figure, Params, path_params
+
+LAB_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A figure's stored result, as its manifest tells it."""
+
+    manifest: Path
+    commit: str  # short, with +dirty where the tree was
+    rows: int
+    quick: bool
+    seconds_per_trial: float | None
+
+    @classmethod
+    def of(cls, fig: Figure, tree: Path = results.REFERENCE) -> Stored | None:
+        path = tree / fig.directory / f"{fig.name}.manifest.json"
+        try:
+            doc: dict[str, Any] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        git: dict[str, Any] = doc["git"] if isinstance(doc.get("git"), dict) else {}
+        commit = str(git.get("commit") or "unknown")[:12] + ("+dirty" if git.get("dirty") else "")
+        rows = int(doc.get("rows") or 0)
+        seconds = doc.get("trial_seconds_all_rows")
+        per_trial = float(seconds) / rows if rows and seconds else None
+        return cls(path, commit, rows, bool(doc.get("quick")), per_trial)
+
+
+@dataclass(frozen=True)
+class Plan:
+    fig: Figure
+    quick: bool
+    grid: list[Params]
+    trials_per_setting: int
+    stored: Stored | None
+
+    @classmethod
+    def of(
+        cls, fig: Figure, quick: bool = False, overrides: dict[str, Any] | None = None, trials: int | None = None
+    ) -> Plan:
+        return cls(fig, quick, fig.grid(quick, overrides), fig.trial_count(quick, trials), Stored.of(fig))
+
+    @property
+    def trials(self) -> int:
+        return len(self.grid) * self.trials_per_setting
+
+    @property
+    def settings(self) -> int:
+        """Distinct path settings: each a lab verified once."""
+        return len({shards.setting(p) for p in self.grid})
+
+    @property
+    def upper_bound(self) -> bool:
+        return self.quick and bool(self.fig.quick_fixed)
+
+    def seconds(self) -> float | None:
+        """The estimated wall time, or None without a stored result to rest on."""
+        if self.stored is None or self.stored.seconds_per_trial is None:
+            return None
+        return self.trials * self.stored.seconds_per_trial + self.settings * LAB_SECONDS
+
+    def time(self) -> str:
+        """The estimate as a reader wants it: `~4 min`, `<=40 s`, or `?`."""
+        seconds = self.seconds()
+        if seconds is None:
+            return "?"
+        mark = "<=" if self.upper_bound else "~"
+        if seconds < 90:
+            return f"{mark}{seconds:.0f} s"
+        if seconds < 90 * 60:
+            return f"{mark}{seconds / 60:.0f} min"
+        return f"{mark}{seconds / 3600:.1f} h"
+
+    def describe(self) -> list[str]:
+        """What --dry-run prints: the figure, the grid cell by cell, the counts, the estimate."""
+        fig = self.fig
+        lines = [f"{fig.full_name}: {fig.heading}" + (" (--quick)" if self.quick else "")]
+        series = [str(s) for s in dict.fromkeys(p.get("series", "") for p in self.grid) if s]
+        lines.append(f"  x: {fig.x}" + (f"; series: {', '.join(series)}" if series else ""))
+        for p in self.grid:
+            path = ", ".join(f"{k}={v}" for k, v in sorted(path_params(p).items()))
+            lines.append(f"    {fig.x}={p[fig.x]}  {p.get('series', '')}  [{path}]")
+        lines.append(
+            f"  {len(self.grid)} settings x {self.trials_per_setting} trials = {self.trials} trials "
+            f"on {self.settings} path settings; estimated time {self.time()}"
+        )
+        if self.stored is None:
+            lines.append("  no stored result (results/reference/) to estimate from")
+        else:
+            kind = "quick" if self.stored.quick else "full"
+            lines.append(f"  estimate from the stored {kind} result: {self.stored.rows} trials, "
+                         f"commit {self.stored.commit} ({self.stored.manifest.relative_to(results.REPO)})")  # fmt: skip
+        if self.upper_bound:
+            lines.append("  the quick grid shortens its trials: the estimate is an upper bound")
+        return lines
