@@ -143,7 +143,8 @@ setup() {
     named=$(distro_packages "$(distribution)" "$(uname -r)" main)
     # shellcheck disable=SC2086  # one package name a word
     install_packages "${packages[@]}" $named
-    if [[ ! -x $venv/bin/python ]]; then
+    # (again over one whose making was cut short: it has a python but no pip)
+    if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import pip' 2>/dev/null; then
         /usr/bin/python3 -m venv --system-site-packages "$venv"
     fi
     "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$here[dev]" >&2
