@@ -49,7 +49,7 @@ FINDING_FIG5 = (
 )
 
 
-# -- the slow-start model of STUDIES.md ------------------------------------------
+# -- the slow-start model: (1 + R) RTT + bytes / rate (README, study iw) ---------
 
 
 def segments(object_bytes: int = OBJECT_BYTES) -> int:
@@ -82,7 +82,7 @@ def annotate_fig2(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
     rtt = parse_duration(str(fig.fixed["rtt"])).ms
     rate = parse_rate(str(fig.fixed["rate"])).bps
     ws = list(fig.levels)
-    ax.plot(ws, [model_ms(w, rtt, rate) for w in ws], "k--", lw=1, label="slow-start model (STUDIES.md)")
+    ax.plot(ws, [model_ms(w, rtt, rate) for w in ws], "k--", lw=1, label="slow-start model: (1 + R) RTT + bytes / rate")
     ref = reference_fig2()
     inset = ax.inset_axes((0.56, 0.3, 0.4, 0.3))
     inset.plot([x for x, _ in ref], [y for _, y in ref], "s-", color="gray", ms=3)
