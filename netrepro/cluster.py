@@ -4,7 +4,7 @@
 (the scheduler on the first VM, one worker on each, as root, one lab slot
 each); `--scheduler tcp://HOST:PORT` uses a running cluster, whose workers
 offer the resource `lab=1` (`dask worker --resources lab=1 --nthreads 1`,
-under Slurm through dask-jobqueue, on EC2 through dask-cloudprovider).
+started by hand, or under Slurm or PBS through dask-jobqueue).
 
 The coordinator (this process) submits one task per path setting, largest
 first (netrepro.worker.run_setting: the lab once, verified, then the
@@ -45,6 +45,7 @@ log = logging.getLogger("netrepro.cluster")
 
 CONNECT_SECONDS = 60  # the scheduler, and a first worker with a lab slot
 POLL_SECONDS = 0.2
+SCHEDULER_PORT = 8786  # --hosts: Dask's default
 UNWIND_SECONDS = 120  # a stopped worker's lab: its trial's tools ended, its namespaces and links gone
 HOST = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+|(?:[A-Za-z0-9._-]+@)?\[[0-9A-Fa-f:.]+\]")
 SCHEDULER = re.compile(r"(tcp|tls)://[^\s/]+:\d+")
@@ -57,7 +58,6 @@ class Engine:
     hosts: tuple[str, ...] = ()
     scheduler: str | None = None
     ssh_config: Path | None = None  # an OpenSSH config for the launcher (ports, keys, known hosts)
-    remote_python: str | None = None  # the workers' python; by default this checkout's .venv, same path
     allow_mixed: bool = False
 
     @classmethod
@@ -77,7 +77,8 @@ class Engine:
             if bad or not names:
                 raise UserError(f"--hosts {hosts}: {', '.join(map(repr, bad)) or 'empty'} is not a host; "
                                 "write [user@]host,[user@]host,... (ports and keys: --ssh-config)")  # fmt: skip
-            if len(set(names)) != len(names):
+            machines = [h.rsplit("@", 1)[-1] for h in names]
+            if len(set(machines)) != len(machines):
                 raise UserError(f"--hosts {hosts}: a host named twice; one worker (one lab) per VM")
             if ssh_config is not None and not ssh_config.is_file():
                 raise UserError(f"--ssh-config {ssh_config}: no such file")
@@ -114,17 +115,18 @@ def connect(engine: Engine) -> Iterator[Any]:
             options["username"] = parts[0]
         if engine.ssh_config is not None:
             options["config"] = [str(engine.ssh_config)]
-    python = engine.remote_python or str(REPO / ".venv" / "bin" / "python")
-    # Dask's launcher runs `{remote_python} -m ...` through the remote shell: quoted here, and with its
-    # scratch files in the checkout's .venv, not in the VM's /tmp
-    scratch = shlex.quote(str(REPO / ".venv" / "dask"))
-    remote_python = f"env DASK_TEMPORARY_DIRECTORY={scratch} {shlex.quote(python)}"
+    # The workers run the python of a checkout at this one's path.  Dask's launcher runs
+    # `{remote_python} -m ...` through the remote shell: quoted here, and with Dask's scratch files
+    # in that checkout's .venv, not in the VM's /tmp.
+    python = shlex.quote(str(REPO / ".venv" / "bin" / "python"))
+    remote_python = f"env DASK_TEMPORARY_DIRECTORY={shlex.quote(str(REPO / '.venv' / 'dask'))} {python}"
     try:
         cluster = SSHCluster(
             [names[0], *names],  # Dask's convention: the first host runs the scheduler
             connect_options=connect_options,
             worker_options={"nthreads": 1, "resources": {"lab": 1}},
-            scheduler_options={"port": 0, "dashboard_address": None},
+            # Dask's own port: the one to open between the VMs (and to the coordinator)
+            scheduler_options={"port": SCHEDULER_PORT, "dashboard_address": None},
             remote_python=remote_python,
         )
     except Exception as e:  # asyncssh's and Dask's own errors: a host that cannot be reached or started

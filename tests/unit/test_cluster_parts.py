@@ -30,8 +30,9 @@ FIG = expts.find("iw/fig2")
         ("vm1,,vm2", None, None, "'' is not a host"),
         ("vm1,vm 2", None, None, "'vm 2' is not a host"),
         ("vm1;reboot", None, None, "'vm1;reboot' is not a host"),
-        ("vm1,root@vm1", None, None, None),  # two users of one VM: two names, allowed
+        ("vm1,root@vm1", None, None, "a host named twice"),  # one VM, one lab, whoever logs in
         ("vm1,vm1", None, None, "a host named twice"),
+        ("root@vm1,root@vm2", None, None, None),
         ("vm1", None, Path("/no/such/config"), "--ssh-config /no/such/config: no such file"),
         (None, None, Path("/etc/hostname"), "--ssh-config is for --hosts"),
     ],
