@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,11 +163,16 @@ def _messages(protocol: int, child: subprocess.Popen[str], stop: Any) -> Iterato
     Read unbuffered: a buffered reader may hold a second line that select() then never reports.
     """
     pending = b""
+    asked, stopping = time.monotonic(), False
     while True:
         ready, _, _ = select.select([protocol], [], [], STOP_POLL_SECONDS)
-        if not ready:
+        # at most once a second (a call to the scheduler), and one SIGTERM: a second would cut its unwinding short
+        if not stopping and time.monotonic() - asked >= STOP_POLL_SECONDS:
+            asked = time.monotonic()
             if stop.is_set() and child.poll() is None:
                 child.send_signal(signal.SIGTERM)  # it unwinds its lab, then closes the protocol
+                stopping = True
+        if not ready:
             continue
         chunk = os.read(protocol, 1 << 16)
         if not chunk:
