@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from ground.path import PathSpec
-from ground.results import replace_file
 from kmod import loader
 from netrepro import plot
 from netrepro.spec import Figure, Point, Rows, Series
@@ -330,9 +329,6 @@ def draw_windows(
     import matplotlib
 
     matplotlib.use("Agg")
-    import io
-    import textwrap
-
     import matplotlib.pyplot as plt
 
     scenarios = _scenarios(rows) or [s.label for s in SCENARIOS]
@@ -356,13 +352,10 @@ def draw_windows(
     axes[-1, 0].set_xlabel("time (s)")
     figure.suptitle(f"{fig.full_name}: {fig.heading}" + ("  [quick]" if quick else ""), fontsize=10)
     notes = judge_fig4(rows) + physics_notes(rows)
-    text = "\n".join(textwrap.fill(t, 130) for t in ["tcp_probe, every ACK; shown every 0.5 s", *notes])
-    figure.text(0.01, 0.005, text, fontsize=7, va="bottom", ha="left")
-    figure.tight_layout(rect=(0, 0.02 + 0.018 * (text.count("\n") + 1), 1, 0.97))
-    image = io.BytesIO()
-    figure.savefig(image, format="png", dpi=110)
-    plt.close(figure)
-    replace_file(png, image.getvalue())
+    caption = "tcp_probe, every ACK; shown every 0.5 s; the first trial of each algorithm and scenario"
+    figure.text(0.01, 0.005, caption, fontsize=8, va="bottom", ha="left")
+    figure.tight_layout(rect=(0, 0.03, 1, 0.97))
+    plot.save(figure, png, [f"{fig.full_name}: {fig.heading}", caption, *notes])
     return notes
 
 

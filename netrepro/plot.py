@@ -4,11 +4,17 @@ The default summary of a level is the median of its successful trials with
 the interquartile range as spread, and the number of trials it rests on
 (and how many failed or timed out).  A figure spec may summarise otherwise
 (e.g. an improvement between two series) and may annotate the plot with a
-model or the source's numbers; its notes are printed under the plot.  The
-project's reference reproduction, where given, is drawn beside the run's
-own points (dashed, in each series' colour) and is a column of the table.
-`draw_series` draws quantities over time instead (cwnd, throughput in bins),
-one line per flow.
+model or the source's numbers.  The project's reference reproduction, where
+given, is drawn beside the run's own points (dashed, hollow, in each series'
+colour) and is a column of the table.  `draw_series` draws quantities over
+time instead (cwnd, throughput in bins), one line per flow.
+
+Figures are made to be printed (`save`): a PNG at PRINT_DPI and an SVG
+beside it; every series has its own marker and line style (equal series
+stay visible), the legend sits outside the axes, and the figure's notes
+(its findings, the source's numbers) go to `<figure>.caption.txt` beside
+it, not into the image, which keeps only the line a reader needs to read
+it (the spread shown, the trials per point).
 """
 
 from __future__ import annotations
@@ -86,6 +92,33 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 DASHES = ("-", "--", ":", "-.")
 
 
+PRINT_DPI = 300
+# Line styles of the series of a figure; "--" is the reference reproduction's.
+SERIES_DASHES: tuple[Any, ...] = ("-", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 2)))
+
+
+def save(figure: Any, png: Path, caption: Sequence[str] = ()) -> list[Path]:
+    """The figure as `png` (PRINT_DPI) and the SVG beside it, and `caption` as <stem>.caption.txt; closed.
+
+    Returns the files written (each replaced whole, never through a link)."""
+    import matplotlib.pyplot as plt
+
+    written = []
+    try:
+        for path, kind in ((png, "png"), (png.with_suffix(".svg"), "svg")):
+            data = io.BytesIO()
+            figure.savefig(data, format=kind, dpi=PRINT_DPI, bbox_inches="tight")
+            replace_file(path, data.getvalue())
+            written.append(path)
+    finally:
+        plt.close(figure)
+    if caption:
+        path = png.with_name(f"{png.stem}.caption.txt")
+        replace_file(path, ("\n\n".join(caption) + "\n").encode())
+        written.append(path)
+    return written
+
+
 def line_styles(n: int) -> list[dict[str, Any]]:
     """n styles no two alike: the colour cycle's ten colours, then the same with another dash and marker."""
     return [
@@ -149,8 +182,13 @@ def draw(
         xs = [place(p) for p in pts]
         ys = [p.y for p in pts]
         err = [[p.y - p.low for p in pts], [p.high - p.y for p in pts]]
-        # between names a line means nothing: markers only, one shape per series
-        style = {"linestyle": "none", "marker": MARKERS[i % len(MARKERS)]} if names else {"marker": "o"}
+        # one marker and one line style per series, every other one hollow: equal series stay visible;
+        # between names a line means nothing: markers only
+        style: dict[str, Any] = {
+            "marker": MARKERS[i % len(MARKERS)],
+            "linestyle": "none" if names else SERIES_DASHES[i % len(SERIES_DASHES)],
+            **({"markerfacecolor": "none"} if i % 2 else {}),
+        }
         drawn = ax.errorbar(xs, ys, yerr=err, capsize=3, label=label or "measured", **style)
         colours[label] = drawn.lines[0].get_color()
         for p, x in zip(pts, xs, strict=True):
@@ -172,11 +210,13 @@ def draw(
         )
     notes = fig.annotate(fig, points, rows, ax) if fig.annotate is not None else []
     if ax.get_legend() is None:  # an annotation may have placed it already
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     if names:
         ax.set_xticks(list(positions.values()), list(positions), rotation=30, ha="right")
     elif fig.x_log:
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     if fig.y_log:
         ax.set_yscale("log")
         # plain numbers (0.8, 2, 10), not powers of ten, and no labels between the decades
@@ -191,14 +231,10 @@ def draw(
     caption = f"{fig.spread}; n per point: {', '.join(map(str, counts))}"
     if reference:
         caption += f"; dashed, hollow: the project's reference reproduction (results/reference/{fig.study})"
-    text = "\n".join(textwrap.fill(t, 130) for t in [caption, *notes])
-    figure.text(0.01, 0.01, text, fontsize=7, va="bottom", ha="left")
-    lines = text.count("\n") + 1
-    figure.subplots_adjust(bottom=0.12 + 0.022 * lines)
-    image = io.BytesIO()
-    figure.savefig(image, format="png", dpi=110)
-    plt.close(figure)
-    replace_file(png, image.getvalue())
+    text = textwrap.fill(caption, 120)
+    figure.text(0.01, 0.01, text, fontsize=8, va="bottom", ha="left")
+    figure.subplots_adjust(bottom=0.12 + 0.025 * (text.count("\n") + 1))
+    save(figure, png, [title, caption, *notes])
     return notes
 
 
@@ -227,7 +263,7 @@ def series_figure(
     for i, (label, points) in enumerate(series.items()):
         xs, ys = zip(*sorted(points), strict=True)
         ax.plot(xs, ys, linestyle=styles[i // 10 % len(styles)], linewidth=1.2, label=label)
-    ax.legend(fontsize=8, ncol=1 + (len(series) - 1) // 12)
+    ax.legend(fontsize=8, ncol=1 + (len(series) - 1) // 12, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)
@@ -248,15 +284,8 @@ def draw_series(
     notes: Sequence[str] = (),
 ) -> None:
     """One line per series (a flow's (time, value) points, e.g. cwnd or throughput in bins); write the PNG."""
-    figure = series_figure(title, series, ylabel, xlabel, notes)
-    import matplotlib.pyplot as plt
-
-    image = io.BytesIO()
-    try:
-        figure.savefig(image, format="png", dpi=110)
-    finally:
-        plt.close(figure)
-    replace_file(png, image.getvalue())
+    figure = series_figure(title, series, ylabel, xlabel)
+    save(figure, png, [title, *notes])
 
 
 def _by_series(points: list[Point]) -> dict[str, list[Point]]:

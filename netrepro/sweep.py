@@ -431,7 +431,9 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     png = out_dir / f"{fig.name}.png"
     draw = fig.drawing or plot.draw
     notes = draw(fig, points, rows, png, quick=opts.quick, reference=reference.points if reference else None)
-    results.hand_back(png, opts.out)
+    for drawn in (png, png.with_suffix(".svg"), png.with_name(f"{png.stem}.caption.txt")):
+        if drawn.exists():
+            results.hand_back(drawn, opts.out)
     failed_attempts = sum(1 for r in attempts if r.get("status") != "ok")
     manifest = figure_manifest(
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
@@ -452,7 +454,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         print(f"reference: {reference.describe()}")
     for note in notes:
         print(f"note: {note}")
-    print(f"wrote {csv_path}, {png.name}, {fig.name}.manifest.json")
+    print(f"wrote {csv_path}, {png.name} (and .svg, .caption.txt), {fig.name}.manifest.json")
     log.debug("%s: wrote %s, %s, %s", fig.full_name, csv_path, png, manifest_path)
 
 

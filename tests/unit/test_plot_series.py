@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro.plot import draw_series, series_figure
+from netrepro.plot import PRINT_DPI, draw_series, series_figure
 
 CWND = {
     "10.0.0.2:5201>10.0.0.1:40000": [(0.0, 10.0), (0.1, 20.0), (0.2, 40.0)],
@@ -21,11 +21,15 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_it_writes_a_png_of_the_figures_size(tmp_path: Path) -> None:
+def test_it_writes_a_print_png_an_svg_and_the_caption_beside(tmp_path: Path) -> None:
     png = tmp_path / "cwnd.png"
     draw_series(png, "cwnd of three flows", CWND, "cwnd (segments)", notes=["tcp_probe, every sample"])
-    assert png_size(png) == (880, 572)  # 8 x 5.2 in at 110 dpi, as plot.draw
-    assert [p.name for p in tmp_path.iterdir()] == ["cwnd.png"]
+    width, height = png_size(png)
+    assert width >= 8 * PRINT_DPI * 0.9 and height >= 5.2 * PRINT_DPI * 0.9  # 8 x 5.2 in (the legend beside)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cwnd.caption.txt", "cwnd.png", "cwnd.svg"]
+    svg = (tmp_path / "cwnd.svg").read_text()
+    assert svg.startswith("<?xml") and "<svg" in svg
+    assert (tmp_path / "cwnd.caption.txt").read_text() == "cwnd of three flows\n\ntcp_probe, every sample\n"
 
 
 def test_one_legend_entry_and_one_line_per_flow() -> None:
@@ -76,3 +80,39 @@ def test_what_it_cannot_draw_is_refused_and_nothing_written(
     with pytest.raises(ValueError, match=match):
         draw_series(png, "fig", series, "y")
     assert not png.exists()
+
+
+def test_a_figure_is_drawn_to_print_with_its_notes_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """plot.draw of a stored figure (cubicplus/fig3, whose CUBIC+ series lie on each other): every series
+    its own marker and line style, the legend outside the axes, the notes in the caption file only."""
+    import expts
+    from ground.results import REFERENCE
+    from ground.trials import latest_rows, read_rows
+    from netrepro import plot
+
+    fig = expts.find("cubicplus/fig3")
+    rows = latest_rows(read_rows(REFERENCE / fig.study / fig.csv_name))
+    seen: dict[str, object] = {}
+    save = plot.save
+
+    def looked_at(figure: object, png: Path, caption: list[str]) -> list[Path]:
+        ax = figure.axes[0]  # type: ignore[attr-defined]
+        handles, labels = ax.get_legend_handles_labels()  # an errorbar's data line is its container's first
+        ours = {s.label for s in fig.series}
+        lines = [h.lines[0] for h, label in zip(handles, labels, strict=True) if label in ours]
+        seen["styles"] = {(line.get_marker(), str(line.get_linestyle()), line.get_markerfacecolor()) for line in lines}
+        seen["lines"] = len(lines)
+        legend = ax.get_legend()
+        seen["legend_outside"] = legend.get_bbox_to_anchor().x0 > ax.get_window_extent().x1
+        seen["texts"] = [t.get_text() for t in figure.texts]  # type: ignore[attr-defined]
+        return save(figure, png, caption)
+
+    monkeypatch.setattr(plot, "save", looked_at)
+    png = tmp_path / "fig3.png"
+    notes = plot.draw(fig, plot.summarize(fig, rows), rows, png)
+    assert seen["lines"] == len(fig.series) and len(seen["styles"]) == len(fig.series)  # type: ignore[arg-type]
+    assert seen["legend_outside"]
+    assert notes and not any(note in text for note in notes for text in seen["texts"])  # type: ignore[attr-defined]
+    caption = (tmp_path / "fig3.caption.txt").read_text()
+    assert all(note in caption for note in notes)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig3.caption.txt", "fig3.png", "fig3.svg"]
