@@ -188,6 +188,8 @@ def summarize_fig5(fig: Figure, rows: Rows) -> list[Point]:
 
 
 def annotate_fig5(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    from matplotlib.ticker import FuncFormatter  # here: matplotlib loads only to draw
+
     twin = ax.twinx()
     notes = []
     for target in ("IW 10", "IW 26"):
@@ -201,12 +203,33 @@ def annotate_fig5(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
             twin.plot([x for x, _ in pairs], [y for _, y in pairs], ":", marker="x", label=f"IW 3 -> {target[3:]} (ms)")
             notes.append(f"IW 3 -> {target[3:]}, absolute (ms): " + ", ".join(f"{x:g}: {y:.0f}" for x, y in pairs))
     twin.set_ylabel("improvement (ms), dotted")
-    twin.legend(fontsize=7, loc="center right")
-    ax.legend(fontsize=7, loc="upper left")
+    align_zeros(ax, twin)
+    # both legends beside the axes, past the right axis's labels, never over the data
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.17, 1.0), borderaxespad=0.0)
+    twin.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.17, 0.6), borderaxespad=0.0)
+    if fig.x == "rate":  # the bandwidth-delay product of each rate at the figure's RTT, on the top axis
+        rtt_s = parse_duration(str(fig.fixed["rtt"])).ms / 1e3
+        top = ax.secondary_xaxis("top", functions=(lambda mbps: mbps * 1e6 * rtt_s / 8, lambda b: b * 8 / rtt_s / 1e6))
+        top.set_xlabel(f"bandwidth-delay product at RTT {rtt_s * 1e3:g} ms (bytes)")
+        top.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     best = max((p for p in points if p.series.endswith("26")), key=lambda p: p.y, default=None)
     if best is not None:
         notes.append(f"largest IW 3 -> 26 gain: {best.y:.0f} % at {fig.x} = {best.x} (seed 001: up to about 40 %)")
     return notes
+
+
+def align_zeros(ax: Any, twin: Any) -> None:
+    """Both y axes with 0 at the same height (each range stretched to take in 0), so that a bar at zero
+    on one is at zero on the other."""
+    (lo1, hi1), (lo2, hi2) = ax.get_ylim(), twin.get_ylim()
+    lo1, hi1, lo2, hi2 = min(lo1, 0.0), max(hi1, 0.0), min(lo2, 0.0), max(hi2, 0.0)
+    if hi1 <= lo1 or hi2 <= lo2:
+        return
+    below = max(-lo1 / (hi1 - lo1), -lo2 / (hi2 - lo2))  # the share of each axis below zero
+    if below >= 1.0:
+        return
+    ax.set_ylim(-below / (1 - below) * hi1 if hi1 > 0 else lo1, hi1)
+    twin.set_ylim(-below / (1 - below) * hi2 if hi2 > 0 else lo2, hi2)
 
 
 def _fig5(
@@ -260,7 +283,7 @@ FIG5C = _fig5(
     ("8kbit", "40kbit", "80kbit", "400kbit", "800kbit"),
     ("80kbit", "800kbit"),
     rtt="1000ms",
-    x_label="bottleneck rate (Mbit/s) at RTT 1000 ms; BDP = rate x 1 s / 8 = 1,000 to 100,000 bytes",
+    x_label="bottleneck rate (Mbit/s) at RTT 1000 ms",
     x_log=True,
     quick_note="quick mode runs 80 and 800 kbit/s only: at 8 kbit/s one 37 KB download takes about 40 s",
 )
