@@ -20,7 +20,7 @@ from ground.cwnd import slow_start_rounds
 from ground.path import MSS
 from ground.trials import numbers
 from ground.units import parse_duration, parse_rate
-from netrepro.plot import numeric, quartiles
+from netrepro.plot import legend_beside, numeric, quartiles
 from netrepro.spec import Figure, Params, Point, Rows, Series
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "dukkipati2010.csv"
@@ -205,7 +205,7 @@ def annotate_fig5(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
     twin.set_ylabel("improvement (ms), dotted")
     align_zeros(ax, twin)
     # both legends beside the axes, past the right axis's labels, never over the data
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.17, 1.0), borderaxespad=0.0)
+    legend_beside(ax, x=1.17)
     twin.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.17, 0.6), borderaxespad=0.0)
     if fig.x == "rate":  # the bandwidth-delay product of each rate at the figure's RTT, on the top axis
         rtt_s = parse_duration(str(fig.fixed["rtt"])).ms / 1e3

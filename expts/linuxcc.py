@@ -318,7 +318,7 @@ def annotate_whole(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> lis
         if xs:
             ax.plot(xs, ys, "D", markerfacecolor="none", color="0.4", markersize=5)
     ax.plot([], [], "D", markerfacecolor="none", color="0.4", label="Mathis' model, 1.22 MSS / (RTT sqrt(p))")
-    ax.legend(fontsize=7)
+    plot.legend_beside(ax)
     return judge_whole(rows) + physics_notes(rows)
 
 
@@ -348,7 +348,7 @@ def draw_windows(
     for ax in axes[:, 0]:
         for line in ax.get_lines():
             drawn.setdefault(str(line.get_label()), line)
-    axes[0, 0].legend(list(drawn.values()), list(drawn), fontsize=7, ncol=5, loc="lower right")
+    plot.legend_beside(axes[0, 0], list(drawn.values()), list(drawn))
     axes[-1, 0].set_xlabel("time (s)")
     figure.suptitle(f"{fig.full_name}: {fig.heading}" + ("  [quick]" if quick else ""), fontsize=10)
     notes = judge_fig4(rows) + physics_notes(rows)

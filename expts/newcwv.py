@@ -39,6 +39,7 @@ from typing import Any
 
 from ground.path import MSS
 from ground.units import parse_duration, parse_rate
+from netrepro import plot
 from netrepro.spec import Figure, Params, Point, Rows, Series
 from servers.burst_trace import burst_rounds, gain_pct
 from topologies.topology import Topology
@@ -250,7 +251,7 @@ def annotate_fig7(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
         notes.append(f"largest difference between a cell's measured and modelled gain: {worst:.1f} points")
     notes += _kept_share(points, kbs)
     notes += verdict_fig7(points, kbs)
-    ax.legend(fontsize=6, ncol=2)
+    plot.legend_beside(ax)
     return notes
 
 
@@ -292,7 +293,7 @@ def verdict_fig7(points: list[Point], kbs: list[int]) -> list[str]:
 def annotate_fig8(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
     kbs = [int(k) for k in fig.levels]
     got = {kb: m for kb in kbs if (m := _mean_over_idles(points, NEWCWV.label, kb)) is not None}
-    ax.legend(fontsize=6, ncol=2)
+    plot.legend_beside(ax)
     if len(got) < 2:
         return []
     small, large = got[min(got)], got[max(got)]
@@ -351,7 +352,7 @@ def annotate_table(name: str, arm: str):  # type: ignore[no-untyped-def]
 
     def annotate(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
         seed = seed_table(name)
-        colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
+        colours = plot.series_colours(ax)
         idles = sorted({idle for _, idle in seed})
         for idle in idles:
             label = f"{arm}, {idle_label(idle)}"
@@ -382,7 +383,7 @@ def annotate_table(name: str, arm: str):  # type: ignore[no-untyped-def]
         pacers = sorted({r.get("pacer_used", "") for r in rows if r.get("series") == PACED.label} - {""})
         if pacers:
             notes.append(f"paced by: {', '.join(pacers)}" + _spread_note(rows))
-        ax.legend(fontsize=6, ncol=2)
+        plot.legend_beside(ax)
         return notes
 
     return annotate

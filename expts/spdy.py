@@ -13,7 +13,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from netrepro.plot import point_at
+from netrepro.plot import legend_beside, point_at
 from netrepro.spec import Figure, Point, Rows, Series
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "spdy_beta_table.csv"
@@ -77,7 +77,7 @@ def annotate_betatable(fig: Figure, points: list[Point], rows: Rows, ax: Any) ->
         if p is None or int(p.y) != r["beta_effective"] or backoff is None or int(backoff) != r["backoff_pct"]:
             mismatches.append(f"n={r['n']} beta={r['beta']}: ours {p.y if p else None}/{backoff}, "
                               f"seed 003 {r['beta_effective']}/{r['backoff_pct']}")  # fmt: skip
-    ax.legend(fontsize=7)
+    legend_beside(ax)
     if mismatches:
         notes.append("DIFFERS from seed 003's table: " + "; ".join(mismatches))
     else:

@@ -119,6 +119,19 @@ def save(figure: Any, png: Path, caption: Sequence[str] = ()) -> list[Path]:
     return written
 
 
+def series_colours(ax: Any) -> dict[str, Any]:
+    """Each labelled series' colour: an errorbar's label is its container's, its colour its data line's."""
+    handles, labels = ax.get_legend_handles_labels()
+    lines = [h.lines[0] if hasattr(h, "lines") else h for h in handles]
+    return {label: line.get_color() for line, label in zip(lines, labels, strict=True)}
+
+
+def legend_beside(ax: Any, *args: Any, x: float = 1.01, **kw: Any) -> Any:
+    """The axes' legend beside them, right of the plot (past a right axis at x > 1.1): never over the data."""
+    kw.setdefault("fontsize", 7)
+    return ax.legend(*args, loc="upper left", bbox_to_anchor=(x, 1.0), borderaxespad=0.0, **kw)
+
+
 def line_styles(n: int) -> list[dict[str, Any]]:
     """n styles no two alike: the colour cycle's ten colours, then the same with another dash and marker."""
     return [
@@ -210,7 +223,7 @@ def draw(
         )
     notes = fig.annotate(fig, points, rows, ax) if fig.annotate is not None else []
     if ax.get_legend() is None:  # an annotation may have placed it already
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        legend_beside(ax, fontsize=8)
     if names:
         ax.set_xticks(list(positions.values()), list(positions), rotation=30, ha="right")
     elif fig.x_log:
@@ -263,7 +276,7 @@ def series_figure(
     for i, (label, points) in enumerate(series.items()):
         xs, ys = zip(*sorted(points), strict=True)
         ax.plot(xs, ys, linestyle=styles[i // 10 % len(styles)], linewidth=1.2, label=label)
-    ax.legend(fontsize=8, ncol=1 + (len(series) - 1) // 12, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    legend_beside(ax, fontsize=8, ncol=1 + (len(series) - 1) // 12)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)
