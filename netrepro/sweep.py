@@ -17,6 +17,9 @@ numbers where the figure is the one declared.  Every log record of the run
 (each command with its namespace) also goes to
 results/<study>/logs/<figure>-<time>.log, which the manifest names.  A
 derived figure (other parameters than declared) has a directory of its own.
+With `Options.engine` the trials run on a Dask cluster's workers instead
+(netrepro.cluster), each worker running this module's `run_trials` on its
+own lab, and this process writing every row.
 """
 
 from __future__ import annotations
