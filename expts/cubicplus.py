@@ -17,7 +17,7 @@ from ground.cwnd import slow_start_rounds
 from ground.path import MSS
 from ground.units import parse_duration, parse_rate
 from netrepro.plot import numeric, point_at
-from netrepro.spec import Figure, Params, Point, Rows, Series
+from netrepro.spec import Check, Figure, Params, Point, Rows, Series, judged
 
 DEFAULTS: dict[str, Any] = {"rtt": "20ms", "rate": "100mbit", "loss": "0%", "initcwnd": 10}
 DEVIATIONS = (
@@ -64,7 +64,7 @@ def _high_loss(level: Any) -> bool:
     return numeric(level) >= HIGH_LOSS_PCT
 
 
-def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+def _loss(fig: Figure, points: list[Point], rows: Rows) -> tuple[list[str], list[Check]]:
     """Seed 000: CUBIC+ beats CUBIC as loss grows, most for large objects, little for small ones.
 
     Compared on the means (the issue's measure), with standard errors: a
@@ -91,23 +91,20 @@ def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
             wins.append(better and separated)
             gains.append(gain)
     if not wins:
-        return notes
+        return notes, []
     if fig.fixed["page"] in ("small", "tiny"):
         little = all(abs(g) < 0.2 for g in gains)
-        notes.append(
-            f"seed 000: CUBIC+ gains little over CUBIC for small objects; ours at {HIGH_LOSS_PCT} % and above: "
-            + ", ".join(f"{g * 100:+.0f} %" for g in gains)
-            + f": {_verdict(little)} (taking 'little' as under 20 %)"
-        )
-    else:
-        notes.append(
-            f"seed 000: CUBIC+ does better than CUBIC as loss grows; ours at {HIGH_LOSS_PCT} % and above: "
-            f"better, beyond noise, at {sum(wins)} of {len(wins)} levels: {_verdict(all(wins))}"
-        )
-    return notes
+        ours = ", ".join(f"{g * 100:+.0f} %" for g in gains)
+        note = (f"seed 000: CUBIC+ gains little over CUBIC for small objects; ours at {HIGH_LOSS_PCT} % and above: "
+                f"{ours}: {_verdict(little)} (taking 'little' as under 20 %)")  # fmt: skip
+        return notes, [Check("CUBIC+ gains little over CUBIC for small objects", little, ours, note)]
+    ours = f"better, beyond noise, at {sum(wins)} of {len(wins)} levels at {HIGH_LOSS_PCT} % loss and above"
+    note = (f"seed 000: CUBIC+ does better than CUBIC as loss grows; ours at {HIGH_LOSS_PCT} % and above: "
+            f"better, beyond noise, at {sum(wins)} of {len(wins)} levels: {_verdict(all(wins))}")  # fmt: skip
+    return notes, [Check("CUBIC+ does better than CUBIC as loss grows", all(wins), ours, note)]
 
 
-def annotate_rtt(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+def _rtt(fig: Figure, points: list[Point], rows: Rows) -> tuple[list[str], list[Check]]:
     """Seed 000: under delay the variants are close for small and medium pages; CUBIC is better for large.
 
     "Close" is taken as means within 10 % of each other; "better" as a
@@ -132,16 +129,16 @@ def annotate_rtt(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[
             + f"; within {spread * 100:.0f} % of each other"
         )
     if fig.fixed["page"] == "large" and cubic_best:
-        notes.append(
-            f"seed 000: default CUBIC beats both CUBIC+ variants under delay for large pages; ours: CUBIC better, "
-            f"beyond noise, at {sum(cubic_best)} of {len(cubic_best)} added delays: {_verdict(all(cubic_best))}"
-        )
-    elif close:
-        notes.append(
-            f"seed 000: the variants are close under delay for small and medium pages; ours: within 10 % at "
-            f"{sum(close)} of {len(close)} RTTs: {_verdict(all(close))}"
-        )
-    return notes
+        ours = f"CUBIC better, beyond noise, at {sum(cubic_best)} of {len(cubic_best)} added delays"
+        claim = "default CUBIC beats both CUBIC+ variants under delay for large pages"
+        return notes, [
+            Check(claim, all(cubic_best), ours, f"seed 000: {claim}; ours: {ours}: {_verdict(all(cubic_best))}")
+        ]
+    if close:
+        ours = f"within 10 % at {sum(close)} of {len(close)} RTTs"
+        claim = "the variants are close under delay for small and medium pages"
+        return notes, [Check(claim, all(close), ours, f"seed 000: {claim}; ours: {ours}: {_verdict(all(close))}")]
+    return notes, []
 
 
 def page_rounds(page_bytes: int, initcwnd: int) -> int:
@@ -157,7 +154,7 @@ def page_load_band(page_bytes: int, initcwnd: int, fig: Figure) -> tuple[float, 
     return max(rounds_ms, wire_ms), rounds_ms + wire_ms
 
 
-def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+def _iw(fig: Figure, points: list[Point], rows: Rows) -> tuple[list[str], list[Check]]:
     """Seed 000: the initial window barely matters, and the three variants perform the same at each.
 
     Judged apart: the variants agree when their means are within 5 % at
@@ -181,22 +178,22 @@ def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[s
                 f"IW {level}: CUBIC loads the page in {statistics.median(plt):.0f} ms; slow start needs "
                 f"{page_rounds(page_bytes, int(level))} round trips, so the model says {low:.0f}..{high:.0f} ms"
             )
+    checks = []
     if same:
-        notes.append(
-            f"seed 000: all three variants perform the same at each window; ours: within 5 % at {sum(same)} of "
-            f"{len(same)} windows: {_verdict(all(same))}"
-        )
+        ours = f"within 5 % at {sum(same)} of {len(same)} windows"
+        claim = "all three variants perform the same at each window"
+        checks.append(Check(claim, all(same), ours, f"seed 000: {claim}; ours: {ours}: {_verdict(all(same))}"))
     ys = [p.y for lv in fig.levels if (p := point_at(points, CUBIC.label, str(lv)))]
     if len(ys) >= 2:
         change = (max(ys) - min(ys)) / max(ys)
-        notes.append(
-            f"seed 000: the window barely matters; ours: CUBIC's throughput varies by {change * 100:.0f} % across "
-            f"windows: {_verdict(change < 0.2)} (taking 'barely' as under 20 %), as the rounds above predict"
-        )
-    return notes
+        ours = f"CUBIC's throughput varies by {change * 100:.0f} % across windows"
+        note = (f"seed 000: the window barely matters; ours: {ours}: {_verdict(change < 0.2)} "
+                "(taking 'barely' as under 20 %), as the rounds above predict")  # fmt: skip
+        checks.append(Check("the window barely matters", change < 0.2, ours, note))
+    return notes, checks
 
 
-def annotate_reno(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+def _reno(fig: Figure, points: list[Point], rows: Rows) -> tuple[list[str], list[Check]]:
     """Seed 000: a smaller reduction factor r loads pages faster under high loss.
 
     Judged at 6 % loss and above on the ends of the sweep: the smallest r
@@ -220,13 +217,22 @@ def annotate_reno(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
             small, large = means[0][1], means[-1][1]
             wins.append(large[0] - small[0] > 2 * math.hypot(small[1], large[1]))
     if not wins:
-        return notes or ["no level has a successful trial"]
-    notes.append(
-        f"PLT rises with r at every step at: {', '.join(ordered_at) or 'no level'} loss; "
-        f"seed 000: smaller r is faster at high loss; ours at {HIGH_LOSS_PCT} % and above: r = {_r(smallest)} "
-        f"faster than r = {_r(largest)}, beyond noise, at {sum(wins)} of {len(wins)} levels: {_verdict(all(wins))}"
-    )
-    return notes
+        return notes or ["no level has a successful trial"], []
+    ours = f"r = {_r(smallest)} faster than r = {_r(largest)}, beyond noise, at {sum(wins)} of {len(wins)} levels"
+    note = (f"PLT rises with r at every step at: {', '.join(ordered_at) or 'no level'} loss; "
+            f"seed 000: smaller r is faster at high loss; ours at {HIGH_LOSS_PCT} % and above: {ours}: "
+            f"{_verdict(all(wins))}")  # fmt: skip
+    return notes, [Check("a smaller r is faster at high loss", all(wins), ours, note)]
+
+
+annotate_loss, judge_loss = judged(_loss)
+annotate_rtt, judge_rtt = judged(_rtt)
+annotate_iw, judge_iw = judged(_iw)
+annotate_reno, judge_reno = judged(_reno)
+# a figure's notes and its judgement, computed alike
+BY_LOSS = {"annotate": annotate_loss, "judge": judge_loss}
+BY_RTT = {"annotate": annotate_rtt, "judge": judge_rtt}
+BY_IW = {"annotate": annotate_iw, "judge": judge_iw}
 
 
 def _r(series: Series) -> str:
@@ -265,28 +271,29 @@ IW_FINDING = "seed 000: the initial window barely matters for any variant"
 
 FIGURES = (
     _figure("fig3", "Throughput vs loss, large page", "loss", LOSS, "large", "throughput_mbit",
-            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)", y_log=True),
+            quick_levels=("0%", "6%"), finding=LOSS_FINDING, **BY_LOSS, x_label="loss (%)", y_log=True),
     _figure("fig4", "Throughput vs loss, medium page", "loss", LOSS, "medium", "throughput_mbit",
-            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)", y_log=True),
+            quick_levels=("0%", "6%"), finding=LOSS_FINDING, **BY_LOSS, x_label="loss (%)", y_log=True),
     _figure("fig5", "Throughput vs loss, small page", "loss", LOSS, "small", "throughput_mbit",
-            quick_levels=("0%", "6%"), finding=LOSS_FINDING, annotate=annotate_loss, x_label="loss (%)", y_log=True),
+            quick_levels=("0%", "6%"), finding=LOSS_FINDING, **BY_LOSS, x_label="loss (%)", y_log=True),
     _figure("fig6", "Page load time vs loss, large page", "loss", LOSS, "large", "page_load_time_ms",
-            quick_levels=("0%", "6%"), annotate=annotate_loss, x_label="loss (%)", trials_of="fig3", y_log=True,
+            quick_levels=("0%", "6%"), **BY_LOSS, x_label="loss (%)", trials_of="fig3", y_log=True,
             finding="seed 000: PLT about equal at low loss and better with CUBIC+ at high loss"),
     _figure("fig7", "Throughput vs RTT, medium page", "rtt", RTTS, "medium", "throughput_mbit",
-            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, annotate=annotate_rtt, x_label="RTT (ms)"),
+            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, **BY_RTT, x_label="RTT (ms)"),
     _figure("fig8", "Throughput vs RTT, small page", "rtt", RTTS, "small", "throughput_mbit",
-            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, annotate=annotate_rtt, x_label="RTT (ms)"),
+            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, **BY_RTT, x_label="RTT (ms)"),
     _figure("fig9", "Throughput vs RTT, large page", "rtt", RTTS, "large", "throughput_mbit",
-            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, annotate=annotate_rtt, x_label="RTT (ms)"),
+            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, **BY_RTT, x_label="RTT (ms)"),
     _figure("fig10", "Throughput vs initial window, small page", "initcwnd", IWS, "small", "throughput_mbit",
-            quick_levels=(3, 32), finding=IW_FINDING, annotate=annotate_iw, x_label="initial window (segments)"),
+            quick_levels=(3, 32), finding=IW_FINDING, **BY_IW, x_label="initial window (segments)"),
     _figure("fig11", "Throughput vs initial window, medium page", "initcwnd", IWS, "medium", "throughput_mbit",
-            quick_levels=(3, 32), finding=IW_FINDING, annotate=annotate_iw, x_label="initial window (segments)"),
+            quick_levels=(3, 32), finding=IW_FINDING, **BY_IW, x_label="initial window (segments)"),
     _figure("fig12", "Page load time vs loss, large page, Reno with reduction factor r", "loss", LOSS, "large",
             "page_load_time_ms", quick_levels=("0%", "8%"), x_label="loss (%)", y_log=True,
             series=tuple(Series(f"Reno r={r / 1000:g} (HTTP/2)", {"cc": "reno_beta", "r": r, "protocol": "h2"})
                          for r in (500, 600, 700, 800, 900)),
             quick_series=("Reno r=0.5 (HTTP/2)", "Reno r=0.9 (HTTP/2)"),
-            finding="seed 000: for Reno, a smaller reduction factor does better at high loss", annotate=annotate_reno),
+            finding="seed 000: for Reno, a smaller reduction factor does better at high loss",
+            annotate=annotate_reno, judge=judge_reno),
 )  # fmt: skip

@@ -21,7 +21,7 @@ from ground.path import MSS
 from ground.trials import numbers
 from ground.units import parse_duration, parse_rate
 from netrepro.plot import legend_beside, numeric, quartiles
-from netrepro.spec import Figure, Params, Point, Rows, Series
+from netrepro.spec import Check, Figure, Params, Point, Rows, Series
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "dukkipati2010.csv"
 
@@ -117,18 +117,22 @@ def annotate_fig2(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
         )
     if under:
         notes.append("measured slower than the model: queueing or delayed ACKs stretch the slow-start rounds")
+    return notes + [c.note for c in judge_fig2(fig, points, rows)]
+
+
+def judge_fig2(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
+    """Seed 001: 10 helps, 26 helps more, 42 adds nothing (within 5 %)."""
     by_w = {int(p.x): p.y for p in points if p.n}
-    if 3 in by_w and 26 in by_w:
-        gain10 = (by_w[3] - by_w.get(10, math.nan)) / by_w[3] * 100
-        gain26 = (by_w[3] - by_w[26]) / by_w[3] * 100
-        gain42 = (by_w[26] - by_w.get(42, math.nan)) / by_w[26] * 100
-        agree = gain26 > gain10 > 0 and abs(gain42) < 5
-        notes.append(
-            f"ours: IW 3->10 {gain10:.0f} % faster, 3->26 {gain26:.0f} %, 26->42 {gain42:.1f} %; "
-            f"{'agrees with' if agree else 'DISAGREES with'} seed 001's finding "
-            "(10 helps, 26 helps more, 42 adds nothing)"
-        )
-    return notes
+    if 3 not in by_w or 26 not in by_w:
+        return []
+    gain10 = (by_w[3] - by_w.get(10, math.nan)) / by_w[3] * 100
+    gain26 = (by_w[3] - by_w[26]) / by_w[3] * 100
+    gain42 = (by_w[26] - by_w.get(42, math.nan)) / by_w[26] * 100
+    agree = gain26 > gain10 > 0 and abs(gain42) < 5
+    ours = f"IW 3->10 {gain10:.0f} % faster, 3->26 {gain26:.0f} %, 26->42 {gain42:.1f} %"
+    note = (f"ours: {ours}; {'agrees with' if agree else 'DISAGREES with'} seed 001's finding "
+            "(10 helps, 26 helps more, 42 adds nothing)")  # fmt: skip
+    return [Check("a large gain from IW 3 to 10, a larger one to 26, none from 26 to 42", agree, ours, note)]
 
 
 FIG2 = Figure(
@@ -151,6 +155,7 @@ FIG2 = Figure(
         "RTT split evenly over the two directions, inside the switch (seed 001: RTT/4 on each of four links)",
     ),
     annotate=annotate_fig2,
+    judge=judge_fig2,
     trial_timeout=timeout,
 )
 
@@ -215,7 +220,21 @@ def annotate_fig5(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
     best = max((p for p in points if p.series.endswith("26")), key=lambda p: p.y, default=None)
     if best is not None:
         notes.append(f"largest IW 3 -> 26 gain: {best.y:.0f} % at {fig.x} = {best.x} (seed 001: up to about 40 %)")
-    return notes
+    return notes + [c.note for c in judge_fig5(fig, points, rows)]
+
+
+def judge_fig5(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
+    """Seed 001: IW 3 to 26 improves most at the high end of the factor (RTT, bandwidth, BDP): the largest
+    gain is at one of the two highest levels measured."""
+    gains = {str(p.x): p.y for p in points if p.series.endswith("26") and p.n}
+    levels = [str(level) for level in fig.levels if str(level) in gains]
+    if len(levels) < 3:
+        return []
+    best = max(levels, key=lambda level: gains[level])
+    agree = best in levels[-2:]
+    ours = (f"largest gain {gains[best]:.0f} % at {fig.x} = {best}; {gains[levels[0]]:.0f} % at {levels[0]}, "
+            f"{gains[levels[-1]]:.0f} % at {levels[-1]}")  # fmt: skip
+    return [Check(f"IW 3 to 26 improves most at high {fig.x}", agree, ours)]
 
 
 def align_zeros(ax: Any, twin: Any) -> None:
@@ -253,6 +272,7 @@ def _fig5(
         finding=FINDING_FIG5,
         summarize=summarize_fig5,
         annotate=annotate_fig5,
+        judge=judge_fig5,
         trial_timeout=timeout,
         **kw,
     )

@@ -15,6 +15,11 @@ its own, whose fixed parameters, levels and series are the effective ones
 (so its title, model lines and notes follow them) and whose results go to
 their own directory, `<study>/<figure>@<what differs>/`, never over the
 declared figure's.
+
+A figure's judgement is data too: its `judge` returns `Check`s, each a claim
+of the source tested on the measured points, and `verdict` turns them into
+the manifest's verdict (agrees, partly, differs; unjudged without a judge),
+apart from the drawing.
 """
 
 from __future__ import annotations
@@ -42,6 +47,52 @@ class Series:
 
     label: str
     params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One claim of the source, tested on the measurement: does it hold, and on what numbers."""
+
+    claim: str  # the source's finding, in a phrase
+    holds: bool
+    evidence: str  # our numbers it rests on
+    note: str = ""  # the sentence the caption prints; by default made of the above
+
+    def __post_init__(self) -> None:
+        if not self.note:
+            verdict = "agrees" if self.holds else "DIFFERS"
+            object.__setattr__(self, "note", f"{self.claim}; ours: {self.evidence}: {verdict}")
+
+
+# A figure's notes and checks, computed once from its points and rows (see `judged`).
+Judgement = Callable[["Figure", list["Point"], Rows], tuple[list[str], list[Check]]]
+
+
+def judged(
+    compute: Judgement,
+) -> tuple[Callable[[Figure, list[Point], Rows, Any], list[str]], Callable[[Figure, list[Point], Rows], list[Check]]]:
+    """A figure's `annotate` and `judge` from one computation: the caption gets the notes, then each
+    check's sentence; the manifest's verdict gets the checks."""
+
+    def annotate(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+        notes, checks = compute(fig, points, rows)
+        return [*notes, *(c.note for c in checks)]
+
+    def judge(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
+        return compute(fig, points, rows)[1]
+
+    return annotate, judge
+
+
+VERDICTS = ("agrees", "partly", "differs", "unjudged")
+
+
+def verdict(checks: Sequence[Check]) -> dict[str, Any]:
+    """The manifest's verdict: agrees when every check holds, differs when none does, partly between;
+    unjudged without checks (a figure with no judge, or too few points to judge)."""
+    held = sum(c.holds for c in checks)
+    kind = "unjudged" if not checks else "agrees" if held == len(checks) else "differs" if not held else "partly"
+    return {"verdict": kind, "checks": [dataclasses.asdict(c) for c in checks]}
 
 
 @dataclass(frozen=True)
@@ -86,6 +137,8 @@ class Figure:
     summarize: Callable[[Figure, Rows], list[Point]] | None = None
     # Adds model lines, reference panels and notes; returns the notes.
     annotate: Callable[[Figure, list[Point], Rows, Any], list[str]] | None = None
+    # Tests the source's findings on the points and rows (spec.verdict): the manifest's verdict.
+    judge: Callable[[Figure, list[Point], Rows], list[Check]] | None = None
     # A figure that is not points over its x axis (windows over time) draws itself instead of
     # netrepro.plot.draw, with the same arguments (figure, points, rows, png, quick, reference), and
     # returns its notes; its points still make the table and the manifest.

@@ -47,7 +47,7 @@ from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_se
 from netrepro import plot, preflight, shards
 from netrepro.session import Session
 from netrepro.shards import Shard
-from netrepro.spec import Figure, Params, Point, Rows, path_params
+from netrepro.spec import Figure, Params, Point, Rows, path_params, verdict
 from netrepro.verify import verify
 from netrepro.workloads import WORKLOADS
 from topologies.lab import Lab
@@ -442,6 +442,8 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
     )
     manifest["engine"] = engine
+    # judged apart from the drawing, on the same points and rows
+    manifest["verdict"] = verdict(fig.judge(fig, points, rows) if fig.judge is not None else [])
     results.write_json(
         manifest_path,
         {
@@ -457,6 +459,9 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         print(f"reference: {reference.describe()}")
     for note in notes:
         print(f"note: {note}")
+    judged = manifest["verdict"]
+    print(f"verdict: {judged['verdict']}" + "".join(f"\n  {c['claim']}: {'holds' if c['holds'] else 'does not hold'} "
+                                                    f"({c['evidence']})" for c in judged["checks"]))  # fmt: skip
     print(f"wrote {csv_path}, {png.name} (and .svg, .caption.txt), {fig.name}.manifest.json")
     log.debug("%s: wrote %s, %s, %s", fig.full_name, csv_path, png, manifest_path)
 

@@ -1,0 +1,62 @@
+"""Verdicts as data: a figure's judge tests the source's claims on its points; spec.verdict sums them up.
+
+Judged here on the stored reference results (results/reference/), without
+a lab: the verdicts the README states for them.
+"""
+
+import pytest
+
+import expts
+from ground.results import REFERENCE
+from ground.trials import latest_rows, read_rows
+from netrepro import plot
+from netrepro.spec import Check, Figure, verdict
+
+
+def test_the_verdict_of_checks() -> None:
+    yes, no = Check("a", True, "1"), Check("b", False, "2")
+    assert [verdict(c)["verdict"] for c in ([yes, yes], [yes, no], [no], [])] == [
+        "agrees", "partly", "differs", "unjudged",
+    ]  # fmt: skip
+    assert verdict([no])["checks"] == [{"claim": "b", "holds": False, "evidence": "2", "note": "b; ours: 2: DIFFERS"}]
+
+
+def judged_figures() -> list[Figure]:
+    return [f for f in expts.all_figures() if f.judge is not None and (REFERENCE / f.directory / f.csv_name).exists()]
+
+
+def judge_stored(fig: Figure) -> dict[str, object]:
+    assert fig.judge is not None
+    rows = latest_rows(read_rows(REFERENCE / fig.directory / fig.csv_name))
+    return verdict(fig.judge(fig, plot.summarize(fig, rows), rows))
+
+
+@pytest.mark.parametrize("fig", judged_figures(), ids=lambda f: f.full_name)
+def test_every_judged_figure_has_a_verdict_on_its_stored_result(fig: Figure) -> None:
+    judged = judge_stored(fig)
+    assert judged["verdict"] in ("agrees", "partly", "differs") and judged["checks"], judged
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("iw/fig2", "agrees"),  # 3->10 30 %, 3->26 42 %, 26->42 0 %
+        ("iw/fig5b", "agrees"),  # the largest IW 26 gain at the highest rate
+        ("cubicplus/fig3", "agrees"),  # CUBIC+ better beyond noise at 6, 8, 10 % loss
+        ("cubicplus/fig5", "differs"),  # the small page gains 29 to 42 %, not "little"
+        ("cubicplus/fig9", "differs"),  # CUBIC not better under delay for the large page
+        ("cubicplus/fig10", "partly"),  # the variants alike, but the window matters (48 %)
+    ],
+)
+def test_the_stored_verdicts_are_those_the_readme_states(name: str, expected: str) -> None:
+    assert judge_stored(expts.find(name))["verdict"] == expected
+
+
+def test_a_figure_prints_its_checks_as_it_judges_them() -> None:
+    """The caption's verdict sentences are the checks' notes: one computation, not two."""
+    fig = expts.find("cubicplus/fig10")
+    rows = latest_rows(read_rows(REFERENCE / fig.directory / fig.csv_name))
+    points = plot.summarize(fig, rows)
+    assert fig.annotate is not None and fig.judge is not None
+    notes = fig.annotate(fig, points, rows, None)
+    assert [c.note for c in fig.judge(fig, points, rows)] == notes[-2:]
