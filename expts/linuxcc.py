@@ -22,6 +22,7 @@ path imposes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from typing import Any
 from ground.path import PathSpec
 from kmod import loader
 from netrepro import plot
-from netrepro.spec import Figure, Point, Rows, Series
+from netrepro.spec import Check, Figure, Point, Rows, Series
 from netrepro.workloads import IP_UDP_HEADERS
 from topologies.topology import LinkOption, Topology
 
@@ -167,9 +168,9 @@ def _scenarios(rows: Rows) -> list[str]:
     return [s.label for s in SCENARIOS if ok_rows(rows, s.label)]
 
 
-def judge_extreme(rows: Rows, metric: str, cc: str, highest: bool, unit: str, scale: float = 1.0) -> list[str]:
-    """Is `cc` the highest (or lowest) of each scenario in `metric`?  One note per scenario."""
-    notes = []
+def extremes(rows: Rows, metric: str, cc: str, highest: bool, unit: str, scale: float = 1.0) -> list[Check]:
+    """Is `cc` the highest (or lowest) of each scenario in `metric`?  One check per scenario."""
+    checks = []
     for series in _scenarios(rows):
         ranked = _ranked(rows, series, metric)
         if not any(c == cc for c, _ in ranked) or len(ranked) < 2:
@@ -177,11 +178,10 @@ def judge_extreme(rows: Rows, metric: str, cc: str, highest: bool, unit: str, sc
         top = ranked[0] if highest else ranked[-1]
         mine = next(m for c, m in ranked if c == cc)
         word = "highest" if highest else "lowest"
-        notes.append(
-            f"{series}: {cc} {mine * scale:.3g} {unit}; the {word} is {top[0]} {top[1] * scale:.3g}: "
-            f"{_verdict(top[0] == cc)}"
-        )
-    return notes
+        ours = f"{cc} {mine * scale:.3g} {unit}; the {word} is {top[0]} {top[1] * scale:.3g}"
+        note = f"{series}: {ours}: {_verdict(top[0] == cc)}"
+        checks.append(Check(f"{series}: {cc} has the {word} {metric}", top[0] == cc, ours, note))
+    return checks
 
 
 def physics_notes(rows: Rows) -> list[str]:
@@ -225,28 +225,30 @@ def physics_notes(rows: Rows) -> list[str]:
     return notes
 
 
-def judge_fig4(rows: Rows) -> list[str]:
-    notes = []
+def checks_fig4(rows: Rows) -> list[Check]:
+    checks = []
     for series in _scenarios(rows):
         reach = sorted((t, cc) for cc in ALGORITHMS if (t := reach_time(rows, series, cc)) is not None)
         if len(reach) >= 2:
             first = reach[0]
             slowest = ", ".join(f"{cc} {t:.1f} s" for t, cc in reach[-2:])
-            notes.append(f"{series}: first to a window of 100 segments: {first[1]} after {first[0]:.1f} s (last: "
-                         f"{slowest}); Hybla grows most aggressively: {_verdict(first[1] == 'hybla')}")  # fmt: skip
-    return notes
+            ours = f"first to a window of 100 segments: {first[1]} after {first[0]:.1f} s (last: {slowest})"
+            note = f"{series}: {ours}; Hybla grows most aggressively: {_verdict(first[1] == 'hybla')}"
+            checks.append(Check(f"{series}: Hybla grows most aggressively", first[1] == "hybla", ours, note))
+    return checks
 
 
-def judge_fig5(rows: Rows) -> list[str]:
-    notes = judge_extreme(rows, "drop_rate", "hybla", True, "%", 100)
+def checks_fig5(rows: Rows) -> list[Check]:
+    checks = extremes(rows, "drop_rate", "hybla", True, "%", 100)
     for series in _scenarios(rows):
         ranked = _ranked(rows, series, "drop_rate")
         if any(c == "cubic" for c, _ in ranked) and len(ranked) >= 3:
             place = [c for c, _ in ranked[::-1]].index("cubic") + 1
             low_third = place <= math.ceil(len(ranked) / 3)
-            notes.append(f"{series}: CUBIC's drop rate is number {place} of {len(ranked)} from the lowest; among "
-                         f"the lowest (the lowest third): {_verdict(low_third)}")  # fmt: skip
-    return notes
+            ours = f"CUBIC's drop rate is number {place} of {len(ranked)} from the lowest"
+            note = f"{series}: {ours}; among the lowest (the lowest third): {_verdict(low_third)}"
+            checks.append(Check(f"{series}: CUBIC's drop rate is among the lowest", low_third, ours, note))
+    return checks
 
 
 def hybla_losses(rows: Rows, series: str) -> str:
@@ -259,30 +261,40 @@ def hybla_losses(rows: Rows, series: str) -> str:
             "Linux's recovery from hundreds of losses in one window takes many round trips")  # fmt: skip
 
 
-def judge_fig6(rows: Rows, metric: str = "first_10s_mbit") -> list[str]:
-    notes = [
-        n + (hybla_losses(rows, n.split(":")[0]) if n.endswith("DIFFERS") else "")
-        for n in judge_extreme(rows, metric, "hybla", True, "Mbit/s")
+def checks_fig6(rows: Rows, metric: str = "first_10s_mbit") -> list[Check]:
+    checks = [
+        c if c.holds else dataclasses.replace(c, note=c.note + hybla_losses(rows, c.note.split(":")[0]))
+        for c in extremes(rows, metric, "hybla", True, "Mbit/s")
     ]
     if metric == "first_10s_mbit":
-        notes += judge_extreme(rows, metric, "veno", False, "Mbit/s")
+        checks += extremes(rows, metric, "veno", False, "Mbit/s")
         alike = ("highspeed", "lp", "reno", "vegas", "westwood")
         for series in _scenarios(rows):
             values = [m for cc in alike if (m := median_of(rows, series, cc, metric)) is not None]
             if len(values) >= 2:
                 spread = (max(values) - min(values)) / max(values) if max(values) else 0.0
-                notes.append(f"{series}: Highspeed, LP, Reno, Vegas, Westwood within {spread * 100:.0f} % of each "
-                             f"other; about the same (within 20 %): {_verdict(spread <= 0.2)}")  # fmt: skip
-    return notes
+                ours = f"Highspeed, LP, Reno, Vegas, Westwood within {spread * 100:.0f} % of each other"
+                note = f"{series}: {ours}; about the same (within 20 %): {_verdict(spread <= 0.2)}"
+                checks.append(Check(f"{series}: Highspeed, LP, Reno, Vegas, Westwood about the same",
+                                    spread <= 0.2, ours, note))  # fmt: skip
+    return checks
 
 
-def judge_whole(rows: Rows) -> list[str]:
-    notes = []
+def checks_whole(rows: Rows) -> list[Check]:
+    checks = []
     for series in _scenarios(rows):
         ranked = _ranked(rows, series, "goodput_mbit")
         if len(ranked) >= 2:
-            notes.append(f"{series}: highest over {DURATION_S} s: {ranked[0][0]} {ranked[0][1]:.2f} Mbit/s; CUBIC "
-                         f"best: {_verdict(ranked[0][0] == 'cubic')}")  # fmt: skip
+            ours = f"highest over {DURATION_S} s: {ranked[0][0]} {ranked[0][1]:.2f} Mbit/s"
+            note = f"{series}: {ours}; CUBIC best: {_verdict(ranked[0][0] == 'cubic')}"
+            checks.append(Check(f"{series}: CUBIC has the best throughput", ranked[0][0] == "cubic", ours, note))
+    return checks
+
+
+def mathis_notes(rows: Rows) -> list[str]:
+    """Each scenario's measured goodput over Mathis' model, per algorithm."""
+    notes = []
+    for series in _scenarios(rows):
         ratios = []
         for cc in ALGORITHMS:
             models = [m for r in ok_rows(rows, series, cc) if (m := mathis_mbit(r)) is not None]
@@ -292,6 +304,23 @@ def judge_whole(rows: Rows) -> list[str]:
         if ratios:
             notes.append(f"{series}: measured / Mathis' model: " + ", ".join(ratios))
     return notes
+
+
+# The seed's findings as notes (the caption) and as checks (the manifest's verdict), alike.
+def judge_fig4(rows: Rows) -> list[str]:
+    return [c.note for c in checks_fig4(rows)]
+
+
+def judge_fig5(rows: Rows) -> list[str]:
+    return [c.note for c in checks_fig5(rows)]
+
+
+def judge_fig6(rows: Rows, metric: str = "first_10s_mbit") -> list[str]:
+    return [c.note for c in checks_fig6(rows, metric)]
+
+
+def judge_whole(rows: Rows) -> list[str]:
+    return [c.note for c in checks_whole(rows)] + mathis_notes(rows)
 
 
 # -- drawing ----------------------------------------------------------------------------------
@@ -404,17 +433,19 @@ def _figure(name: str, title: str, y: str, y_label: str, finding: str, **kw: Any
 
 
 FIG6 = _figure("fig6", "Throughput over the first 10 s, 11 Mbit/s core, 15-packet queue", "first_10s_mbit",
-               "throughput, first 10 s (Mbit/s)", FINDING_FIG6, annotate=_annotate(judge_fig6))  # fmt: skip
+               "throughput, first 10 s (Mbit/s)", FINDING_FIG6, annotate=_annotate(judge_fig6),
+               judge=lambda fig, points, rows: checks_fig6(rows))  # fmt: skip
 FIG7 = _figure("fig7", "Throughput over the first 15 s, 11 Mbit/s core, 15-packet queue", "first_15s_mbit",
                "throughput, first 15 s (Mbit/s)", FINDING_FIG7,
-               annotate=_annotate(lambda rows: judge_fig6(rows, "first_15s_mbit")), trials_of="fig6")  # fmt: skip
+               annotate=_annotate(lambda rows: judge_fig6(rows, "first_15s_mbit")), trials_of="fig6",
+               judge=lambda fig, points, rows: checks_fig6(rows, "first_15s_mbit"))  # fmt: skip
 WHOLE = _figure("whole", f"Throughput over {DURATION_S} s, beside Mathis' model", "goodput_mbit",
                 f"throughput, {DURATION_S} s (Mbit/s)", FINDING_WHOLE, annotate=annotate_whole, y_log=True,
-                trials_of="fig6")  # fmt: skip
+                trials_of="fig6", judge=lambda fig, points, rows: checks_whole(rows))  # fmt: skip
 FIG5 = _figure("fig5", "Drop rate at the core's queue", "drop_rate_pct", "packets dropped at the core (%)",
                FINDING_FIG5, summarize=summarize_drop_pct, annotate=_annotate(judge_fig5),
-               trials_of="fig6")  # fmt: skip
+               trials_of="fig6", judge=lambda fig, points, rows: checks_fig5(rows))  # fmt: skip
 FIG4 = _figure("fig4", "The window over time", "cwnd_max", "largest cwnd (segments)", FINDING_FIG4,
-               drawing=draw_windows, trials_of="fig6")  # fmt: skip
+               drawing=draw_windows, trials_of="fig6", judge=lambda fig, points, rows: checks_fig4(rows))  # fmt: skip
 
 FIGURES = (FIG4, FIG5, FIG6, FIG7, WHOLE)
