@@ -40,7 +40,7 @@ from typing import Any
 from ground.path import MSS
 from ground.units import parse_duration, parse_rate
 from netrepro import plot
-from netrepro.spec import Figure, Params, Point, Rows, Series
+from netrepro.spec import Check, Figure, Params, Point, Rows, Series
 from servers.burst_trace import burst_rounds, gain_pct
 from topologies.topology import Topology
 
@@ -274,36 +274,59 @@ def _kept_share(points: list[Point], kbs: list[int]) -> list[str]:
     return out
 
 
-def verdict_fig7(points: list[Point], kbs: list[int]) -> list[str]:
+def checks_fig7(points: list[Point], kbs: list[int]) -> list[Check]:
+    """Seed 002: newCWV gains 37-62 % uncongested (taken as 30-70 %), more for larger bursts."""
     means = {kb: _mean_over_idles(points, NEWCWV.label, kb) for kb in kbs}
     got = {kb: m for kb, m in means.items() if m is not None}
     if len(got) < 2:
         return []
     lo, hi = min(got.values()), max(got.values())
     small, large = got[min(got)], got[max(got)]
-    in_range = lo >= 30 and hi <= 70
-    grows = large > small
     return [
-        f"newCWV's gain, mean over idle periods: {lo:.0f}-{hi:.0f} % (seed: 37-62 %: "
-        f"{'agrees' if in_range else 'DIFFERS'}); {min(got)} KB {small:.0f} % vs {max(got)} KB {large:.0f} % "
-        f"(seed: more for larger bursts: {'agrees' if grows else 'DIFFERS'})"
+        Check("newCWV gains 37-62 % (taken as 30-70 %)", lo >= 30 and hi <= 70, f"{lo:.0f}-{hi:.0f} %"),
+        Check("newCWV gains more for larger bursts", large > small,
+              f"{min(got)} KB {small:.0f} % vs {max(got)} KB {large:.0f} %"),
+    ]  # fmt: skip
+
+
+def verdict_fig7(points: list[Point], kbs: list[int]) -> list[str]:
+    checks = checks_fig7(points, kbs)
+    if not checks:
+        return []
+    span, trend = checks
+    return [
+        f"newCWV's gain, mean over idle periods: {span.evidence} (seed: 37-62 %: "
+        f"{'agrees' if span.holds else 'DIFFERS'}); {trend.evidence} "
+        f"(seed: more for larger bursts: {'agrees' if trend.holds else 'DIFFERS'})"
     ]
 
 
-def annotate_fig8(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+def checks_fig8(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
+    """Seed 002: congested, newCWV gains 10-35 % (taken as 5-40 %), less for larger bursts."""
     kbs = [int(k) for k in fig.levels]
     got = {kb: m for kb in kbs if (m := _mean_over_idles(points, NEWCWV.label, kb)) is not None}
-    plot.legend_beside(ax)
     if len(got) < 2:
         return []
     small, large = got[min(got)], got[max(got)]
-    in_range = min(got.values()) >= 5 and max(got.values()) <= 40
+    ours = ", ".join(f"{kb} KB {m:.0f} %" for kb, m in got.items())
     return [
-        "newCWV's gain, mean over idle periods: "
-        + ", ".join(f"{kb} KB {m:.0f} %" for kb, m in got.items())
-        + f" (seed: 10-35 %: {'agrees' if in_range else 'DIFFERS'}; less for larger bursts: "
-        + f"{'agrees' if large < small else 'DIFFERS'})",
-        *_kept_share(points, kbs),
+        Check("newCWV gains 10-35 % (taken as 5-40 %)", min(got.values()) >= 5 and max(got.values()) <= 40, ours),
+        Check("newCWV gains less for larger bursts", large < small,
+              f"{min(got)} KB {small:.0f} % vs {max(got)} KB {large:.0f} %"),
+    ]  # fmt: skip
+
+
+def annotate_fig8(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    plot.legend_beside(ax)
+    checks = checks_fig8(fig, points, rows)
+    if not checks:
+        return []
+    span, trend = checks
+    return [
+        f"newCWV's gain, mean over idle periods: {span.evidence}"
+        + f" (seed: 10-35 %: {'agrees' if span.holds else 'DIFFERS'}; less for larger bursts: "
+        + f"{'agrees' if trend.holds else 'DIFFERS'})",
+        *_kept_share(points, [int(k) for k in fig.levels]),
     ]
 
 
@@ -325,15 +348,20 @@ def summarize_losses(fig: Figure, rows: Rows) -> list[Point]:
     return points
 
 
-def annotate_losses(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+def checks_losses(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
+    """Seed 002: newCWV loses more segments than NewReno+SACK."""
+
     def total(label: str) -> float:
         return sum(p.y * p.n for p in points if p.series == label)
 
     base, ours = total(BASELINE.label), total(NEWCWV.label)
-    return [
-        f"retransmitted segments over all bursts: NewReno+SACK {base:.0f}, newCWV {ours:.0f} "
-        f"(seed: newCWV loses more: {'agrees' if ours > base else 'DIFFERS'})"
-    ]
+    evidence = f"retransmitted segments over all bursts: NewReno+SACK {base:.0f}, newCWV {ours:.0f}"
+    note = f"{evidence} (seed: newCWV loses more: {'agrees' if ours > base else 'DIFFERS'})"
+    return [Check("newCWV loses more segments than NewReno+SACK", ours > base, evidence, note)]
+
+
+def annotate_losses(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    return [c.note for c in checks_losses(fig, points, rows)]
 
 
 # -- tables 2 and 3 -------------------------------------------------------------------
@@ -360,25 +388,8 @@ def annotate_table(name: str, arm: str):  # type: ignore[no-untyped-def]
             ax.plot(xs, [seed[(kb, idle)] for kb in xs], "x", color=colours.get(label, "k"), ms=7)
         ax.plot([], [], "kx", label=f"seed 002, {name.replace('table', 'Table ')}")
         ax.axhline(0, color="k", linewidth=0.6)
-        notes, signs, diffs = [], 0, []
-        for kb in BURSTS_KB:
-            parts = []
-            for idle in idles:
-                p = next((q for q in points if q.series == f"{arm}, {idle_label(idle)}" and int(q.x) == kb), None)
-                if p is None:
-                    continue
-                ref = seed[(kb, idle)]
-                diffs.append(p.y - ref)
-                signs += (p.y > 0) == (ref > 0)
-                parts.append(f"{idle:g} s {p.y:+.0f} ({ref:+.0f})")
-            if parts:
-                notes.append(f"{kb} KB, ours (seed): " + ", ".join(parts))
-        if diffs:
-            notes.append(
-                f"{signs} of {len(diffs)} cells have the seed's sign; mean difference {statistics.fmean(diffs):+.1f} "
-                f"points, largest {max(diffs, key=abs):+.1f}"
-            )
-        notes += _trend(points, arm, seed)
+        notes, checks = table_numbers(name, arm, points)
+        notes += [c.note for c in checks]
         notes += _losses_at(rows, 80)
         pacers = sorted({r.get("pacer_used", "") for r in rows if r.get("series") == PACED.label} - {""})
         if pacers:
@@ -389,7 +400,38 @@ def annotate_table(name: str, arm: str):  # type: ignore[no-untyped-def]
     return annotate
 
 
-def _trend(points: list[Point], arm: str, seed: dict[tuple[int, float], float]) -> list[str]:
+def table_numbers(name: str, arm: str, points: list[Point]) -> tuple[list[str], list[Check]]:
+    """Our gain per cell beside the seed's, and the checks: the seed's sign in most cells, its trend."""
+    seed = seed_table(name)
+    idles = sorted({idle for _, idle in seed})
+    notes, signs, diffs = [], 0, []
+    for kb in BURSTS_KB:
+        parts = []
+        for idle in idles:
+            p = next((q for q in points if q.series == f"{arm}, {idle_label(idle)}" and int(q.x) == kb), None)
+            if p is None:
+                continue
+            ref = seed[(kb, idle)]
+            diffs.append(p.y - ref)
+            signs += (p.y > 0) == (ref > 0)
+            parts.append(f"{idle:g} s {p.y:+.0f} ({ref:+.0f})")
+        if parts:
+            notes.append(f"{kb} KB, ours (seed): " + ", ".join(parts))
+    checks = []
+    if diffs:
+        evidence = (f"{signs} of {len(diffs)} cells have the seed's sign; mean difference "
+                    f"{statistics.fmean(diffs):+.1f} points, largest {max(diffs, key=abs):+.1f}")  # fmt: skip
+        checks.append(Check(f"the sign of each cell of {name.replace('table', 'Table ')} (most cells)",
+                            signs > len(diffs) / 2, evidence, evidence))  # fmt: skip
+    trend = _trend(points, arm, seed)
+    if trend:
+        text, holds = trend
+        checks.append(Check("the gain's trend from the smallest burst to the largest is the seed's", holds, text,
+                            text))  # fmt: skip
+    return notes, checks
+
+
+def _trend(points: list[Point], arm: str, seed: dict[tuple[int, float], float]) -> tuple[str, bool] | None:
     """Does the gain fall from the smallest to the largest burst, as the seed's does, and grow with idle?"""
     ours: dict[tuple[int, float], float] = {}
     for p in points:
@@ -397,18 +439,20 @@ def _trend(points: list[Point], arm: str, seed: dict[tuple[int, float], float]) 
             ours[(int(p.x), float(p.series.split()[-2]))] = p.y
     kbs = sorted({kb for kb, _ in ours})
     if len(kbs) < 2:
-        return []
+        return None
 
     def row_mean(table: dict[tuple[int, float], float], kb: int) -> float:
         return statistics.fmean(v for (k, _), v in table.items() if k == kb)
 
     seed_falls = row_mean(seed, kbs[-1]) < row_mean(seed, kbs[0])
     ours_falls = row_mean(ours, kbs[-1]) < row_mean(ours, kbs[0])
-    return [
+    holds = ours_falls == seed_falls
+    return (
         f"from {kbs[0]} to {kbs[-1]} KB the gain {'falls' if ours_falls else 'rises'} "
         f"({row_mean(ours, kbs[0]):.0f} to {row_mean(ours, kbs[-1]):.0f} %; seed {row_mean(seed, kbs[0]):.0f} to "
-        f"{row_mean(seed, kbs[-1]):.0f} %): the seed's trend {'holds' if ours_falls == seed_falls else 'DIFFERS'}"
-    ]
+        f"{row_mean(seed, kbs[-1]):.0f} %): the seed's trend {'holds' if holds else 'DIFFERS'}",
+        holds,
+    )
 
 
 def losses_by_arm(rows: Rows, kb: int) -> dict[str, tuple[float, float, int]]:
@@ -479,13 +523,13 @@ def summarize_bulk(fig: Figure, rows: Rows) -> list[Point]:
     return points
 
 
-def annotate_bulk(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+def _bulk(rows: Rows) -> tuple[list[str], list[Check]]:
     by: dict[str, list[float]] = defaultdict(list)
     for r in rows:
         if r.get("status") == "ok" and r.get("bulk_goodput_mbit"):
             by[r["series"]].append(float(r["bulk_goodput_mbit"]))
     if BASELINE.label not in by:
-        return []
+        return [], []
     base, base_se = mean_se(by[BASELINE.label])
     notes = []
     for arm, values in by.items():
@@ -495,14 +539,20 @@ def annotate_bulk(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
         arm for arm, values in by.items()
         if abs(mean_se(values)[0] - base) > 2 * math.hypot(mean_se(values)[1], base_se)
     ]  # fmt: skip
-    notes.append(
+    note = (
         "the bulk flow's goodput differs by more than two standard errors from its goodput beside NewReno+SACK "
         f"for: {', '.join(differs)} (seed: no significant difference: DIFFERS)"
         if differs
         else "no arm moves the bulk flow's goodput by more than two standard errors (seed: no significant "
         "difference: agrees)"
     )
-    return notes
+    evidence = f"beyond two standard errors for: {', '.join(differs) or 'none'}"
+    return notes, [Check("no arm changes the bulk flow's goodput significantly", not differs, evidence, note)]
+
+
+def annotate_bulk(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    notes, checks = _bulk(rows)
+    return notes + [c.note for c in checks]
 
 
 # -- the figures -----------------------------------------------------------------------
@@ -548,6 +598,7 @@ FIG7 = _bursts_figure(
     finding=FINDING_FIG7,
     summarize=summarize_gain(NEWCWV.label),
     annotate=annotate_fig7,
+    judge=lambda fig, points, rows: checks_fig7(points, [int(k) for k in fig.levels]),
     **{**GAIN, **PATH_QUICK, "quick_trials": 2},
 )
 FIG8 = _bursts_figure(
@@ -558,6 +609,7 @@ FIG8 = _bursts_figure(
     finding=FINDING_FIG8,
     summarize=summarize_gain(NEWCWV.label),
     annotate=annotate_fig8,
+    judge=checks_fig8,
     **GAIN,
     **PATH_QUICK,
 )
@@ -572,6 +624,7 @@ FIG9 = _bursts_figure(
     spread="mean and standard error over bursts",
     summarize=summarize_losses,
     annotate=annotate_losses,
+    judge=checks_losses,
     trials_of="fig8",
     **PATH_QUICK,
 )
@@ -591,6 +644,7 @@ TABLE2 = _bursts_figure(
     finding=FINDING_TABLE2,
     summarize=summarize_gain(NEWCWV.label),
     annotate=annotate_table("table2", NEWCWV.label),
+    judge=lambda fig, points, rows: table_numbers("table2", NEWCWV.label, points)[1],
     **GAIN,
     **BESIDE_BULK,
 )
@@ -600,6 +654,7 @@ TABLE3 = _bursts_figure(
     finding=FINDING_TABLE3,
     summarize=summarize_gain(PACED.label),
     annotate=annotate_table("table3", PACED.label),
+    judge=lambda fig, points, rows: table_numbers("table3", PACED.label, points)[1],
     trials_of="table2",
     **GAIN,
     **BESIDE_BULK,
@@ -613,6 +668,7 @@ FIG11 = _bursts_figure(
     spread="mean and standard error over trials",
     summarize=summarize_bulk,
     annotate=annotate_bulk,
+    judge=lambda fig, points, rows: _bulk(rows)[1],
     trials_of="table2",
     **BESIDE_BULK,
 )
