@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from netrepro.plot import legend_beside, point_at
-from netrepro.spec import Figure, Point, Rows, Series
+from netrepro.spec import Check, Figure, Point, Rows, Series
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "spdy_beta_table.csv"
 
@@ -59,11 +59,19 @@ def reference_table() -> list[dict[str, int]]:
 
 
 def annotate_betatable(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
-    notes, mismatches = [], []
     ref = reference_table()
     for beta in (717, 512):
         ns = [r["n"] for r in ref if r["beta"] == beta]
         ax.plot(ns, [r["beta_effective"] for r in ref if r["beta"] == beta], "kx", ms=9, label=f"seed 003, beta {beta}")
+    legend_beside(ax)
+    impls = sorted({row.get("cc_impl", "") for row in rows})
+    return [c.note for c in checks_betatable(fig, points, rows)] + [f"implementation: {', '.join(impls)}"]
+
+
+def checks_betatable(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
+    """Seed 003's table: every beta_effective and backoff rate read back from the kernel equals its row."""
+    mismatches = []
+    ref = reference_table()
     for r in ref:
         p = point_at(points, f"beta {r['beta']}", str(r["n"]))
         backoff = next(
@@ -77,16 +85,11 @@ def annotate_betatable(fig: Figure, points: list[Point], rows: Rows, ax: Any) ->
         if p is None or int(p.y) != r["beta_effective"] or backoff is None or int(backoff) != r["backoff_pct"]:
             mismatches.append(f"n={r['n']} beta={r['beta']}: ours {p.y if p else None}/{backoff}, "
                               f"seed 003 {r['beta_effective']}/{r['backoff_pct']}")  # fmt: skip
-    legend_beside(ax)
+    claim = "seed 003's table of beta_effective and the backoff rate"
     if mismatches:
-        notes.append("DIFFERS from seed 003's table: " + "; ".join(mismatches))
-    else:
-        notes.append(
-            f"all {len(ref)} rows equal seed 003's table (beta_effective and backoff rate, read back from the kernel)"
-        )
-    impls = sorted({row.get("cc_impl", "") for row in rows})
-    notes.append(f"implementation: {', '.join(impls)}")
-    return notes
+        return [Check(claim, False, "; ".join(mismatches), "DIFFERS from seed 003's table: " + "; ".join(mismatches))]
+    note = f"all {len(ref)} rows equal seed 003's table (beta_effective and backoff rate, read back from the kernel)"
+    return [Check(claim, True, f"all {len(ref)} rows equal", note)]
 
 
 BETATABLE = Figure(
@@ -105,14 +108,17 @@ BETATABLE = Figure(
     y_label="beta_effective (1/1024)",
     finding="seed 003, section 3.1: beta_effective = 1024 - (1024 - beta) / n; its table of the twelve values",
     annotate=annotate_betatable,
+    judge=checks_betatable,
 )
 
 
 # -- conns and backoff -----------------------------------------------------------------
 
 
-def annotate_conns(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
-    notes = []
+def checks_conns(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
+    """Seed 003: at 0.1 % loss one HTTP/2 connection (n = 1) gets far less than six HTTP/1.1 ones (about
+    50 %; taken as more than 20 % less), n = 6 less so; and n = 6's gain over n = 1 is small at 0.5 % and above."""
+    checks = []
     h1 = point_at(points, "HTTP/1.1 x6, n=1", "0.1%")
     h2n1 = point_at(points, "HTTP/2 x1, n=1", "0.1%")
     h2n6 = point_at(points, "HTTP/2 x1, n=6", "0.1%")
@@ -120,34 +126,54 @@ def annotate_conns(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> lis
         loss1 = 1 - h2n1.y / h1.y
         loss6 = 1 - h2n6.y / h1.y
         agree = loss1 > 0.2 and loss6 < loss1
-        notes.append(
+        ours = (f"n = 1 gets {h2n1.y:.1f} Mbit/s against {h1.y:.1f} for six HTTP/1.1 connections "
+                f"({loss1 * 100:.0f} % less); n = 6 gets {h2n6.y:.1f} ({loss6 * 100:.0f} % less)")  # fmt: skip
+        note = (
             f"at 0.1 % loss one HTTP/2 connection with n = 1 gets {h2n1.y:.1f} Mbit/s against {h1.y:.1f} for six "
             f"HTTP/1.1 connections ({loss1 * 100:.0f} % less; seed 003: about 50 %); n = 6 gets {h2n6.y:.1f} "
             f"({loss6 * 100:.0f} % less): {'agrees' if agree else 'DISAGREES'} with seed 003"
         )
-    notes += high_loss_gains(fig, points, "HTTP/2 x1, n=1", "HTTP/2 x1, n=6")
-    return notes
+        checks.append(Check("one HTTP/2 connection loses to six HTTP/1.1 ones at 0.1 % loss, n = 6 less so",
+                            agree, ours, note))  # fmt: skip
+    return checks + high_loss_checks(fig, points, "HTTP/2 x1, n=1", "HTTP/2 x1, n=6")
+
+
+def annotate_conns(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    return [c.note for c in checks_conns(fig, points, rows)] + high_loss_gains(
+        fig, points, "HTTP/2 x1, n=1", "HTTP/2 x1, n=6", judged=False
+    )
 
 
 SMALL_GAIN = 0.15  # what we take "small" or "negligible" to mean: under 15 %
 
 
-def high_loss_gains(fig: Figure, points: list[Point], base: str, better: str) -> list[str]:
-    """n = 6 against n = 1 at each loss level, judged against seed 003's 'small gain at 0.5 % and above'."""
-    notes = []
+def _by_level(fig: Figure, points: list[Point], base: str, better: str) -> list[tuple[str, Check | None]]:
+    """n = 6 against n = 1 at each loss level: its note, and at 0.5 % and above its check of seed 003's
+    'small gain' (taken as under 15 %)."""
+    found: list[tuple[str, Check | None]] = []
     for level in fig.levels:
         a, b = point_at(points, base, str(level)), point_at(points, better, str(level))
-        if not (a and b) or str(level) in ("0%",):
+        if not (a and b) or str(level) == "0%":
             continue
         gain = b.y / a.y - 1
-        verdict = ""
-        if float(str(level).rstrip("%")) >= 0.5:
-            small = gain < SMALL_GAIN
-            verdict = (
-                f" (seed 003: small at 0.5 % and above; ours is {'small: agrees' if small else 'not small: DIFFERS'})"
-            )
-        notes.append(f"at {level} loss: n = 6 vs n = 1: {gain * 100:+.0f} %{verdict}")
-    return notes
+        if float(str(level).rstrip("%")) < 0.5:
+            found.append((f"at {level} loss: n = 6 vs n = 1: {gain * 100:+.0f} %", None))
+            continue
+        small = gain < SMALL_GAIN
+        note = (f"at {level} loss: n = 6 vs n = 1: {gain * 100:+.0f} % (seed 003: small at 0.5 % and above; "
+                f"ours is {'small: agrees' if small else 'not small: DIFFERS'})")  # fmt: skip
+        found.append((note, Check(f"n = 6 gains little over n = 1 at {level} loss", small, f"{gain * 100:+.0f} %",
+                                  note)))  # fmt: skip
+    return found
+
+
+def high_loss_checks(fig: Figure, points: list[Point], base: str, better: str) -> list[Check]:
+    return [c for _, c in _by_level(fig, points, base, better) if c is not None]
+
+
+def high_loss_gains(fig: Figure, points: list[Point], base: str, better: str, judged: bool = True) -> list[str]:
+    """The notes of `_by_level`; without the judged levels' (given as checks elsewhere) unless `judged`."""
+    return [note for note, c in _by_level(fig, points, base, better) if judged or c is None]
 
 
 CONNS = Figure(
@@ -174,12 +200,17 @@ CONNS = Figure(
     finding=FINDING_CONNS,
     deviations=DEVIATIONS,
     annotate=annotate_conns,
+    judge=checks_conns,
     trial_timeout=lambda params: 120.0,
 )
 
 
 def annotate_backoff(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
     return high_loss_gains(fig, points, "n=1", "n=6")
+
+
+def checks_backoff(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
+    return high_loss_checks(fig, points, "n=1", "n=6")
 
 
 BACKOFF = Figure(
@@ -201,6 +232,7 @@ BACKOFF = Figure(
     finding=FINDING_BACKOFF,
     deviations=DEVIATIONS,
     annotate=annotate_backoff,
+    judge=checks_backoff,
     trial_timeout=lambda params: 120.0,
 )
 

@@ -56,7 +56,11 @@ def test_fig2_quick(tmp_path: Path) -> None:
     assert manifest["figure"] == "iw/fig2" and manifest["quick"] is True
     assert manifest["verification"] and all(v["ok"] for v in manifest["verification"].values())
     assert any("agrees with seed 001" in n for n in manifest["notes"])
+    # the same judgement as data: its one check holds, and its sentence is the note's
+    assert manifest["verdict"]["verdict"] == "agrees", manifest["verdict"]
+    assert manifest["verdict"]["checks"][0]["note"] in manifest["notes"]
     assert (tmp_path / "iw" / "fig2.png").stat().st_size > 10_000
+    assert (tmp_path / "iw" / "fig2.svg").exists() and (tmp_path / "iw" / "fig2.caption.txt").exists()
 
     # Re-running resumes: nothing left to do, the CSV is unchanged.
     before = csv_path.read_text()

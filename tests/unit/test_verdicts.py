@@ -21,8 +21,12 @@ def test_the_verdict_of_checks() -> None:
     assert verdict([no])["checks"] == [{"claim": "b", "holds": False, "evidence": "2", "note": "b; ours: 2: DIFFERS"}]
 
 
-def judged_figures() -> list[Figure]:
-    return [f for f in expts.all_figures() if f.judge is not None and (REFERENCE / f.directory / f.csv_name).exists()]
+def stored_figures() -> list[Figure]:
+    return [f for f in expts.all_figures() if (REFERENCE / f.directory / f.csv_name).exists()]
+
+
+def test_every_figure_has_a_judge() -> None:
+    assert [f.full_name for f in expts.all_figures() if f.judge is None] == []
 
 
 def judge_stored(fig: Figure) -> dict[str, object]:
@@ -31,8 +35,8 @@ def judge_stored(fig: Figure) -> dict[str, object]:
     return verdict(fig.judge(fig, plot.summarize(fig, rows), rows))
 
 
-@pytest.mark.parametrize("fig", judged_figures(), ids=lambda f: f.full_name)
-def test_every_judged_figure_has_a_verdict_on_its_stored_result(fig: Figure) -> None:
+@pytest.mark.parametrize("fig", stored_figures(), ids=lambda f: f.full_name)
+def test_every_stored_result_has_a_verdict(fig: Figure) -> None:
     judged = judge_stored(fig)
     assert judged["verdict"] in ("agrees", "partly", "differs") and judged["checks"], judged
 
@@ -46,6 +50,8 @@ def test_every_judged_figure_has_a_verdict_on_its_stored_result(fig: Figure) -> 
         ("cubicplus/fig5", "differs"),  # the small page gains 29 to 42 %, not "little"
         ("cubicplus/fig9", "differs"),  # CUBIC not better under delay for the large page
         ("cubicplus/fig10", "partly"),  # the variants alike, but the window matters (48 %)
+        ("spdy/betatable", "agrees"),  # all twelve rows of seed 003's table, read back from the kernel
+        ("newcwv/fig9", "agrees"),  # newCWV loses more segments than NewReno+SACK
     ],
 )
 def test_the_stored_verdicts_are_those_the_readme_states(name: str, expected: str) -> None:
