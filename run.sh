@@ -46,10 +46,11 @@ distribution() {
 
 # The packages whose names differ by distribution, one a line, for the
 # distribution "$1" (as `distribution` says it), the running kernel's
-# release "$2", and "$3": `main` (bpftool) or `vm` (the stock kernel and
-# its headers).  Debian 12 has a bpftool package; Ubuntu 22.04 and 24.04
-# ship bpftool in linux-tools-<release> (with linux-tools-common's wrapper,
-# which runs the one of the running kernel).  Other versions of either are
+# release "$2", and "$3": `main` (bpftool; on Debian, Chromium for the
+# test of `run.sh report`, which Ubuntu ships as a snap only) or `vm` (the
+# stock kernel and its headers).  Debian 12 has a bpftool package; Ubuntu
+# 22.04 and 24.04 ship bpftool in linux-tools-<release> (with
+# linux-tools-common's wrapper, which runs the one of the running kernel).  Other versions of either are
 # given the same names, with a warning; other distributions are refused.
 TESTED_DISTRIBUTIONS=("debian 12" "ubuntu 22.04" "ubuntu 24.04")
 distro_packages() {
@@ -61,7 +62,7 @@ distro_packages() {
         echo "run.sh: netrepro is tested on Debian 12 and Ubuntu 22.04 and 24.04; this is '$distro'" >&2
     fi
     case "${distro%% *}/$which" in
-        debian/main) echo bpftool ;;
+        debian/main) printf '%s\n' bpftool chromium ;;
         debian/vm) printf '%s\n' linux-image-amd64 linux-headers-amd64 ;;
         ubuntu/main) printf '%s\n' linux-tools-common "linux-tools-$release" ;;
         ubuntu/vm) printf '%s\n' linux-image-generic linux-headers-generic ;;

@@ -19,6 +19,13 @@ from ground.units import parse_duration, parse_rate
 from netrepro.plot import numeric, point_at
 from netrepro.spec import Check, Figure, Params, Point, Rows, Series, judged
 
+# The source, cited as far as its text gives authors, title and venue.
+SOURCE = (
+    'seed 000: Praveen Kumar Saminathan, Vinothkumar Raja, Aathira Prabhakar, "Improved TCP congestion '
+    'control algorithms for HTTP/2", student project report, Department of Computer Science, Stony Brook '
+    "University (no year or venue given)"
+)
+
 DEFAULTS: dict[str, Any] = {"rtt": "20ms", "rate": "100mbit", "loss": "0%", "initcwnd": 10}
 DEVIATIONS = (
     "bottleneck 100 Mbit/s (seed 000: an unshaped cable), so that the machine, not the emulation, is never the limit",

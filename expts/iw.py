@@ -23,6 +23,13 @@ from ground.units import parse_duration, parse_rate
 from netrepro.plot import legend_beside, numeric, quartiles
 from netrepro.spec import Check, Figure, Params, Point, Rows, Series
 
+# The source, cited as far as its text gives authors, title and venue.
+SOURCE = (
+    'seed 001: Nicole Tselentis, Greg Kehoe, "Increasing the TCP Initial Congestion Window", CS 244 '
+    "(Stanford) 2013 reproduction report, of Nandita Dukkipati et al., \"An Argument for Increasing TCP's "
+    'Initial Congestion Window", ACM SIGCOMM Computer Communication Review 40(3), 2010, pp. 27-33'
+)
+
 REFERENCE = Path(__file__).resolve().parent / "reference" / "dukkipati2010.csv"
 
 OBJECT_BYTES = 37_000

@@ -36,6 +36,12 @@ from netrepro.spec import Check, Figure, Point, Rows, Series
 from netrepro.workloads import IP_UDP_HEADERS
 from topologies.topology import LinkOption, Topology
 
+# The source, cited as far as its text gives authors, title and venue.
+SOURCE = (
+    'seed 004: Usman Ahmad, Md Asri Bin Ngadi, "Performance Analysis of Linux TCP Congestion Control '
+    'Techniques", Universiti Teknologi Malaysia (the venue is not given in the text)'
+)
+
 ALGORITHMS = loader.LINUX_SHIPS  # bic cubic highspeed htcp hybla illinois lp reno scalable vegas veno westwood yeah
 FRAME_BYTES = 3500  # seed 004's packet, here a full frame on the wire
 MTU = FRAME_BYTES - 14

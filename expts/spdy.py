@@ -16,6 +16,12 @@ from typing import Any
 from netrepro.plot import legend_beside, point_at
 from netrepro.spec import Check, Figure, Point, Rows, Series
 
+# The source, cited as far as its text gives authors, title and venue.
+SOURCE = (
+    'seed 003: "Modifying Kernel TCP for Better Congestion Control with SPDY", project report (its '
+    "authors and venue are not given in the text)"
+)
+
 REFERENCE = Path(__file__).resolve().parent / "reference" / "spdy_beta_table.csv"
 
 # Seed 003 had no rate limit and no added delay (two VMs, about 5 Gbit/s), a

@@ -103,7 +103,7 @@ class _Version(argparse.Action):
 
 
 # What runs without root: nothing here builds a lab or touches the kernel.
-ROOTLESS = ("list", "workloads", "merge")
+ROOTLESS = ("list", "workloads", "merge", "report")
 
 
 def needs_root(args: argparse.Namespace) -> bool:
@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true")
 
     sub.add_parser("list", parents=[common], help="every figure, as <study>/<figure> with its title")
+    rep = sub.add_parser("report", parents=[common], help="one page of every stored figure beside its paper")
+    rep.add_argument("--results", type=Path, default=results.REFERENCE, help="the stored results (results/reference)")
+    rep.add_argument("--out", type=Path, default=results.RESULTS / "index.html", help="the page (results/index.html)")
     sub.add_parser("workloads", parents=[common], help="what a trial can run: keys, types, allowed values, metrics")
 
     r = sub.add_parser("run", parents=[common, topology_options()], help="run a figure (also: `run.sh <figure>`)")
@@ -334,6 +337,16 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     ):
         print(f"{title}:")
         show(keys)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from netrepro import report
+
+    if not args.results.is_dir():
+        raise UserError(f"--results {args.results}: no such directory of stored results")
+    out, entries = report.write(args.results.resolve(), args.out.resolve())
+    print(f"wrote {out}: {len(entries)} figures with a stored result under {args.results}")
     return 0
 
 
@@ -610,6 +623,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 COMMANDS = {
     "cc": cmd_cc,
     "list": cmd_list,
+    "report": cmd_report,
     "workloads": cmd_workloads,
     "run": cmd_run,
     "merge": cmd_merge,

@@ -1,0 +1,172 @@
+"""One page of every stored figure beside its paper: `run.sh report` writes results/index.html.
+
+Per study: the source's citation (the study module's SOURCE) and what the
+study does differently (its figures' deviations).  Per figure with a stored
+result: the image, the source's finding beside our verdict and the checks it
+rests on (the manifest's `verdict`, computed by the figure's judge apart from
+its drawing), the trials and their failures, the trials' own time, the
+verification of every path, the congestion controls as they ran, the
+emulation backend, and the commits of the rows and of the manifest.
+
+The page is one file of HTML with its style inline and relative links to
+the images beside it: nothing is fetched from elsewhere, so it works offline,
+from a clone or from a copy of results/.  A small inline script counts the
+images that loaded and says so at the top (the test reads it in Chromium).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import expts
+from ground import results
+from netrepro.spec import Figure
+
+STYLE = """
+body { font-family: sans-serif; max-width: 72em; margin: 2em auto; padding: 0 1em; color: #222; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.3em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1.05em; margin-bottom: 0.3em; }
+.figure { border: 1px solid #ddd; padding: 0.8em; margin: 1em 0; }
+.figure img { max-width: 100%; height: auto; }
+.verdict { font-weight: bold; padding: 0 0.4em; }
+.agrees { background: #d7f0d7; } .partly { background: #f5ecc8; } .differs { background: #f6d3d3; }
+.unjudged { background: #e4e4e4; }
+table { border-collapse: collapse; font-size: 0.9em; } td, th { border: 1px solid #ddd; padding: 0.2em 0.5em; }
+.side { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
+.small { font-size: 0.85em; color: #555; }
+"""
+
+# Counts the figures' images that loaded, and says so on the page (and to a test, in data-images-loaded).
+SCRIPT = """
+window.addEventListener("load", function () {
+  var images = Array.prototype.slice.call(document.querySelectorAll(".figure img"));
+  var loaded = images.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  document.body.setAttribute("data-images-loaded", String(loaded));
+  document.body.setAttribute("data-images", String(images.length));
+  document.getElementById("loaded").textContent = loaded + " of " + images.length + " figures' images loaded";
+});
+"""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A figure with a stored result: its manifest, and its image's path relative to the page."""
+
+    fig: Figure
+    manifest: dict[str, Any]
+    image: str
+
+
+def stored(tree: Path, page_dir: Path) -> list[Entry]:
+    """Every figure of `run.sh list` with a stored result under `tree`, in the list's order."""
+    found = []
+    for fig in expts.all_figures():
+        path = tree / fig.directory / f"{fig.name}.manifest.json"
+        png = path.with_name(f"{fig.name}.png")
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if png.exists():
+            found.append(Entry(fig, manifest, os.path.relpath(png, page_dir)))
+    return found
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _verdict(manifest: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    judged = manifest.get("verdict") or {}
+    return str(judged.get("verdict") or "unjudged"), list(judged.get("checks") or [])
+
+
+def _facts(m: dict[str, Any]) -> list[tuple[str, str]]:
+    paths = m.get("verification") or {}
+    verified = sum(1 for v in paths.values() if v.get("ok"))
+    git: dict[str, Any] = m["git"] if isinstance(m.get("git"), dict) else {}
+    return [
+        ("trials", f"{m.get('rows', '?')} ({m.get('trials_per_setting', '?')} per setting"
+                   f"{', quick' if m.get('quick') else ''}); failed: {m.get('failed_trials', 0)}, "
+                   f"failed attempts: {m.get('failed_attempts', 0)}, missing: {m.get('trials_missing', 0)}"),
+        ("run time", f"{m.get('trial_seconds_all_rows', '?')} s of trials"),
+        ("paths verified", f"{verified} of {len(paths)} within tolerance"
+                           + "".join(f"; {v.get('path', k)}: {'ok' if v.get('ok') else 'OUT of tolerance'}"
+                                     for k, v in paths.items())),
+        ("congestion control", ", ".join(m.get("congestion_control") or []) or "-"),
+        ("backend", ", ".join(m.get("shaper") or []) + "; switch " + ", ".join(m.get("switch") or [])),
+        ("kernel", ", ".join(m.get("kernels_of_rows") or [str(m.get("kernel"))])),
+        ("commit", f"rows: {', '.join(m.get('code_of_rows') or [])}; manifest: "
+                   f"{str(git.get('commit') or '?')[:12]}{' (dirty)' if git.get('dirty') else ''}"),
+    ]  # fmt: skip
+
+
+def figure_html(entry: Entry) -> str:
+    m = entry.manifest
+    kind, checks = _verdict(m)
+    rows = "".join(
+        f"<tr><td>{_e(c.get('claim'))}</td><td>{'holds' if c.get('holds') else 'does not hold'}</td>"
+        f"<td>{_e(c.get('evidence'))}</td></tr>"
+        for c in checks
+    )
+    facts = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in _facts(m))
+    notes = "".join(f"<li>{_e(n)}</li>" for n in m.get("notes") or [])
+    return f"""
+<div class="figure" id="{_e(entry.fig.full_name)}" data-figure="{_e(entry.fig.full_name)}" data-verdict="{_e(kind)}">
+<h3>{_e(entry.fig.full_name)}: {_e(m.get("title") or entry.fig.heading)}
+ <span class="verdict {_e(kind)}">{_e(kind)}</span></h3>
+<img src="{_e(entry.image)}" alt="{_e(entry.fig.full_name)}">
+<div class="side">
+<div><b>The source</b><p>{_e(m.get("finding_of_the_source") or entry.fig.finding or "-")}</p></div>
+<div><b>Ours: {_e(kind)}</b>
+<table><tr><th>claim</th><th></th><th>our numbers</th></tr>{rows}</table></div>
+</div>
+<details><summary>notes</summary><ul>{notes}</ul></details>
+<table class="small">{facts}</table>
+</div>"""
+
+
+def page(entries: list[Entry]) -> str:
+    counts: dict[str, int] = {}
+    for e in entries:
+        kind, _ = _verdict(e.manifest)
+        counts[kind] = counts.get(kind, 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    body = []
+    for study in expts.STUDIES:
+        mine = [e for e in entries if e.fig.study == study.FIGURES[0].study]
+        if not mine:
+            continue
+        deviations = sorted({d for e in mine for d in (e.manifest.get("deviations") or e.fig.deviations)})
+        listed = "".join(f"<li>{_e(d)}</li>" for d in deviations)
+        differently = f"<details><summary>what this study does differently</summary><ul>{listed}</ul></details>"
+        body.append(f"<h2>Study {_e(mine[0].fig.study)}</h2><p>{_e(study.SOURCE)}</p>{differently}")
+        body += [figure_html(e) for e in mine]
+    index = "".join(
+        f'<tr><td><a href="#{_e(e.fig.full_name)}">{_e(e.fig.full_name)}</a></td>'
+        f'<td class="verdict {_e(_verdict(e.manifest)[0])}">{_e(_verdict(e.manifest)[0])}</td></tr>'
+        for e in entries
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>netrepro: every figure beside its paper</title>
+<style>{STYLE}</style><script>{SCRIPT}</script></head>
+<body>
+<h1>netrepro: every stored figure beside its paper</h1>
+<p>{len(entries)} figures: {_e(summary)}. <span id="loaded" class="small"></span></p>
+<table>{index}</table>
+{"".join(body)}
+</body></html>
+"""
+
+
+def write(tree: Path = results.REFERENCE, out: Path = results.RESULTS / "index.html") -> tuple[Path, list[Entry]]:
+    """The report of the stored results under `tree`, written to `out` (replaced whole)."""
+    entries = stored(tree, out.parent)
+    results.replace_file(out, page(entries).encode())
+    results.hand_back(out, out.parent)
+    return out, entries
