@@ -10,7 +10,7 @@ import expts
 from ground.results import REFERENCE
 from ground.trials import latest_rows, read_rows
 from netrepro import plot
-from netrepro.spec import Check, Figure, verdict
+from netrepro.spec import VERDICTS, Check, Figure, verdict
 
 
 def test_the_verdict_of_checks() -> None:
@@ -66,3 +66,19 @@ def test_a_figure_prints_its_checks_as_it_judges_them() -> None:
     assert fig.annotate is not None and fig.judge is not None
     notes = fig.annotate(fig, points, rows, None)
     assert [c.note for c in fig.judge(fig, points, rows)] == notes[-2:]
+
+
+@pytest.mark.parametrize("fig", expts.all_figures(), ids=lambda f: f.full_name)
+def test_a_judge_copes_with_a_quick_run_and_with_no_rows(fig: Figure) -> None:
+    """A quick run has fewer levels and series, a failed one no rows: the judge says what it can, and
+    never stops the run (the manifest is written after it)."""
+    assert fig.judge is not None
+    path = REFERENCE / fig.directory / fig.csv_name
+    rows = latest_rows(read_rows(path)) if path.exists() else []
+    quick = {str(p[fig.x]) for p in fig.grid(quick=True)}
+    series = {str(p.get("series", "")) for p in fig.grid(quick=True)}
+    subsets = [[r for r in rows if r.get(fig.x) in quick and r.get("series", "") in series], []]
+    for subset in subsets:
+        points = plot.summarize(fig, subset)
+        judged = verdict(fig.judge(fig, points, subset))
+        assert judged["verdict"] in (*VERDICTS, "unjudged")
