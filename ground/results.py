@@ -142,7 +142,7 @@ def code_fingerprint() -> str:
     digest = hashlib.sha256()
     for args in (["diff", "HEAD", "--binary", "--", ".", ":(exclude)results"],
                  ["ls-files", "--others", "--exclude-standard", "-z", "--", ".", ":(exclude)results"]):  # fmt: skip
-        digest.update(proc.run(["git", "-C", str(REPO), *args], check=False).stdout.encode())  # as root
+        digest.update(proc.run(["git", "-C", str(REPO), *args], check=False).stdout.encode())
     return f"{version}:{digest.hexdigest()[:12]}"
 
 

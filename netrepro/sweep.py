@@ -423,6 +423,12 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         home = cluster.run_trials(opts.engine, fig, todo, opts, trial_log)
         verifications.update(home.verifications)
         engine = home.describe(opts.engine)
+        # a setting Dask gave up on (its workers kept dying): its trials without a row are missing, and said so
+        tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
+        missing = sum(1 for p, i in todo if trial_key(p, i) not in tried)
+        if missing:
+            print(f"  {missing} trials not run: their settings were lost with their workers "
+                  f"({'; '.join(home.lost)}); run the command again to resume them", flush=True)  # fmt: skip
     elif todo:
         preflight.check_machine(needs)
         verifications.update(run_trials(fig, todo, opts, trial_log))
