@@ -24,7 +24,7 @@ pytestmark = pytest.mark.root
 def test_guest_suite_passes_in_the_stock_kernel() -> None:
     done = subprocess.run(
         # run.sh, as a user would: it installs QEMU, the stock kernel and virtme-ng on first use
-        [str(REPO / "run.sh"), "--vm", "test", "tests/guest", "-rA"],
+        [str(REPO / "run.sh"), "--vm", "test", "tests/guest", "-rA", "--durations=20"],
         cwd=REPO,
         capture_output=True,
         text=True,
