@@ -1,4 +1,9 @@
-"""The command line behind run.sh: doctor, shell, check, clean, test."""
+"""The command line behind run.sh: its parser, and one function per command.
+
+A figure's run (`run.sh iw/fig2 ...`) is parsed here and handed to the
+sweep (netrepro/sweep.py); how --set, --vary and --series change a figure
+is netrepro/derive.py; `--vm` hands the whole command to netrepro/vm.py.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from ground.results import REPO, RESULTS
 from ground.trials import trial_key
 from ground.units import QuantityError
 from kmod import loader
-from netrepro import __version__, doctor, params, preflight, shards, studyfile, sweep, verify
+from netrepro import __version__, derive, doctor, params, preflight, shards, studyfile, sweep, verify
 from netrepro.cluster import Engine
 from netrepro.plan import Plan
 from netrepro.shards import Shard
@@ -363,64 +368,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def keys_of(fig: Figure) -> dict[str, params.Key]:
-    """Every key a trial of this figure may have (netrepro.params), by name."""
-    return params.trial_keys(WORKLOADS[fig.workload].keys)
-
-
-def typed_value(fig: Figure, option: str, key: str, text: str) -> object:
-    """A value from the command line in the type its key declares (netrepro.params): a path quantity
-    normalized (3000kbit is 3mbit), a whole number where the key takes one, a value among its choices.
-    Refused as what the user typed, with what is allowed."""
-    try:
-        return keys_of(fig)[key].parse(text)
-    except ValueError as e:
-        raise UserError(f"{option} {key}={text}: {e}") from None
-
-
-def _overrides(fig: Figure, pairs: list[str], x: str | None = None) -> dict[str, object]:
-    """--set KEY=VALUE: any key a trial of the figure takes, but its x factor (`x`, which --vary may move)
-    and the keys its series set."""
-    series_keys = {k for s in fig.series for k in s.params}
-    allowed = sorted(set(keys_of(fig)) - {x or fig.x, "series", "cc_params"} - series_keys)
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or key not in allowed:
-            raise QuantityError("--set", pair, f"give KEY=VALUE with KEY one of {', '.join(allowed)}")
-        out[key] = typed_value(fig, "--set", key, value)
-    return out
-
-
-def _levels(fig: Figure, option: str, text: str, allowed: list[str]) -> tuple[str, list[object]]:
-    """--vary or --series KEY=V1,V2,...: the key, and its values typed, distinct, in the order given."""
-    key, sep, values = text.partition("=")
-    if not sep or key not in allowed:
-        raise QuantityError(option, text, f"give KEY=V1,V2,... with KEY one of {', '.join(allowed)}")
-    levels = [typed_value(fig, option, key, v.strip()) for v in values.split(",") if v.strip()]
-    if not levels or len(set(map(str, levels))) != len(levels):
-        raise QuantityError(option, text, "give one or more distinct values, separated by commas")
-    return key, levels
-
-
-def derived_figure(fig: Figure, args: argparse.Namespace) -> Figure:
-    """The figure as declared, or the figure --set, --vary and --series derive from it (spec.Figure.derive);
-    every trial of it checked against the keys it may have (netrepro.params)."""
-    series_keys = {k for s in fig.series for k in s.params}
-    settable = set(keys_of(fig)) - {"series", "cc_params"}
-    vary = series = None
-    if args.vary:
-        vary = _levels(fig, "--vary", args.vary, sorted(settable - series_keys))
-    x = vary[0] if vary else fig.x
-    if args.series:
-        series = _levels(fig, "--series", args.series, sorted(settable - {x}))
-    derived = fig.derive(_overrides(fig, args.set, x), vary=vary, series=series)
-    if getattr(args, "topo", "path") != "path" or getattr(args, "link", None):
-        derived = derived.on(parse_topology(args))
-    params.check_grid(derived.full_name, [*derived.grid(), *derived.grid(quick=True)], keys_of(derived))
-    return derived
-
-
 def writable_out(out: Path, fig: Figure) -> Path:
     """--out resolved, its figure's directory made and shown writable (a probe file made and removed).
 
@@ -447,7 +394,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trials is not None and not 1 <= args.trials <= 1000:
         raise QuantityError("--trials", args.trials, "allowed range is 1 to 1000")
     engine = Engine.parse(args.hosts, args.scheduler, args.ssh_config, args.allow_mixed)
-    figures = [derived_figure(fig, args) for fig in declared]
+    topo = parse_topology(args) if args.topo != "path" or args.link else None
+    figures = [derive.derived_figure(fig, args, topo) for fig in declared]
     for fig in figures:
         for setting in fig.grid(args.quick):  # refuse a bad value before anything is built
             PathSpec.parse(**path_params(setting))

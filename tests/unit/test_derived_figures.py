@@ -14,7 +14,7 @@ from expts import cubicplus, iw
 from ground.errors import UserError
 from ground.results import REFERENCE, RESULTS
 from ground.trials import latest_rows, read_rows, row_seed, trial_key
-from netrepro import cli, plot, sweep
+from netrepro import cli, derive, plot, sweep
 from netrepro.spec import Figure, Point, variant_name
 
 
@@ -24,7 +24,7 @@ def run_args(*argv: str) -> argparse.Namespace:
 
 def derived(*argv: str) -> Figure:
     args = run_args(*argv)
-    return cli.derived_figure(expts.find(args.figure), args)
+    return derive.derived_figure(expts.find(args.figure), args)
 
 
 # -- what a derived figure is ---------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 import expts
 from ground.errors import UserError
 from ground.path import PathSpec
-from netrepro import cli, params
+from netrepro import cli, derive, params
 from netrepro.spec import Figure, path_params
 from netrepro.workloads import WORKLOADS
 
@@ -18,7 +18,7 @@ def keys_of(name: str) -> dict[str, params.Key]:
 
 def derived(*argv: str) -> Figure:
     args = cli.build_parser().parse_args(["run", *argv])
-    return cli.derived_figure(expts.find(args.figure), args)
+    return derive.derived_figure(expts.find(args.figure), args)
 
 
 def test_every_declared_figure_has_only_keys_its_consumers_take() -> None:

@@ -7,7 +7,7 @@ import pytest
 from expts import iw
 from ground.results import REPO
 from ground.trials import trial_key
-from netrepro import cli, studyfile
+from netrepro import cli, derive, studyfile
 
 EXAMPLE = REPO / "expts" / "example-study.toml"
 
@@ -109,5 +109,5 @@ def test_a_missing_study_file_is_named(tmp_path: Path, capsys: pytest.CaptureFix
 def test_derivations_apply_to_a_study_files_figures(tmp_path: Path) -> None:
     args = cli.build_parser().parse_args(["run", str(write(tmp_path, GOOD)), "--set", "rtt=80ms"])
     [fig] = studyfile.load(Path(args.figure))
-    derived = cli.derived_figure(fig, args)
+    derived = derive.derived_figure(fig, args)
     assert derived.directory == "mine/dl@rtt=80ms" and derived.fixed["rtt"] == "80ms"
