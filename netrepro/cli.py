@@ -562,10 +562,21 @@ def cmd_test(args: argparse.Namespace) -> int:
         print("+ " + " ".join(argv), flush=True)
         # Not proc.run: the suite's output streams to the terminal as it comes (proc.run captures it),
         # it has no time limit, and Ctrl-C must reach pytest in our own session and group.
-        code = subprocess.run(argv, cwd=REPO, check=False).returncode
+        code = _wait_through_ctrl_c(subprocess.Popen(argv, cwd=REPO))
         if code != 0:
             return code
     return 0
+
+
+def _wait_through_ctrl_c(child: subprocess.Popen[bytes]) -> int:
+    """The child's exit status.  Ctrl-C reaches the child too (the terminal signals the whole
+    group): it stops and undoes its labs, and is waited for, never killed (as subprocess.run would,
+    0.25 s after a KeyboardInterrupt)."""
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
 
 
 COMMANDS = {
@@ -592,8 +603,7 @@ def _in_vm(argv: list[str]) -> int:
         print("run.sh --vm <command ...>: e.g. run.sh --vm check --rtt 50ms --shaper netem", file=sys.stderr)
         return 2
     # A closed terminal ends a --vm run as SIGTERM does: the guest is stopped, the ledger unwound.
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGHUP, _terminate)
+    _stop_on_signals()
     try:
         return vm.run_in_vm(argv)
     except UserError as e:
@@ -612,6 +622,15 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     # Either way every `finally` and `with` unwinds what the run made.
     print(f"run.sh: signal {signum}: stopping, undoing what this run created", file=sys.stderr)
     raise SystemExit(128 + signum)
+
+
+def _stop_on_signals() -> None:
+    """SIGINT stops a run as KeyboardInterrupt, SIGTERM and SIGHUP as SystemExit, whatever this
+    process inherited: a shell starts a background job (`./run.sh fig3 &`, `nohup`) with SIGINT or
+    SIGHUP ignored, and a run sent one must still stop and undo what it created."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -635,8 +654,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"run.sh {args.command}: needs root (network namespaces, qdiscs, sysctls, BPF): "
               f"sudo ./run.sh {' '.join(argv)}; without root: {allowed}", file=sys.stderr)  # fmt: skip
         return 1
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGHUP, _terminate)
+    _stop_on_signals()
     try:
         return COMMANDS[args.command](args)
     except UserError as e:

@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 FIGURE = ("run", "cubicplus/fig3", "--quick")
 # Up to 40 s covers the lab's start, the path's verification, the algorithm's load and the first trials.
 KILL_WINDOW_S = (0.5, 40.0)
+SIGNALLED_EXIT_S = 120.0  # a signalled run stops its trial and undoes its lab within this
 SETTLE_S = 150.0  # a struct_ops held by closing sockets is freed by the kernel within about two minutes
 
 
@@ -87,6 +88,7 @@ def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S) -> 
     """Run the figure into `out`, interrupt it `after_s` seconds in, clean up if killed, compare."""
     before = snapshot()
     result = Round(how, after_s)
+    killed = how.startswith("SIGKILL")
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "run.log", "wb") as log:
         run = subprocess.Popen(
@@ -106,8 +108,14 @@ def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S) -> 
                 run.kill()
             else:
                 run.send_signal(getattr(signal, how))
-            result.exit_code = run.wait(timeout=120)
-    if how.startswith("SIGKILL"):
+            try:
+                result.exit_code = run.wait(timeout=SIGNALLED_EXIT_S)
+            except subprocess.TimeoutExpired:  # a failure of the round; the next one needs the machine back
+                result.left.append(f"still running {SIGNALLED_EXIT_S:.0f} s after {how}: killed, then `clean`")
+                os.killpg(run.pid, signal.SIGKILL)
+                result.exit_code = run.wait()
+                killed = True
+    if killed:
         done = subprocess.run(_netrepro("clean"), cwd=REPO, capture_output=True, text=True, check=False)
         result.clean_output = (done.stdout + done.stderr).strip()
         if done.returncode != 0:

@@ -114,3 +114,29 @@ def test_sigterm_undoes_everything_without_clean(holding_script: Path) -> None:
             break
         time.sleep(0.1)
     assert differences(before, snapshot()) == []
+
+
+def test_sigint_stops_a_figure_run_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """A shell starts a background job (`./run.sh fig2 &`, or a suite under nohup) with SIGINT
+    ignored, and Python then leaves it ignored: netrepro installs its own handler, so SIGINT still
+    stops the run mid-trial and undoes everything (the soak's SIGINT round once ran to the end)."""
+    before = snapshot()
+    run = subprocess.Popen(
+        [sys.executable, "-m", "netrepro", "iw/fig2", "--quick", "--out", str(tmp_path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # what `&` does in a script
+    )
+    wait_for_line(run, "1/12 trials")
+    run.send_signal(signal.SIGINT)
+    out, _ = run.communicate(timeout=60)
+    assert run.returncode == 130, out[-3000:]
+    assert "interrupted; everything it created has been undone" in out
+    for _ in range(50):
+        if not differences(before, snapshot()):
+            break
+        time.sleep(0.1)
+    assert differences(before, snapshot()) == []
