@@ -166,7 +166,7 @@ def udp_cross_traffic(
         raise flows.FlowDataError(f"cross_rate {rate}: this topology has no cross-traffic hosts (--cross)")
     return CrossTraffic(lab.ns(x.client), lab.ns(x.server), lab.ip(x.server), session.ledger, session.work_dir,
                         duration_s=seconds, udp_rate=parse_rate(rate, "cross_rate"), port=port, datagram=datagram,
-                        interval_s=interval_s)  # fmt: skip
+                        interval_s=interval_s, rtt_s=lab.network.rtt(x).seconds)  # fmt: skip
 
 
 def run_together(senders: Sequence[CrossTraffic]) -> list[str]:
@@ -202,6 +202,7 @@ def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
             port=5210 + i,
             cc=cc,
             interval_s=0.1,
+            rtt_s=lab.network.rtt(p).seconds,
         )  # fmt: skip
         for i, p in enumerate(lab.pairs)
     ]
@@ -246,7 +247,7 @@ def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
                                          datagram=lab.path.mtu - IP_UDP_HEADERS))  # fmt: skip
     tcp = CrossTraffic(lab.ns(pair.client), lab.ns(pair.server), address, session.ledger, session.work_dir,
                        duration_s=seconds, port=LONG_FLOW_PORT, cc=session.registered(params.get("cc")),
-                       interval_s=0.1)  # fmt: skip
+                       interval_s=0.1, rtt_s=lab.network.rtt(pair).seconds)  # fmt: skip
     senders.append(tcp)
     before = quiet_bottleneck(lab)  # drops counted are this trial's, not an earlier sender's tail
     with TcpProbe(session.ledger, [LONG_FLOW_PORT]) as probe:

@@ -66,8 +66,20 @@ def wait_listening(ns: Netns, address: str, port: int, process: Process, timeout
         time.sleep(0.02)
 
 
+# How long a flow may take to end after its duration: 15 s, and on a long path 30 round trips more
+# (four consecutive timeouts of a control message at a 1.3 s RTT: 1.5 + 3 + 6 + 12 s, about 17 RTTs).
+END_SLACK_S, END_SLACK_RTTS = 15.0, 30.0
+
+
 class CrossTraffic:
-    """A competing flow from server to client for `duration_s`: bulk TCP, or UDP at `udp_rate`."""
+    """A competing flow from server to client for `duration_s`: bulk TCP, or UDP at `udp_rate`.
+
+    `rtt_s`, the path's round trip, sets how long after `duration_s` the flow
+    may take to end: iperf3 ends a test with a few messages on its control
+    connection, which share the bottleneck with the data; where the queue is
+    full and the round trip long (seed 004's 1.3 s), a lost message waits out
+    retransmission timeouts that start near the round trip and double.
+    """
 
     def __init__(
         self,
@@ -83,10 +95,12 @@ class CrossTraffic:
         cc: str | None = None,
         interval_s: float | None = None,
         datagram: int = 1400,  # UDP payload, bytes
+        rtt_s: float = 0.0,
     ) -> None:
         self.client, self.server, self.address = client, server, server_address
         self.ledger, self.duration_s, self.udp_rate, self.port = ledger, duration_s, udp_rate, port
         self.cc, self.interval_s, self.datagram = cc, interval_s, datagram
+        self.end_within_s = END_SLACK_S + END_SLACK_RTTS * rtt_s
         self.output = work_dir / f"iperf3-{'udp' if udp_rate else 'tcp'}-{port}.json"
         self._server: Process | None = None
         self._client: Process | None = None
@@ -122,9 +136,10 @@ class CrossTraffic:
         """Wait for the flow to end and return iperf3's JSON report (the receiver's, -R)."""
         assert self._client is not None, "start() first"
         try:
-            code = self._client.wait(timeout=self.duration_s + 15)
+            code = self._client.wait(timeout=self.duration_s + self.end_within_s)
         except subprocess.TimeoutExpired:
-            raise CommandError(self._client.argv, self.client, None, "cross traffic did not end") from None
+            late = f"did not end within {self.end_within_s:.0f} s of its {self.duration_s} s"
+            raise CommandError(self._client.argv, self.client, None, late) from None
         text = self.output.read_text(errors="replace")
         if code != 0:
             raise CommandError(self._client.argv, self.client, code, text[-1000:])
