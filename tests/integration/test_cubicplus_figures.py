@@ -5,6 +5,10 @@ asserted here is what physics demands: page throughput falls (and page load
 time rises) as loss rises; on the large page at high loss CUBIC+ (n = 6),
 which cuts its window less, beats CUBIC; every trial is recorded (timeouts
 included), and the variant that ran is in the manifest.
+
+The figures share one output directory, as a user's run does: `fig6`
+draws `fig3`'s trials (its `trials_of`), so it finds them there and runs
+none of its own.
 """
 
 import statistics
@@ -20,9 +24,14 @@ from netrepro.spec import Figure
 pytestmark = pytest.mark.root
 
 
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cubicplus")
+
+
 @pytest.mark.parametrize("fig", cubicplus.FIGURES, ids=lambda f: f.name)
-def test_quick_figure(fig: Figure, tmp_path: Path) -> None:
-    rows, manifest = run_quick(fig, tmp_path)
+def test_quick_figure(fig: Figure, out: Path) -> None:
+    rows, manifest = run_quick(fig, out)
     series = [s for s in fig.series if fig.quick_series is None or s.label in fig.quick_series]
     assert len(rows) == len(fig.quick_levels or ()) * len(series) * fig.quick_trials
     assert {r["status"] for r in rows} <= {"ok", "timeout"}, [r["error"] for r in rows if r["status"] == "failed"]
