@@ -128,7 +128,11 @@ def test_the_decrease_on_random_loss_with_an_empty_queue(
     assert measured["scalable"] == pytest.approx(7 / 8, abs=0.02)  # b = 1/8 (Kelly)
     assert measured["bic"] == pytest.approx(819 / 1024, abs=0.02)  # the module's beta
     assert measured["veno"] == pytest.approx(4 / 5, abs=0.02)  # random loss: backlog below beta = 3
-    assert measured["illinois"] == pytest.approx(7 / 8, abs=0.03)  # low delay: beta_min = 1/8
+    # Low delay: illinois's beta is 1/8 while the average delay above the base stays within a tenth
+    # of the largest seen (da <= dm / 10), and rises towards 1/2 with da / dm beyond it.  On an empty
+    # queue both are the delay line's jitter, whose shape varies with the machine's load: measured
+    # 0.875 on a quiet machine, 0.806 during a suite run; either way far above Reno's 1/2.
+    assert 0.75 <= measured["illinois"] <= 7 / 8 + 0.03, measured
 
 
 @pytest.mark.parametrize("lab_on", [(OVERFLOW, ("veno", "illinois", "westwood"))], indirect=True)

@@ -44,7 +44,7 @@ def test_guest_suite_passes_in_the_stock_kernel() -> None:
 
 
 def test_a_vm_run_writes_its_results_to_an_out_outside_the_repository(tmp_path: Path) -> None:
-    """`run.sh --vm spdy/betatable --out DIR`: DIR (here under /tmp) is shared with the guest,
+    """`run.sh --vm spdy/betatable --impl lkm --out DIR`: DIR (here under /tmp) is shared with the guest,
     so the figure's files are on the host afterwards, not in the guest's own /tmp; the loader
     chose the module there, and its table equals seed 003's.
 
@@ -55,7 +55,7 @@ def test_a_vm_run_writes_its_results_to_an_out_outside_the_repository(tmp_path: 
     out = tmp_path / "vm-results"  # not made yet: the lane makes it
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "netrepro", "--vm", "spdy/betatable", "--out", str(out)],
+        [sys.executable, "-m", "netrepro", "--vm", "spdy/betatable", "--impl", "lkm", "--out", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
