@@ -4,6 +4,9 @@ Before the first of them, what runs that died left on the machine (a suite or
 a figure killed earlier on this machine) is undone and named: otherwise the
 first test that loads the same congestion control is refused, and the first
 test that runs `clean` "leaves" the dead run's changes undone.
+
+A test may also leave lines for the end of the run's report, passed or not
+(`summary_lines`): the stock-kernel lane puts the guest's slowest tests there.
 """
 
 import os
@@ -12,9 +15,26 @@ import warnings
 from collections.abc import Iterator
 
 import pytest
+from _pytest.terminal import TerminalReporter  # not exported by pytest 8.3
 from machine import differences, snapshot  # pytest puts this folder on sys.path
 
 from ground import ledger
+
+SUMMARY = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture
+def summary_lines(pytestconfig: pytest.Config) -> list[str]:
+    """Lines printed at the end of the run's report, whether the test passes or not."""
+    return pytestconfig.stash.setdefault(SUMMARY, [])
+
+
+def pytest_terminal_summary(terminalreporter: TerminalReporter, config: pytest.Config) -> None:
+    lines = config.stash.get(SUMMARY, [])
+    if lines:
+        terminalreporter.section("what the tests measured on the way")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(autouse=True, scope="session")

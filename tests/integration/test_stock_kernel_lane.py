@@ -23,7 +23,7 @@ from ground.trials import read_rows
 pytestmark = pytest.mark.root
 
 
-def test_guest_suite_passes_in_the_stock_kernel() -> None:
+def test_guest_suite_passes_in_the_stock_kernel(summary_lines: list[str]) -> None:
     done = subprocess.run(
         # run.sh, as a user would: it installs QEMU, the stock kernel and virtme-ng on first use
         [str(REPO / "run.sh"), "--vm", "test", "tests/guest", "-rA", "--durations=20"],
@@ -37,6 +37,12 @@ def test_guest_suite_passes_in_the_stock_kernel() -> None:
     guest = done.stdout[failures : failures + 8000] + "\n[...]\n" if failures >= 0 else ""
     out = done.stderr[-1500:] + "\n--- the guest's console ---\n" + guest + done.stdout[-3000:]
     print(out)
+    # the guest's slowest tests, at the end of the host's report: where the lane's time goes
+    console = done.stdout.replace("\r", "")  # a serial console's line ends
+    slowest = re.search(r"=+ slowest \d+ durations =+\n(.*?)\n(?:=|\n)", console, re.S)
+    if slowest:
+        summary_lines.append("the stock-kernel lane, the guest's slowest tests:")
+        summary_lines += [f"  {line}" for line in slowest.group(1).splitlines()]
     assert done.returncode == 0, out
     summary = re.search(r"=+ (.*) in [\d.]+s", done.stdout)
     assert summary is not None, done.stdout[-3000:]
