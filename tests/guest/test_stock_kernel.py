@@ -75,7 +75,7 @@ def test_module_loads_registers_takes_parameters_and_unloads(
     assert name not in kernel.congestion_controls()[0]
 
 
-def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 12) -> list[tuple[int, int]]:
+def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 20) -> list[tuple[int, int]]:
     """(cwnd before, ssthresh after) at each reduction of an iperf3 transfer server -> client with `cc`."""
     return [(b, a) for b, a in reductions(iperf3_trace(lab, ledger, cc, seconds)) if b >= 10]
 
