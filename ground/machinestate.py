@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,3 +131,15 @@ def differences(before: MachineState, after: MachineState) -> list[str]:
             else:
                 out.append(f"{field}: {a!r} -> {b!r}")
     return out
+
+
+def wait_until_as_before(before: MachineState, within_s: float, step_s: float = 0.1) -> tuple[list[str], float]:
+    """(what still differs from `before`, seconds waited): polled until nothing differs or `within_s`
+    has passed (processes being reaped, sockets of dead namespaces freed)."""
+    began = time.monotonic()
+    while True:
+        left = differences(before, snapshot())
+        waited = time.monotonic() - began
+        if not left or waited > within_s:
+            return left, waited
+        time.sleep(step_s)

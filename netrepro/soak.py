@@ -19,12 +19,11 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ground.machinestate import MachineState, differences, snapshot
+from ground.machinestate import snapshot, wait_until_as_before
 
 REPO = Path(__file__).resolve().parent.parent
 FIGURE = ("run", "cubicplus/fig3", "--quick")
@@ -75,15 +74,6 @@ def _netrepro(*args: str) -> list[str]:
     return [sys.executable, "-m", "netrepro", *args]
 
 
-def _wait_until_as_before(before: MachineState, settle: float) -> tuple[list[str], float]:
-    began = time.monotonic()
-    while True:
-        left = differences(before, snapshot())
-        if not left or time.monotonic() - began > settle:
-            return left, time.monotonic() - began
-        time.sleep(0.5)
-
-
 def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S) -> Round:
     """Run the figure into `out`, interrupt it `after_s` seconds in, clean up if killed, compare."""
     before = snapshot()
@@ -120,7 +110,7 @@ def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S) -> 
         result.clean_output = (done.stdout + done.stderr).strip()
         if done.returncode != 0:
             result.left.append(f"clean exited {done.returncode}: {result.clean_output[-500:]}")
-    left, result.settle_s = _wait_until_as_before(before, settle)
+    left, result.settle_s = wait_until_as_before(before, settle, step_s=0.5)
     result.left += left
     result.rows, result.csv_problems = csv_problems(out / "cubicplus" / "fig3.csv")
     return result

@@ -10,13 +10,12 @@ A test may also leave lines for the end of the run's report, passed or not
 """
 
 import os
-import time
 import warnings
 from collections.abc import Iterator
 
 import pytest
 from _pytest.terminal import TerminalReporter  # not exported by pytest 8.3
-from machine import differences, snapshot  # pytest puts this folder on sys.path
+from machine import snapshot, wait_until_as_before  # pytest puts this folder on sys.path
 
 from ground import ledger
 
@@ -62,9 +61,6 @@ def leaves_machine_as_found(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     before = snapshot()
     yield
-    for _ in range(300):  # processes being reaped, sockets of dead namespaces freed: up to 30 s
-        diff = differences(before, snapshot())
-        if not diff:
-            return
-        time.sleep(0.1)
-    pytest.fail("the test left state behind:\n  " + "\n  ".join(diff))
+    left, _ = wait_until_as_before(before, 30)
+    if left:
+        pytest.fail("the test left state behind:\n  " + "\n  ".join(left))

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from machine import differences, snapshot
+from machine import differences, snapshot, wait_until_as_before
 
 from ground.ledger import LEDGER_DIR
 from ground.results import REPO
@@ -93,11 +93,7 @@ def test_sigkill_then_clean_leaves_nothing(tmp_path: Path, topology: tuple[str, 
     done = subprocess.run([sys.executable, "-m", "netrepro", "clean"], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "undid" in done.stdout
-    for _ in range(50):
-        if not differences(before, snapshot()):
-            break
-        time.sleep(0.1)
-    assert differences(before, snapshot()) == []
+    assert wait_until_as_before(before, 5)[0] == []
     assert not any(LEDGER_DIR.glob("*.jsonl")) or snapshot().ledgers == before.ledgers
 
 
@@ -109,11 +105,7 @@ def test_sigterm_undoes_everything_without_clean(holding_script: Path) -> None:
     out, _ = shell.communicate(timeout=60)
     assert shell.returncode == 128 + signal.SIGTERM, out
     assert "undoing what this run created" in out
-    for _ in range(50):
-        if not differences(before, snapshot()):
-            break
-        time.sleep(0.1)
-    assert differences(before, snapshot()) == []
+    assert wait_until_as_before(before, 5)[0] == []
 
 
 def test_sigint_stops_a_figure_run_started_with_sigint_ignored(tmp_path: Path) -> None:
@@ -135,8 +127,4 @@ def test_sigint_stops_a_figure_run_started_with_sigint_ignored(tmp_path: Path) -
     out, _ = run.communicate(timeout=60)
     assert run.returncode == 130, out[-3000:]
     assert "interrupted; everything it created has been undone" in out
-    for _ in range(50):
-        if not differences(before, snapshot()):
-            break
-        time.sleep(0.1)
-    assert differences(before, snapshot()) == []
+    assert wait_until_as_before(before, 5)[0] == []
