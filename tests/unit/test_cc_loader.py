@@ -1,5 +1,7 @@
 """The loader's checks and choices, without touching the kernel."""
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,24 @@ def test_reductions_pair_the_window_before_with_the_threshold_after() -> None:
              # ssthresh moving with a growing window is no reduction
              sample(7, 140, 105), sample(8, 141, 105), sample(9, 142, 106)]  # fmt: skip
     assert reductions(trace) == [(100, 70), (90, 63)]
+
+
+def test_a_module_built_for_the_running_kernel_is_not_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lane builds kmod/ on the host for the guest's kernel: the guest loads it as it is,
+    and rebuilds only a module that is missing, older than its sources, or for another kernel."""
+    vermagic = {"text": "6.1.0-56-amd64 SMP preempt mod_unload modversions \n"}
+    monkeypatch.setattr(kernel, "release", lambda: "6.1.0-56-amd64")
+    monkeypatch.setattr(loader, "run", lambda argv: subprocess.CompletedProcess(argv, 0, vermagic["text"], ""))
+    for source in ("reno_beta.c", "Kbuild", "Makefile"):
+        (tmp_path / source).write_text("")
+    assert not loader.module_built_for_this_kernel("reno_beta", tmp_path)  # not built
+    ko = tmp_path / "reno_beta.ko"
+    ko.write_bytes(b"")
+    os.utime(tmp_path / "reno_beta.c", (ko.stat().st_mtime + 5,) * 2)
+    assert not loader.module_built_for_this_kernel("reno_beta", tmp_path)  # its source changed since
+    os.utime(ko, (ko.stat().st_mtime + 10,) * 2)
+    assert loader.module_built_for_this_kernel("reno_beta", tmp_path)
+    vermagic["text"] = "6.18.44-fc-v782 SMP preempt mod_unload \n"
+    assert not loader.module_built_for_this_kernel("reno_beta", tmp_path)  # built for another kernel
