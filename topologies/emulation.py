@@ -53,6 +53,7 @@ class DelayLossStage(Protocol):
 
     def install(self) -> None: ...
     def set(self, direction: str, delay: Duration, loss: Probability) -> None: ...
+    def settle(self) -> None: ...
     def counters(self) -> dict[str, object]: ...
     def remove(self) -> None: ...
 
@@ -117,6 +118,10 @@ class NetemStage:
         s = self.stages[direction]
         run(shaping.netem_qdisc(s.ifb, delay, loss, self._seed(s)), self.node)
 
+    def settle(self) -> None:
+        """Nothing to wait for: netem sends each packet at its own due time (its queue is ordered by
+        it), so a packet sent after a delay decrease never waits behind one held under the old delay."""
+
     def counters(self) -> dict[str, object]:
         return {
             d: run(["tc", "-s", "-j", "qdisc", "show", "dev", s.ifb], self.node).stdout for d, s in self.stages.items()
@@ -135,6 +140,8 @@ class DelayLineStage:
         self.stages = {s.direction: s for s in stages}
         self.ledger = ledger
         self.line: DelayLine | None = None
+        self.delays: dict[str, Duration] = {}  # each direction's delay as last set
+        self.shortened: dict[int, float] = {}  # queue -> how long its longest earlier delay was (s)
 
     def install(self) -> None:
         if any(s.bridged for s in self.stages.values()):
@@ -148,6 +155,23 @@ class DelayLineStage:
         assert self.line is not None, "install() first"
         s = self.stages[direction]
         self.line.set(s.queue_num, delay, loss, s.seed)
+        before = self.delays.get(direction)
+        self.delays[direction] = delay
+        if before is not None and delay.seconds < before.seconds:
+            self.shortened[s.queue_num] = max(self.shortened.get(s.queue_num, 0.0), before.seconds)
+
+    def settle(self) -> None:
+        """Return once what the line held under a longer delay than the one now set has left.
+
+        The line lets no packet overtake an older one (a link does not reorder), so after a
+        delay decrease a new packet would wait behind those: the first packets of a trial
+        that follows one on a longer path (a SYN after a 3 s RTT trial's last ACKs) would
+        meet the old delay, not the new.  netem, which lets them overtake, needs no wait.
+        """
+        if self.line is not None and self.shortened:
+            # everything held arrived before the change, so it is due within the longest old delay
+            self.line.drain(self.shortened, within_s=max(self.shortened.values()) + 0.05)
+        self.shortened.clear()
 
     def counters(self) -> dict[str, object]:
         return self.line.stats() if self.line is not None else {}

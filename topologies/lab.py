@@ -386,6 +386,8 @@ class Lab:
         for d in network.directions():
             if d.emulated:
                 self.stages[self._stage_of[d.name]].set(d.name, self.hold(d), d.loss)
+        for stage in self.stages.values():
+            stage.settle()  # a packet sent from now on meets the new path, not the old one's queue
         self.path, self.network = path, network
         log.info("path: %s (%s)", path, self.backend)
 
@@ -402,6 +404,8 @@ class Lab:
             if d.emulated:
                 stage = self.stages[self._stage_of[d.name]]
                 stage.set(d.name, self.hold(d) if delay else Duration(0), d.loss if loss else Probability(0))
+        for stage in self.stages.values():
+            stage.settle()
         try:
             yield
         finally:

@@ -6,10 +6,14 @@ Three points of the issue's acceptance: 3 Mbit/s with 100 ms; 100 Mbit/s with
 rate x 1448/1514, loss inside the 99 % binomial interval.
 """
 
+import time
+
 import pytest
 
 from ground.ledger import Ledger
+from ground.parsers import parse_ping
 from ground.path import PathSpec
+from ground.proc import Process, run
 from netrepro.verify import measure_loss, verify
 from topologies.lab import Lab
 
@@ -41,6 +45,24 @@ def test_reconfigure_in_place_changes_the_path() -> None:
     report = "\n".join(c.line() for c in result.checks)
     assert result.ok, report
     assert result.checks[0].desired == 40.0
+
+
+def test_after_a_longer_delay_the_next_packets_meet_the_new_one() -> None:
+    """A trial after one on a longer path starts on the new path: its first packet does not wait
+    behind what the old path still held.  (fig5a's shuffled trials once measured handshakes of
+    up to 1.4 s at a 20 ms RTT: the SYN queued behind the last ACKs of a 3 s trial, and was sent again.)"""
+    with Ledger() as ledger, Lab(PathSpec.parse(rtt="2000ms", rate="20mbit"), ledger) as lab:
+        # an echo request held for a second on the way out, as the last packets of a trial are
+        earlier = Process(["ping", "-n", "-c", "1", "-W", "5", lab.ip("server")], lab.client, ledger=ledger)
+        try:
+            time.sleep(0.2)
+            lab.reconfigure(PathSpec.parse(rtt="20ms", rate="20mbit"))
+            out = run(["ping", "-n", "-c", "3", "-i", "0.2", "-W", "3", lab.ip("server")], lab.client,
+                      check=False, timeout=20).stdout  # fmt: skip
+        finally:
+            earlier.stop()
+    rtts = parse_ping(out).rtts_ms
+    assert len(rtts) == 3 and max(rtts) < 25, out  # 20 ms each, none behind the old request (800 ms)
 
 
 def test_loss_is_seeded_and_reproducible() -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import select
 import subprocess
+import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -81,6 +83,16 @@ class DelayLine:
 
     def stats(self) -> dict[str, Any]:
         return self.command("stats")
+
+    def drain(self, queues: Collection[int], within_s: float, step_s: float = 0.01) -> None:
+        """Return once `queues` hold no packet, or after `within_s` (traffic that goes on keeps
+        a queue busy; what it held before the call has left by then if `within_s` is its delay)."""
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            held = self.stats()["queues"]
+            if all(held[str(q)]["held"] == 0 for q in queues):
+                return
+            time.sleep(min(step_s, max(0.0, deadline - time.monotonic())))
 
     def stop(self) -> None:
         stdin = self.process.popen.stdin
