@@ -342,11 +342,11 @@ class LoadedAlgorithm:
                 run(["make", "-s", "-C", str(HERE), f"KDIR=/lib/modules/{kernel.release()}/build"], timeout=600)
             kind, argv = "module", ["insmod", str(HERE / f"{self.name}.ko")]
         else:
-            target = f"bpf/{self.name}.bpf.o"  # make's target, relative to kmod/
-            if self.registered != self.name:
-                target = f"bpf/build/{self.registered}.bpf.o"
+            # make's target, relative to kmod/: built against this kernel's BTF, in its own directory
+            release = kernel.release()
+            target = f"bpf/build/{release}/{self.registered}.bpf.o"
             # only the object loaded: under the stock-kernel lane's emulation a clang run takes seconds
-            run(["make", "-s", "-C", str(HERE), target], timeout=600)
+            run(["make", "-s", "-C", str(HERE), f"KERNEL_RELEASE={release}", target], timeout=600)
             kind, argv = "struct_ops", ["bpftool", "struct_ops", "register", str(HERE / target)]
         with machine_lock(self.ledger.directory):
             available, _ = kernel.congestion_controls()
