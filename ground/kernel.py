@@ -313,12 +313,20 @@ _VERSION_ARGS = {
 
 
 @functools.cache
-def tool_version(tool: str) -> str | None:
-    """The first line a tool prints about its version, or None if missing."""
+def tool_version(tool: str, timeout: float = 30.0) -> str | None:
+    """The first line a tool prints about its version, or None if missing.
+
+    A tool that does not answer within timeout seconds (clang, its first time
+    under an emulated CPU, has taken more than 10) is reported as present and
+    silent: a manifest or doctor's report is never lost to a slow --version.
+    """
     if shutil.which(tool) is None:
         return None
     argv = [tool, *_VERSION_ARGS.get(tool, ["--version"])]
-    done = proc.run(argv, check=False, timeout=10)
+    try:
+        done = proc.run(argv, check=False, timeout=timeout)
+    except proc.CommandError:
+        return f"present; `{' '.join(argv)}` did not answer in {timeout:g} s"
     text = (done.stdout or done.stderr).strip()
     return text.splitlines()[0] if text else "present"
 

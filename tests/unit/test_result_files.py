@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import expts
-from ground import figurelock, results, trials
+from ground import figurelock, kernel, results, trials
 from ground.figurelock import FigureBusy
 from ground.trials import TrialLog, complete_length, latest_rows, trial_key
 from netrepro import cli
@@ -324,3 +324,18 @@ def test_clean_removes_the_lock_files_of_dead_runs_and_not_a_held_one(tmp_path: 
         assert removed == [f"removed the stale figure lock {dead} (999999)"]
         assert not dead.exists() and figurelock.lock_path(csv_path).exists()
     assert figurelock.remove_stale() == []
+
+
+def test_a_tool_that_does_not_answer_its_version_is_recorded_as_silent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # clang's first --version under the guest's emulated CPU once took more than 10 s and lost the report
+    tool = tmp_path / "slowtool"
+    tool.write_text("#!/bin/sh\nexec sleep 30\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    began = time.monotonic()
+    version = kernel.tool_version.__wrapped__("slowtool", timeout=0.5)
+    assert time.monotonic() - began < 5
+    assert version == "present; `slowtool --version` did not answer in 0.5 s"
+    assert kernel.tool_version.__wrapped__("no-such-tool-here") is None
