@@ -65,10 +65,10 @@ FIXED: dict[str, Any] = {
     "receive_buffer": WINDOW_PACKETS * FRAME_BYTES,
     "duration_s": DURATION_S,
 }
-QUICK_LEVELS = ("cubic", "hybla", "reno", "vegas")
+QUICK_LEVELS = ("hybla", "reno", "vegas")
 QUICK_SERIES = (WRFL_1.label, WRFL_2.label)
 QUICK_FIXED = {"duration_s": 20}
-QUICK_NOTE = "quick: cubic, hybla, reno and vegas in WrFl-1 and WrFl-2, 20 s flows, one trial"
+QUICK_NOTE = "quick: hybla, reno and vegas in WrFl-1 and WrFl-2, 20 s flows, one trial"
 
 DEVIATIONS = (
     "real Linux kernels (the kernel's own algorithm where it has one, else netrepro's BPF port of the module, "

@@ -593,7 +593,7 @@ PATH_QUICK: dict[str, Any] = {"quick_levels": (5, 80), "quick_fixed": {"idle_s":
 BULK_QUICK: dict[str, Any] = {
     "quick_levels": (80,),
     "quick_fixed": {"idle_s": "1,3", "repeats": 2},
-    "quick_trials": 2,
+    "quick_trials": 1,
     "quick_series": (BASELINE.label, NEWCWV.label, PACED.label),
 }
 

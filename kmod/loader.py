@@ -308,6 +308,11 @@ def module_built_for_this_kernel(name: str, directory: Path = HERE) -> bool:
     (its vermagic): make would have nothing to do.  The stock-kernel lane builds the modules on
     the host for the guest's kernel before it boots; kbuild's own check that nothing changed
     takes most of a minute under the guest's software emulation."""
+    return module_built_for(name, kernel.release(), directory)
+
+
+def module_built_for(name: str, release: str, directory: Path = HERE) -> bool:
+    """kmod/<name>.ko exists, is newer than its sources and its vermagic names `release`."""
     ko = directory / f"{name}.ko"
     if not ko.exists():
         return False
@@ -316,7 +321,7 @@ def module_built_for_this_kernel(name: str, directory: Path = HERE) -> bool:
     if any(source.stat().st_mtime > built for source in sources):
         return False
     vermagic = run(["modinfo", "-F", "vermagic", str(ko)]).stdout.split()
-    return vermagic[:1] == [kernel.release()]
+    return vermagic[:1] == [release]
 
 
 class LoadedAlgorithm:

@@ -34,6 +34,7 @@ from ground.errors import SetupError
 from ground.kernel import VM_ACCEL_ENV
 from ground.ledger import Ledger
 from ground.proc import Process, run
+from kmod import loader
 
 REPO = Path(__file__).resolve().parent.parent
 KVM_PROBE_SECONDS = 45
@@ -150,9 +151,20 @@ def detect_accel(kernel: StockKernel, ledger: Ledger, cache: Path = ACCEL_CACHE)
     return found
 
 
-def build_modules(kernel: StockKernel) -> None:
-    """The modules of kmod/, for exactly the guest's kernel (before it boots)."""
-    run(["make", "-s", "-C", str(REPO / "kmod"), f"KDIR={kernel.headers}"], timeout=900)
+def build_modules(kernel: StockKernel, directory: Path = REPO / "kmod") -> None:
+    """The modules of kmod/, for exactly the guest's kernel (before it boots).
+
+    The guest loads a module as it is only if the loader finds it built (newer
+    than its sources, for its kernel), else it runs make there, most of a
+    minute per load under software emulation.  kbuild keeps a module whose
+    sources' contents it judges unchanged even when a source is newer (a
+    Makefile edited or checked out since), so such a module is removed first
+    and linked again here.
+    """
+    for name in loader.VARIANTS:
+        if not loader.module_built_for(name, kernel.release, directory):
+            (directory / f"{name}.ko").unlink(missing_ok=True)
+    run(["make", "-s", "-C", str(directory), f"KDIR={kernel.headers}"], timeout=900)
 
 
 # --out DIR outside the repository: the guest writes its results there, so the

@@ -8,7 +8,9 @@ included), and the variant that ran is in the manifest.
 
 The figures share one output directory, as a user's run does: `fig6`
 draws `fig3`'s trials (its `trials_of`), so it finds them there and runs
-none of its own.
+none of its own.  A quick run has one trial per cell, except fig3's two:
+CUBIC+ against CUBIC at 6 % loss is a comparison of means, and one
+trial each could turn it by chance.
 """
 
 import statistics

@@ -1,4 +1,4 @@
-"""Study linuxcc end to end (quick): seed 004's chain, cubic, hybla, reno and vegas alone and beside UDP.
+"""Study linuxcc end to end (quick): seed 004's chain, hybla, reno and vegas alone and beside UDP.
 
 The quick run is fig6's: WrFl-1 (RTT 1.3 s, 11 Mbit/s core, 15-packet
 queue) and WrFl-2 (the same beside 10 Mbit/s of UDP), 20 s flows, frames
@@ -13,7 +13,7 @@ packets: measured equal, and 37 against 36): a queue of 15 packets under
 a BDP of 511 never shows in the minimum RTT of a round, which is all
 Vegas looks at, so it slow-starts and grows as Reno does (seed 004 found
 Vegas dropping fewer; the figure's notes say so).  Each trial records which implementation ran: the kernel's own
-(built in here: cubic, reno) or netrepro's BPF port (hybla, vegas).
+(built in here: reno) or netrepro's BPF port (hybla, vegas).
 """
 
 from pathlib import Path
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.root
 def test_fig6_quick_shows_the_physics_of_the_long_thin_path(tmp_path: Path) -> None:
     rows, manifest = run_quick(linuxcc.FIG6, tmp_path)
     assert {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows if r["status"] != "ok"]
-    assert len(rows) == 4 * 2
+    assert len(rows) == len(linuxcc.QUICK_LEVELS) * 2
     by = {(r["series"], r["cc"]): r for r in rows}
     assert by[("WrFl-1", "hybla")]["cc_impl"] == "bpf" and by[("WrFl-1", "reno")]["cc_impl"] == "kernel"
     core = ideal_goodput(PathSpec.parse(rate="11mbit", mtu=linuxcc.MTU).rate_down, linuxcc.MTU).bps / 1e6

@@ -121,3 +121,28 @@ def test_a_module_built_for_the_running_kernel_is_not_made_again(
     assert loader.module_built_for_this_kernel("reno_beta", tmp_path)
     vermagic["text"] = "6.18.44-fc-v782 SMP preempt mod_unload \n"
     assert not loader.module_built_for_this_kernel("reno_beta", tmp_path)  # built for another kernel
+
+
+def test_the_lane_links_again_a_module_older_than_its_makefile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kbuild keeps a module when only the Makefile is newer; the guest's loader would then make it
+    again at every load (about a minute under emulation), so the host removes it before make."""
+    from netrepro import vm
+
+    monkeypatch.setattr(loader, "run", lambda argv: subprocess.CompletedProcess(argv, 0, "6.1.0-56-amd64 SMP\n", ""))
+    made: list[list[str]] = []
+    monkeypatch.setattr(vm, "run", lambda argv, timeout: made.append(argv))
+    for name in loader.VARIANTS:
+        (tmp_path / f"{name}.c").write_text("")
+        (tmp_path / f"{name}.ko").write_bytes(b"")
+    (tmp_path / "Kbuild").write_text("")
+    (tmp_path / "Makefile").write_text("")
+    later = (tmp_path / "Makefile").stat().st_mtime + 10
+    for name in loader.VARIANTS:  # every module built after its sources...
+        os.utime(tmp_path / f"{name}.ko", (later,) * 2)
+    os.utime(tmp_path / "Makefile", (later + 5,) * 2)  # ...but the Makefile changed since newcwv.ko
+    for name in ("cubic_plus", "reno_beta"):
+        os.utime(tmp_path / f"{name}.ko", (later + 10,) * 2)
+    stock = vm.StockKernel("6.1.0-56-amd64", Path("/boot/vmlinuz"), Path("/usr/src/headers"))
+    vm.build_modules(stock, tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.ko")) == ["cubic_plus.ko", "reno_beta.ko"]
+    assert made == [["make", "-s", "-C", str(tmp_path), "KDIR=/usr/src/headers"]]

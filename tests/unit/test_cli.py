@@ -54,8 +54,8 @@ def test_plot_only_runs_no_trial(tmp_path: Path, capsys: pytest.CaptureFixture[s
     """--plot-only draws from what the CSV holds (nothing here) and counts what is missing."""
     assert cli.main(["run", "cubicplus/fig10", "--quick", "--plot-only", "--out", str(tmp_path)]) == 0
     manifest = json.loads((tmp_path / "cubicplus" / "fig10.manifest.json").read_text())
-    assert manifest["trials_missing"] == 2 * 4 * 2 and manifest["rows"] == 0
-    assert "16 trials missing, not run" in capsys.readouterr().out
+    assert manifest["trials_missing"] == 2 * 4 * 1 and manifest["rows"] == 0  # levels x series x quick trials
+    assert "8 trials missing, not run" in capsys.readouterr().out
 
 
 def test_plot_only_and_fresh_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
