@@ -1,5 +1,6 @@
 """Results that survive anything: whole-line rows, torn rows dropped, atomic files, the figure lock,
-retried failures, seeds in the resume key, --fresh's backup, and a run that stops when trials keep failing."""
+retried failures, seeds in the resume key, --fresh's backup, a run that stops when trials keep failing, and
+a manifest's tool versions when a tool does not answer."""
 
 import csv
 import json
