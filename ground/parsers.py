@@ -1,4 +1,4 @@
-"""Parsers for what the measuring tools print (ping, iperf3).
+"""Parsers for what the measuring tools print (ping, iperf3), and the kernel's SNMP counters.
 
 Each takes the tool's captured text and returns typed numbers; each is tested
 on real output kept in tests/fixtures.  A parser that cannot find what it
@@ -86,3 +86,15 @@ def parse_iperf3_udp(text: str) -> IperfUdp:
     if not total or "lost_packets" not in total:
         raise ParseError("iperf3", "no end.sum with lost_packets", text)
     return IperfUdp(int(total["packets"]), int(total["lost_packets"]), float(total["seconds"]))
+
+
+def parse_snmp(text: str, protocol: str) -> dict[str, int]:
+    """One protocol's counters from /proc/net/snmp (a line of names, then a line of values,
+    each starting with "Udp:" and the like), by name."""
+    rows = [line.split()[1:] for line in text.splitlines() if line.startswith(f"{protocol}:")]
+    if len(rows) != 2 or len(rows[0]) != len(rows[1]):
+        raise ParseError("/proc/net/snmp", f"no {protocol}: header and values", text)
+    try:
+        return dict(zip(rows[0], (int(v) for v in rows[1]), strict=True))
+    except ValueError as e:
+        raise ParseError("/proc/net/snmp", f"{protocol}: a value is not a number ({e})", text) from e

@@ -3,8 +3,9 @@
 Nothing here runs a command; the backends and the lab run what these return,
 and the unit tests compare them without root.  The shapes:
 
-  bottleneck   HTB (one class, rate = ceil) with a pfifo/bfifo leaf whose
-               limit is the bottleneck buffer, on the switch's egress port.
+  bottleneck   HTB (one class, rate = ceil, a burst of 5 ms of the rate)
+               with a pfifo/bfifo leaf whose limit is the bottleneck
+               buffer, on the switch's egress port.
   netem stage  the port's ingress redirected through an IFB device carrying
                netem delay and loss, so the delay sits in the switch,
                before the bottleneck queue and away from both hosts.
@@ -40,20 +41,39 @@ def bottleneck_root(dev: str) -> Argv:
     return ["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]
 
 
+# How far HTB may catch up after it ran late.  tc's default burst is rate/HZ plus an MTU, with
+# HZ read from /proc/net/psched: on a kernel with high-resolution timers that is 10^9, so the
+# default is one MTU, and every late run of the qdisc's watchdog or of the softirq that
+# dequeues (a virtual CPU's scheduling; the delay line here measured its own timers up to
+# 27 ms late, 83 us on average) is time the link stays idle for good.  A 100 Mbit/s, 20 ms
+# path delivered 86-94 Mbit/s of its 95.6 that way, and failed the lab's goodput check in CI;
+# with 5 ms of tokens, 94.5-95.6.  The price: after an idle period the first 5 ms worth of the
+# rate leaves at once (at least one frame: below 2.4 Mbit/s that is what tc did anyway).
+# Mininet's TCLink gives HTB a fixed 15 KB, 1.2 ms at 100 Mbit/s and 120 ms at 1 Mbit/s.
+BURST = Duration(0.005)
+
+
+def burst_bytes(rate: Rate, frame: int = FRAME) -> int:
+    """HTB's burst (and cburst) for a rate: BURST's worth of it, at least one full frame."""
+    return max(frame, round(rate.bps / 8 * BURST.seconds))
+
+
 def bottleneck(dev: str, rate: Rate, queue: Queue, frame: int = FRAME) -> list[Argv]:
-    """The bottleneck's rate (HTB class, rate = ceil) and buffer (FIFO leaf).
+    """The bottleneck's rate (HTB class, rate = ceil, burst = cburst = `burst_bytes`) and
+    buffer (FIFO leaf).
 
     `frame` is a full-sized frame of the path's MTU (PathSpec.frame), HTB's
     quantum.  `replace` creates or changes both in place, so a new path
     level reconfigures the running lab instead of rebuilding it.
     """
     bits = f"{int(rate.bps)}bit"
+    burst = str(burst_bytes(rate, frame))
     leaf = ["pfifo", "limit", str(queue.packets)] if queue.packets is not None else ["bfifo", "limit", str(queue.bytes)]
     return [
         # quantum = one frame: a single class needs no fairness, and it keeps
         # HTB quiet about quanta at very low and very high rates.
         ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
-         "rate", bits, "ceil", bits, "quantum", str(frame)],
+         "rate", bits, "ceil", bits, "burst", burst, "cburst", burst, "quantum", str(frame)],
         ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *leaf],
     ]  # fmt: skip
 

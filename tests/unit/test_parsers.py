@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ground.parsers import ParseError, parse_iperf3_tcp, parse_iperf3_udp, parse_ping
+from ground.parsers import ParseError, parse_iperf3_tcp, parse_iperf3_udp, parse_ping, parse_snmp
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -47,3 +47,16 @@ def test_iperf3_error_document() -> None:
         parse_iperf3_tcp('{"start": {}, "error": "unable to connect to server: Connection refused"}')
     with pytest.raises(ParseError, match="not JSON"):
         parse_iperf3_udp("iperf3: error")
+
+
+def test_snmp_udp_counters_by_name() -> None:
+    """Captured in a namespace where 50 datagrams met a 4 KB receive buffer nobody read."""
+    udp = parse_snmp(fixture("proc_net_snmp_rcvbuf_drops.txt"), "Udp")
+    assert udp["OutDatagrams"] == 50
+    assert udp["RcvbufErrors"] == 47
+    assert udp["InDatagrams"] == 0
+
+
+def test_snmp_without_the_protocol_is_an_error() -> None:
+    with pytest.raises(ParseError, match="no Sctp"):
+        parse_snmp(fixture("proc_net_snmp_rcvbuf_drops.txt"), "Sctp")

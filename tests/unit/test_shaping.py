@@ -15,7 +15,7 @@ def test_bottleneck_packets_and_bytes() -> None:
     cls, leaf = shaping.bottleneck("s1-eth1", Rate(3e6), Queue(packets=20))
     assert cls == [
         "tc", "class", "replace", "dev", "s1-eth1", "parent", "1:", "classid", "1:1", "htb",
-        "rate", "3000000bit", "ceil", "3000000bit", "quantum", "1514",
+        "rate", "3000000bit", "ceil", "3000000bit", "burst", "1875", "cburst", "1875", "quantum", "1514",
     ]  # fmt: skip
     assert leaf == [
         "tc",
@@ -38,6 +38,12 @@ def test_bottleneck_packets_and_bytes() -> None:
 def test_htb_quantum_is_one_frame_of_the_paths_mtu() -> None:
     cls, _ = shaping.bottleneck("s1-eth1", Rate(11e6), Queue(packets=15), frame=3514)
     assert cls[-2:] == ["quantum", "3514"]
+
+
+def test_htb_burst_is_five_ms_of_the_rate_and_at_least_a_frame() -> None:
+    assert shaping.burst_bytes(Rate(100e6)) == 62500
+    assert shaping.burst_bytes(Rate(1e6)) == 1514
+    assert shaping.burst_bytes(Rate(1e6), frame=3514) == 3514
 
 
 def test_link_mtu() -> None:

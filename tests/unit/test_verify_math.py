@@ -50,7 +50,7 @@ def test_goodput_duration_grows_with_rtt() -> None:
 
 def test_goodput_args_measure_after_the_omitted_seconds() -> None:
     # iperf3 adds -O to -t: 2 s omitted then 6 s measured is "-t 6 -O 2", 8 s in all
-    assert goodput_args(PathSpec.parse(rtt="20ms", rate="100mbit")) == ["-R", "-t", "6", "-O", "2"]
+    assert goodput_args(PathSpec.parse(rtt="20ms", rate="100mbit")) == ["-R", "-C", "reno", "-t", "6", "-O", "2"]
 
 
 def test_goodput_measures_enough_frames_at_low_rates() -> None:
@@ -61,7 +61,7 @@ def test_goodput_measures_enough_frames_at_low_rates() -> None:
 def test_goodput_window_is_four_bdp_where_the_socket_buffers_allow() -> None:
     slow = PathSpec.parse(rtt="100ms", rate="3mbit")  # BDP 37.5 KB
     assert goodput_window(slow) == 4 * 37_500
-    assert goodput_args(slow) == ["-R", "-t", "3", "-O", "1", "-w", "150000"]
+    assert goodput_args(slow) == ["-R", "-C", "reno", "-t", "3", "-O", "1", "-w", "150000"]
     assert goodput_window(PathSpec.parse(rtt="1ms", rate="1mbit")) == 4 * 1514  # four frames at least
     assert goodput_window(PathSpec.parse(rtt="50ms", rate="10mbit")) is None  # 250 KB
 
