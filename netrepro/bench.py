@@ -160,8 +160,10 @@ def delayline_links(rates_mbit: tuple[int, ...] = LINK_RATES_MBIT, out: Path | N
     return rows
 
 
-# The paths of `ports`: random losses, and drop-tail losses only (the example).
+# The paths of `ports`: random losses, and drop-tail losses only (the example),
+# by label (the CSV's `path`), and the labels by the names `--paths` takes.
 PORT_PATHS = {"random 1 %": {"loss": "1%", "queue": "100p"}, "drop-tail 20p": {"queue": "20p"}}
+PORT_PATH_NAMES = {"random": "random 1 %", "droptail": "drop-tail 20p"}
 
 
 def _flow_measures(trace: list[ProbeSample]) -> tuple[float, list[float]]:

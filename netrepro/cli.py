@@ -233,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--runs", type=int, default=5, help="ports: flows per implementation and path")
     b.add_argument("--seconds", type=int, default=20, help="ports: each flow's length")
     b.add_argument("--algorithms", default=",".join(loader.PORTS), help="ports: which, comma-separated")
+    b.add_argument("--paths", default="random,droptail", help="ports: which paths, comma-separated (random, droptail)")
     b.add_argument("--out", type=Path, default=None)
     b.add_argument("--kills", type=int, default=100, help="soak: SIGKILLed runs (then SIGINT, SIGTERM, SIGHUP)")
     b.add_argument("--seed", type=int, default=1, help="soak: seed of the kill moments")
@@ -527,7 +528,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise QuantityError("--runs", args.runs, "allowed range is 1 to 100")
         if not 2 <= args.seconds <= 600:
             raise QuantityError("--seconds", args.seconds, "allowed range is 2 to 600")
-        bench.ports(names, runs=args.runs, seconds=args.seconds, rate=args.rate, rtt=args.rtt or "100ms", out=args.out)
+        paths = tuple(p for p in args.paths.split(",") if p)
+        for path in paths:
+            if path not in bench.PORT_PATH_NAMES:
+                raise QuantityError("--paths", path, f"the paths are {', '.join(bench.PORT_PATH_NAMES)}")
+        if not paths:
+            raise QuantityError("--paths", args.paths, f"name one or more of {', '.join(bench.PORT_PATH_NAMES)}")
+        bench.ports(names, runs=args.runs, seconds=args.seconds, rate=args.rate, rtt=args.rtt or "100ms", out=args.out,
+                    paths=tuple(bench.PORT_PATH_NAMES[p] for p in paths))  # fmt: skip
     elif args.which == "delayline-links":
         bench.delayline_links(out=args.out)
     elif args.which == "cluster":

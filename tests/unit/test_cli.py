@@ -62,3 +62,14 @@ def test_plot_only_and_fresh_exclude_each_other(capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit):
         cli.main(["run", "fig10", "--plot-only", "--fresh"])
     assert "not allowed with" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("value", "named"), [("lossy", "'lossy'"), (",", "','")])
+def test_bench_ports_refuses_a_path_it_does_not_have(
+    value: str, named: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ground.ledger.LEDGER_DIR", tmp_path)
+    assert cli.main(["bench", "ports", "--algorithms", "vegas", "--paths", value]) == 2
+    err = capsys.readouterr().err
+    assert f"--paths {named}" in err and "random" in err and "droptail" in err
+    assert list(tmp_path.iterdir()) == []
