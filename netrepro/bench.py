@@ -39,7 +39,9 @@ whether the machine came back as it was and the CSV stayed whole
 from __future__ import annotations
 
 import csv
+import faulthandler
 import io
+import logging
 import math
 import os
 import statistics
@@ -57,6 +59,8 @@ from kmod import loader
 from netrepro.verify import measure_goodput, measure_rtt
 from topologies.emulation import DelayLineStage
 from topologies.lab import Lab
+
+log = logging.getLogger(__name__)
 
 RATES_MBIT = (10, 50, 100, 200, 500)
 
@@ -203,10 +207,19 @@ def ports(
                 pair = {impl: loader.load(name, ledger, impl) for impl in ("kernel", "bpf")}
                 goodput: dict[str, list[float]] = {impl: [] for impl in pair}
                 backoff: dict[str, list[float]] = {impl: [] for impl in pair}
-                for _ in range(runs):
+                for run_no in range(1, runs + 1):
                     for impl, algorithm in pair.items():
+                        log.info("ports: %s, %s, %s, flow %d of %d", label, name, impl, run_no, runs)
                         lab.reconfigure(path)  # each flow meets the loss pattern from the seed's start
-                        mbit, ratios = _flow_measures(iperf3_trace(lab, ledger, algorithm.registered, seconds))
+                        # One yeah flow in the guest once did not end in eight minutes; should a flow
+                        # outlast three times its length and two minutes, every thread's stack goes to
+                        # stderr, to say where it waits (the run goes on).
+                        faulthandler.dump_traceback_later(3 * seconds + 120)
+                        try:
+                            trace = iperf3_trace(lab, ledger, algorithm.registered, seconds)
+                        finally:
+                            faulthandler.cancel_dump_traceback_later()
+                        mbit, ratios = _flow_measures(trace)
                         goodput[impl].append(mbit)
                         backoff[impl] += ratios
                 stats = {impl: _mean_se(goodput[impl]) for impl in pair}
