@@ -175,6 +175,14 @@ def _flow_measures(trace: list[ProbeSample]) -> tuple[float, list[float]]:
     return delivery_rate(trace) * 8 / 1e6, [after / before for before, after in reductions(trace) if before >= 4]
 
 
+def _quartiles(values: list[float]) -> tuple[float, float]:
+    """The first and third quartiles (NaN for fewer than two values)."""
+    if len(values) < 2:
+        return math.nan, math.nan
+    q1, _, q3 = statistics.quantiles(values, n=4)
+    return q1, q3
+
+
 def _mean_se(values: list[float]) -> tuple[float, float]:
     mean = statistics.fmean(values)
     return mean, (statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan)
@@ -237,6 +245,13 @@ def ports(
                     "goodput_diff_mbit": round(diff, 3),
                     "goodput_within_noise": abs(diff) <= noise,
                     **{f"{impl}_backoff_median": round(medians[impl], 4) for impl in pair},
+                    # the spread the medians come from: an algorithm whose cut follows measured delay
+                    # (illinois) spreads its backoffs over 0.5-0.875, and its median moves with the sample
+                    **{
+                        f"{impl}_backoff_{q}": round(v, 4)
+                        for impl in pair
+                        for q, v in zip(("q1", "q3"), _quartiles(backoff[impl]), strict=True)
+                    },
                     **{f"{impl}_reductions": len(backoff[impl]) for impl in pair},
                     "backoff_within_0.02": abs(medians["bpf"] - medians["kernel"]) <= 0.02,
                     "port_ss_repairs": pair["bpf"].counters().get("ss_repairs"),
