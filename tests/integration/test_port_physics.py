@@ -184,13 +184,11 @@ def test_highspeed_is_reno_below_38_segments_and_cuts_less_above(
     def b(w: int) -> float:
         return 0.5 + (0.1 - 0.5) * (math.log(w) - math.log(38)) / (math.log(83000) - math.log(38))
 
-    # Highspeed moves up its table only in congestion avoidance, so a cut made before any is Reno's
-    # halving: the one that ends slow start, and in two suite runs one more (once after a timeout,
-    # slow start from one segment losing again below the ssthresh: 1272 -> 636, then 318 -> 159;
-    # once a halving from 628).  Compared with the model: the cuts from a window that congestion
-    # avoidance grew past the last cut's ssthresh, 20 s leaving room for them after a timeout; in
-    # the median, as an early cut the kernel undid lets slow start's halving through (107 -> 54,
-    # undone, then 1420 -> 710 and three of 0.652-0.653 against 0.646, in a run alone).
+    # Highspeed moves up its table only in congestion avoidance, so a cut before any is Reno's halving:
+    # the one ending slow start, and one after a timeout (seen in a suite run: 1272 -> 636, then
+    # 318 -> 159).  Compared with the model: cuts from a window grown past the last cut's ssthresh
+    # (20 s leave room for them), in the median, for a cut the kernel undid lets one halving through
+    # (107 -> 54 undone, then 1420 -> 710, then three of 0.652-0.653 against 0.646).
     cuts = reductions(high)
     above = [(after / before, 1 - b(before)) for (_, last), (before, after) in itertools.pairwise(cuts)
              if before >= 200 and before > last]  # fmt: skip
