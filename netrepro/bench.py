@@ -19,7 +19,10 @@ against the kernel's own module, on the same seeded path, in turn, several
 runs each: mean goodput with its standard error, and the median ssthresh
 after / cwnd before at the loss events, read from tcp_probe; whether the
 goodputs lie within noise (two standard errors of their difference) and the
-backoffs within 0.02.  It needs the modules: `run.sh --vm bench ports`.
+backoffs within 0.02.  Every cut goes to <name>-cuts.csv too, so that runs
+can be pooled.  `control`: the module against itself, the same flows in the
+same alternation, for how far two samples of one implementation lie apart.
+It needs the modules: `run.sh --vm bench ports`.
 
 `cluster`: a figure (iw/fig5b, 210 trials on 7 path settings) from scratch
 on a local Dask cluster of one worker, then of two (netrepro.cluster): the
@@ -170,9 +173,9 @@ PORT_PATHS = {"random 1 %": {"loss": "1%", "queue": "100p"}, "drop-tail 20p": {"
 PORT_PATH_NAMES = {"random": "random 1 %", "droptail": "drop-tail 20p"}
 
 
-def _flow_measures(trace: list[ProbeSample]) -> tuple[float, list[float]]:
-    """Goodput (Mbit/s, from the bytes snd_una advanced) and ssthresh after / cwnd before at each reduction."""
-    return delivery_rate(trace) * 8 / 1e6, [after / before for before, after in reductions(trace) if before >= 4]
+def _flow_measures(trace: list[ProbeSample]) -> tuple[float, list[tuple[int, int]]]:
+    """Goodput (Mbit/s, from the bytes snd_una advanced) and (cwnd before, ssthresh after) at each reduction."""
+    return delivery_rate(trace) * 8 / 1e6, [(before, after) for before, after in reductions(trace) if before >= 4]
 
 
 def _quartiles(values: list[float]) -> tuple[float, float]:
@@ -196,8 +199,12 @@ def ports(
     rtt: str = "100ms",
     out: Path | None = None,
     paths: tuple[str, ...] = tuple(PORT_PATHS),
+    control: bool = False,
 ) -> list[dict[str, Any]]:
-    """Each port against the kernel's module (module, port, module, port, ...) on each of `paths` (PORT_PATHS)."""
+    """Each port against the kernel's module (module, port, module, port, ...) on each of `paths` (PORT_PATHS).
+
+    With `control`, the module against itself: the columns of the second are `kernel_again_*`.
+    """
     from netrepro.workloads import iperf3_trace
 
     missing = [name for name in algorithms if loader.kernel_has(name) is None]
@@ -206,18 +213,24 @@ def ports(
             f"bench ports compares each port with the kernel's own, and this kernel has no {', '.join(missing)}: "
             "`run.sh --vm bench ports` runs it in Debian's kernel, which has them all as modules"
         )
+    # the two sides compared: column prefix -> implementation
+    sides = {"kernel": "kernel", "kernel_again": "kernel"} if control else {"kernel": "kernel", "bpf": "bpf"}
+    first, second = sides
+    name_of_run = "ports-control" if control else "ports"
     rows: list[dict[str, Any]] = []
+    cuts: list[dict[str, Any]] = []
     planned = len(paths) * len(algorithms)
     for label in paths:
         path = PathSpec.parse(rtt=rtt, rate=rate, **PORT_PATHS[label])
         with Ledger() as ledger, Lab(path, ledger, seed=1) as lab:
             for name in algorithms:
-                pair = {impl: loader.load(name, ledger, impl) for impl in ("kernel", "bpf")}
-                goodput: dict[str, list[float]] = {impl: [] for impl in pair}
-                backoff: dict[str, list[float]] = {impl: [] for impl in pair}
+                loaded = {impl: loader.load(name, ledger, impl) for impl in dict.fromkeys(sides.values())}
+                pair = {side: loaded[impl] for side, impl in sides.items()}
+                goodput: dict[str, list[float]] = {side: [] for side in pair}
+                backoff: dict[str, list[float]] = {side: [] for side in pair}
                 for run_no in range(1, runs + 1):
-                    for impl, algorithm in pair.items():
-                        log.info("ports: %s, %s, %s, flow %d of %d", label, name, impl, run_no, runs)
+                    for side, algorithm in pair.items():
+                        log.info("ports: %s, %s, %s, flow %d of %d", label, name, side, run_no, runs)
                         lab.reconfigure(path)  # each flow meets the loss pattern from the seed's start
                         # One yeah flow in the guest once did not end in eight minutes; should a flow
                         # outlast three times its length and two minutes, every thread's stack goes to
@@ -227,40 +240,46 @@ def ports(
                             trace = iperf3_trace(lab, ledger, algorithm.registered, seconds)
                         finally:
                             faulthandler.cancel_dump_traceback_later()
-                        mbit, ratios = _flow_measures(trace)
-                        goodput[impl].append(mbit)
-                        backoff[impl] += ratios
-                stats = {impl: _mean_se(goodput[impl]) for impl in pair}
-                medians = {impl: statistics.median(backoff[impl]) if backoff[impl] else math.nan for impl in pair}
-                diff = stats["bpf"][0] - stats["kernel"][0]
-                noise = 2 * math.hypot(stats["bpf"][1], stats["kernel"][1])
+                        mbit, flow_cuts = _flow_measures(trace)
+                        goodput[side].append(mbit)
+                        backoff[side] += [after / before for before, after in flow_cuts]
+                        cuts += [
+                            {"path": label, "algorithm": name, "side": side, "flow": run_no,
+                             "cwnd_before": before, "ssthresh_after": after}
+                            for before, after in flow_cuts
+                        ]  # fmt: skip
+                stats = {side: _mean_se(goodput[side]) for side in pair}
+                medians = {side: statistics.median(backoff[side]) if backoff[side] else math.nan for side in pair}
+                diff = stats[second][0] - stats[first][0]
+                noise = 2 * math.hypot(stats[second][1], stats[first][1])
                 row = {
                     "path": label,
                     "algorithm": name,
-                    "port_as": pair["bpf"].registered,
+                    "port_as": pair[second].registered,
                     "runs": runs,
                     "seconds": seconds,
-                    **{f"{impl}_goodput_mbit": round(stats[impl][0], 3) for impl in pair},
-                    **{f"{impl}_goodput_se": round(stats[impl][1], 3) for impl in pair},
+                    **{f"{side}_goodput_mbit": round(stats[side][0], 3) for side in pair},
+                    **{f"{side}_goodput_se": round(stats[side][1], 3) for side in pair},
                     "goodput_diff_mbit": round(diff, 3),
                     "goodput_within_noise": abs(diff) <= noise,
-                    **{f"{impl}_backoff_median": round(medians[impl], 4) for impl in pair},
+                    **{f"{side}_backoff_median": round(medians[side], 4) for side in pair},
                     # the spread the medians come from: an algorithm whose cut follows measured delay
                     # (illinois) spreads its backoffs over 0.5-0.875, and its median moves with the sample
                     **{
-                        f"{impl}_backoff_{q}": round(v, 4)
-                        for impl in pair
-                        for q, v in zip(("q1", "q3"), _quartiles(backoff[impl]), strict=True)
+                        f"{side}_backoff_{q}": round(v, 4)
+                        for side in pair
+                        for q, v in zip(("q1", "q3"), _quartiles(backoff[side]), strict=True)
                     },
-                    **{f"{impl}_reductions": len(backoff[impl]) for impl in pair},
-                    "backoff_within_0.02": abs(medians["bpf"] - medians["kernel"]) <= 0.02,
-                    "port_ss_repairs": pair["bpf"].counters().get("ss_repairs"),
+                    **{f"{side}_reductions": len(backoff[side]) for side in pair},
+                    "backoff_within_0.02": abs(medians[second] - medians[first]) <= 0.02,
+                    "port_ss_repairs": None if control else pair[second].counters().get("ss_repairs"),
                 }
                 print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
                 rows.append(row)
                 # Written after every row: a run of an hour or more under software emulation keeps what it measured.
-                about = {"rate": rate, "rtt": rtt, "paths": {p: PORT_PATHS[p] for p in paths}}
-                _write_rows(rows, "ports", {**about, "rows_done": len(rows), "rows_planned": planned}, out)
+                about = {"rate": rate, "rtt": rtt, "paths": {p: PORT_PATHS[p] for p in paths}, "control": control}
+                _write_rows(rows, name_of_run, {**about, "rows_done": len(rows), "rows_planned": planned}, out)
+                _write_rows(cuts, f"{name_of_run}-cuts", {**about, "rows_done": len(rows)}, out)
     return rows
 
 

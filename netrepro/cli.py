@@ -234,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--seconds", type=int, default=20, help="ports: each flow's length")
     b.add_argument("--algorithms", default=",".join(loader.PORTS), help="ports: which, comma-separated")
     b.add_argument("--paths", default="random,droptail", help="ports: which paths, comma-separated (random, droptail)")
+    b.add_argument("--control", action="store_true", help="ports: each module against itself, for the noise floor")
     b.add_argument("--out", type=Path, default=None)
     b.add_argument("--kills", type=int, default=100, help="soak: SIGKILLed runs (then SIGINT, SIGTERM, SIGHUP)")
     b.add_argument("--seed", type=int, default=1, help="soak: seed of the kill moments")
@@ -533,7 +534,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if unknown:
             raise QuantityError("--paths", unknown[0], f"the paths are {', '.join(bench.PORT_PATH_NAMES)}")
         bench.ports(names, runs=args.runs, seconds=args.seconds, rate=args.rate, rtt=args.rtt or "100ms", out=args.out,
-                    paths=tuple(bench.PORT_PATH_NAMES[p] for p in paths))  # fmt: skip
+                    paths=tuple(bench.PORT_PATH_NAMES[p] for p in paths), control=args.control)  # fmt: skip
     elif args.which == "delayline-links":
         bench.delayline_links(out=args.out)
     elif args.which == "cluster":

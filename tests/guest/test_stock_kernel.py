@@ -12,6 +12,7 @@ table read back from the module is the lane's other test (a figure run with
 --out, tests/integration/test_stock_kernel_lane.py): one boot runs it.
 """
 
+import csv
 import json
 import os
 import statistics
@@ -172,3 +173,23 @@ def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
         reno_law_mbit = 1.22 * 1448 * 8 / (0.100 * 0.01**0.5) / 1e6
         assert min(row["bpf_goodput_mbit"], row["kernel_goodput_mbit"]) >= 0.5 * reno_law_mbit, row
         assert row["port_ss_repairs"] == 0, row
+    # every cut is in the cuts file, beside the medians made of it
+    with (tmp_path / "ports-cuts.csv").open() as f:
+        cuts = list(csv.DictReader(f))
+    for row in rows:
+        for side in ("kernel", "bpf"):
+            mine = [c for c in cuts if c["algorithm"] == row["algorithm"] and c["side"] == side]
+            assert len(mine) == row[f"{side}_reductions"], (side, row)
+            ratios = [int(c["ssthresh_after"]) / int(c["cwnd_before"]) for c in mine]
+            assert round(statistics.median(ratios), 4) == row[f"{side}_backoff_median"], (side, row)
+
+
+def test_the_control_compares_the_module_with_itself(tmp_path: Path) -> None:
+    """`bench ports --control`: both sides are the kernel's module (no port registered), in the
+    same alternation; scalable's fixed 7/8 cut comes out the same on both."""
+    (row,) = bench.ports(("scalable",), runs=1, seconds=6, rate="5mbit", out=tmp_path, paths=("random 1 %",),
+                         control=True)  # fmt: skip
+    assert row["port_as"] == "scalable" and row["port_ss_repairs"] is None, row
+    assert row["kernel_reductions"] >= 2 and row["kernel_again_reductions"] >= 2, row
+    assert abs(row["kernel_backoff_median"] - row["kernel_again_backoff_median"]) <= 0.03, row
+    assert (tmp_path / "ports-control.csv").exists() and (tmp_path / "ports-control-cuts.csv").exists()
