@@ -303,6 +303,11 @@ def idle_periods(text: str) -> list[float]:
     return idles
 
 
+def idle_text(text: str) -> str:
+    """Idle periods in their normal form as text (`1, 3.0` is `1,3`): the form of the key idle_s."""
+    return ",".join(f"{t:g}" for t in idle_periods(text))
+
+
 def _joined(values: Sequence[float | int], fmt: str = "{}") -> str:
     return ";".join(fmt.format(v) for v in values)
 
@@ -470,7 +475,7 @@ WORKLOADS: dict[str, Workload] = {
                     "idle_s",
                     str,
                     "idle periods before the bursts, seconds, e.g. 1,3,5 (each once per repeat)",
-                    form=(idle_periods, "idle periods in seconds separated by commas, e.g. 1,3,5"),
+                    form=(idle_text, "idle periods in seconds separated by commas, e.g. 1,3,5"),
                 ),
                 Key("repeats", int, "bursts after each idle period per trial", low=1, high=100),
                 Key("bulk", int, "1: a bulk TCP flow (Reno) on the second pair throughout", choices=(0, 1)),

@@ -142,6 +142,19 @@ def test_pacing_by_tcp_needs_a_congestion_control_that_asks_for_it() -> None:
     assert any("idle periods in seconds separated by commas" in p for p in found)
 
 
+@pytest.mark.parametrize(("typed", "normal"), [("1", "1"), ("1, 3.0,15", "1,3,15"), ("0.5", "0.5")])
+def test_idle_periods_typed_on_the_command_line_are_taken(typed: str, normal: str) -> None:
+    """`--set idle_s=1` once failed with "not '[1.0]'": the key's parser returned a list."""
+    (key,) = [k for k in WORKLOADS["http_bursts"].keys if k.name == "idle_s"]
+    assert key.parse(typed) == normal
+
+
+def test_idle_periods_out_of_range_are_refused_by_name() -> None:
+    (key,) = [k for k in WORKLOADS["http_bursts"].keys if k.name == "idle_s"]
+    with pytest.raises(ValueError, match="from 0.5 to 600 s, not '0.1'"):
+        key.parse("0.1")
+
+
 def test_the_losses_of_the_first_flight_are_counted_apart() -> None:
     with_column = [
         {**row("newCWV", 80, "1;5", "900;910", "20;20", retrans="3;1"), "first_flight_retransmitted": "1;0"},
