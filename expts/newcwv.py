@@ -105,6 +105,11 @@ FINDING_FIG11 = (
     "seed 002, Figure 11: the bulk transfer's throughput shows no significant difference whichever algorithm "
     "the HTTP server runs (NewReno, newCWV, paced newCWV)"
 )
+FINDING_PACING = (
+    "seed 002, section 4.5: beside a bulk flow newCWV's 80 KB bursts lose more than NewReno+SACK's (Table 2's "
+    "negative row); pacing spreads each burst over about an RTT, reduces those losses, and turns the 80 KB "
+    "gain positive (Table 3: 13-16 %)"
+)
 
 
 # -- the trials' bursts ---------------------------------------------------------------
@@ -371,6 +376,60 @@ def annotate_losses(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> li
     return [c.note for c in checks_losses(fig, points, rows)]
 
 
+def _fewer(label: str, more: tuple[float, float, int], fewer: tuple[float, float, int], kb: int) -> Check:
+    """Does `fewer` lose fewer segments per burst than `more`, by more than two standard errors?"""
+    (m, se, n), (f, fse, fn) = more, fewer
+    z = (m - f) / math.hypot(se, fse) if se or fse else math.inf
+    evidence = f"{m:.2f} ± {se:.2f} (n={n}) against {f:.2f} ± {fse:.2f} (n={fn}) per {kb} KB burst, {z:.1f} SE"
+    verdict = "agrees" if f < m and z >= 2 else "not shown: within two standard errors" if f < m else "DIFFERS"
+    return Check(label, f < m and z >= 2, evidence, f"{label} (seed 002); ours: {evidence}: {verdict}")
+
+
+def first_flight_loss_rate(rows: Rows, kb: int) -> dict[str, tuple[int, int]]:
+    """Of the segments the first flights of `kb` KB bursts carried, how many were sent again, by arm: (again, sent)."""
+    by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for row in rows:
+        if row.get("status") != "ok" or not row.get("first_flight_retransmitted") or int(row["burst_kb"]) != kb:
+            continue
+        pairs = zip(row["first_flight_retransmitted"].split(";"), row["first_flight"].split(";"), strict=True)
+        for again, sent in pairs:
+            by[row["series"]][0] += int(again)
+            by[row["series"]][1] += int(sent)
+    return {arm: (a, s) for arm, (a, s) in by.items()}
+
+
+def checks_pacing(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
+    """Seed 002, section 4.5, on many bursts of one size: newCWV loses more than the baseline, pacing less."""
+    kb = int(fig.levels[-1])
+    found = losses_by_arm(rows, kb)
+    checks = []
+    if NEWCWV.label in found and BASELINE.label in found:
+        checks.append(_fewer("newCWV loses more than NewReno+SACK", found[NEWCWV.label], found[BASELINE.label], kb))
+    if NEWCWV.label in found and PACED.label in found:
+        checks.append(_fewer("pacing reduces newCWV's losses", found[NEWCWV.label], found[PACED.label], kb))
+    return checks
+
+
+def annotate_pacing(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
+    kb = int(fig.levels[-1])
+    notes = [c.note for c in checks_pacing(fig, points, rows)]
+    rates = first_flight_loss_rate(rows, kb)
+    if rates:
+        notes.append(
+            "segments of the first flight sent again (the flight pacing spreads): "
+            + ", ".join(f"{arm} {a} of {n} ({a / n:.3f})" for arm, (a, n) in rates.items() if n)
+        )
+    found = cells(rows)
+    base = [b for k, v in found.items() if k[:2] == (BASELINE.label, kb) for b in v]
+    for arm in (NEWCWV.label, PACED.label):
+        other = [b for k, v in found.items() if k[:2] == (arm, kb) for b in v]
+        if base and other:
+            g = gain(base, other)
+            notes.append(f"gain of {arm} over NewReno+SACK at {kb} KB: {g.pct:.1f} ± {g.se:.1f} %")
+    spread = _spread_note(rows).removeprefix("; ")
+    return [*notes, spread] if spread else notes
+
+
 # -- tables 2 and 3 -------------------------------------------------------------------
 
 
@@ -572,19 +631,16 @@ def timeout(params: Params) -> float:
 
 
 def _bursts_figure(name: str, **kw: Any) -> Figure:
-    return Figure(
-        study="newcwv",
-        name=name,
-        workload="http_bursts",
-        x="burst_kb",
-        levels=BURSTS_KB,
-        x_label="burst size (KB)",
-        trials=2,
-        quick_note=QUICK_NOTE,
-        deviations=DEVIATIONS,
-        trial_timeout=timeout,
-        **kw,
-    )
+    """A figure of the http_bursts workload: every burst size, two trials, unless `kw` says otherwise."""
+    defaults: dict[str, Any] = {
+        "levels": BURSTS_KB,
+        "trials": 2,
+        "quick_note": QUICK_NOTE,
+        "deviations": DEVIATIONS,
+        "trial_timeout": timeout,
+    }
+    return Figure(study="newcwv", name=name, workload="http_bursts", x="burst_kb", x_label="burst size (KB)",
+                  **{**defaults, **kw})  # fmt: skip
 
 
 # What every gain figure shares, and the quick runs of the single-pair paths and of the bulk flow's.
@@ -679,5 +735,30 @@ FIG11 = _bursts_figure(
     trials_of="table2",
     **BESIDE_BULK,
 )
+# The 80 KB row of tables 2 and 3 again, with enough bursts to judge the losses: thirty bursts a trial,
+# each after one second of idle time (newCWV keeps its window, the baseline restarts it: the RTO is below
+# a second), beside the bulk flow.
+PACING = _bursts_figure(
+    "pacing",
+    title="Retransmitted segments per 80 KB burst beside a bulk TCP flow, without and with pacing, 2 Mbit/s, "
+    "30 KB buffer",
+    y="retrans_per_burst",
+    y_label="retransmitted segments per burst",
+    finding=FINDING_PACING,
+    spread="mean and standard error over bursts",
+    summarize=summarize_losses,
+    annotate=annotate_pacing,
+    judge=checks_pacing,
+    **{
+        **BESIDE_BULK,
+        "fixed": {**CONGESTED, **HTTP, "bulk": 1, "idle_s": "1", "repeats": 30},
+        "series": (BASELINE, NEWCWV, PACED),
+        "levels": (80,),
+        "trials": 10,
+        "quick_levels": (80,),
+        "quick_fixed": {"repeats": 4},
+        "quick_series": (NEWCWV.label, PACED.label),
+    },
+)
 
-FIGURES = (FIG7, FIG8, FIG9, TABLE2, TABLE3, FIG11)
+FIGURES = (FIG7, FIG8, FIG9, TABLE2, TABLE3, FIG11, PACING)

@@ -164,3 +164,42 @@ def test_the_losses_of_the_first_flight_are_counted_apart() -> None:
     assert newcwv.first_flight_share(with_column, 80) == {"newCWV": (1, 4), "newCWV, paced": (0, 4)}
     notes = newcwv._losses_at(with_column, 80)
     assert notes[-1].endswith("newCWV 1 of 4, newCWV, paced 0 of 4"), notes
+
+
+def bursts_row(series: str, retrans: list[int], flight_again: list[int], ms: int) -> dict[str, str]:
+    n = len(retrans)
+    return {
+        **row(series, 80, ";".join(["1"] * n), ";".join([str(ms)] * n), ";".join(["12"] * n),
+              retrans=";".join(map(str, retrans))),
+        "first_flight_retransmitted": ";".join(map(str, flight_again)), "first_flight": ";".join(["12"] * n),
+    }  # fmt: skip
+
+
+def test_the_pacing_figure_judges_each_difference_against_its_standard_error() -> None:
+    import matplotlib.pyplot as plt
+
+    rows = [
+        bursts_row("NewReno+SACK", [1, 2, 1, 2, 1, 2], [0] * 6, 1500),
+        bursts_row("newCWV", [4, 5, 4, 5, 4, 5], [3, 4, 3, 4, 3, 4], 1200),
+        bursts_row("newCWV, paced", [4, 5, 5, 4, 4, 4], [2, 3, 2, 3, 2, 3], 1000),  # fewer, within noise
+    ]
+    points = newcwv.summarize_losses(newcwv.PACING, rows)
+    more, paced = newcwv.checks_pacing(newcwv.PACING, points, rows)
+    assert more.holds and "4.50 ± 0.22 (n=6) against 1.50 ± 0.22 (n=6)" in more.evidence, more
+    assert not paced.holds and paced.evidence.endswith("0.5 SE") and "not shown" in paced.note, paced
+    _, ax = plt.subplots()
+    notes = newcwv.annotate_pacing(newcwv.PACING, points, rows, ax)
+    plt.close("all")
+    assert "newCWV 21 of 72 (0.292), newCWV, paced 15 of 72 (0.208)" in notes[2], notes
+    assert notes[3] == "gain of newCWV over NewReno+SACK at 80 KB: 20.0 ± 0.0 %", notes
+    # the same difference, over many more bursts, is more than two standard errors
+    many = [rows[1]] * 20 + [rows[2]] * 20
+    paced = newcwv.checks_pacing(newcwv.PACING, newcwv.summarize_losses(newcwv.PACING, many), many)[-1]
+    assert paced.holds, paced
+
+
+def test_the_pacing_figure_runs_thirty_bursts_a_trial_after_a_second_of_idle_time() -> None:
+    grid = newcwv.PACING.grid()
+    assert {(p["idle_s"], p["repeats"], p["burst_kb"], p["bulk"]) for p in grid} == {("1", 30, 80, 1)}
+    keys = params.trial_keys(WORKLOADS["http_bursts"].keys)
+    assert not any(params.problems(p, keys) for p in grid)
