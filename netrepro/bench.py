@@ -19,7 +19,8 @@ against the kernel's own module, on the same seeded path, in turn, several
 runs each: mean goodput with its standard error, and the median ssthresh
 after / cwnd before at the loss events, read from tcp_probe; whether the
 goodputs lie within noise (two standard errors of their difference) and the
-backoffs within 0.02.  Every cut goes to <name>-cuts.csv too, so that runs
+backoffs within 0.02, and within noise (two standard errors of the
+difference of medians, from resampling whole flows).  Every cut goes to <name>-cuts.csv too, so that runs
 can be pooled.  `control`: the module against itself, the same flows in the
 same alternation, for how far two samples of one implementation lie apart.
 It needs the modules: `run.sh --vm bench ports`.
@@ -47,6 +48,7 @@ import io
 import logging
 import math
 import os
+import random
 import statistics
 import time
 from collections import Counter
@@ -186,6 +188,21 @@ def _quartiles(values: list[float]) -> tuple[float, float]:
     return q1, q3
 
 
+def _median_diff_se(first: list[list[float]], second: list[list[float]], resamples: int = 2000) -> float:
+    """The standard error of median(second) - median(first), each the median of its flows' cuts pooled, by
+    resampling whole flows (the cuts of one flow are not independent: they share its delay samples).
+    NaN below two flows with cuts on either side."""
+    first, second = [f for f in first if f], [f for f in second if f]
+    if len(first) < 2 or len(second) < 2:
+        return math.nan
+    rng = random.Random(1)
+
+    def median_of(flows: list[list[float]]) -> float:
+        return statistics.median(x for flow in rng.choices(flows, k=len(flows)) for x in flow)
+
+    return statistics.stdev(median_of(second) - median_of(first) for _ in range(resamples))
+
+
 def _mean_se(values: list[float]) -> tuple[float, float]:
     mean = statistics.fmean(values)
     return mean, (statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan)
@@ -227,7 +244,7 @@ def ports(
                 loaded = {impl: loader.load(name, ledger, impl) for impl in dict.fromkeys(sides.values())}
                 pair = {side: loaded[impl] for side, impl in sides.items()}
                 goodput: dict[str, list[float]] = {side: [] for side in pair}
-                backoff: dict[str, list[float]] = {side: [] for side in pair}
+                backoff: dict[str, list[list[float]]] = {side: [] for side in pair}  # per flow
                 for run_no in range(1, runs + 1):
                     for side, algorithm in pair.items():
                         log.info("ports: %s, %s, %s, flow %d of %d", label, name, side, run_no, runs)
@@ -242,14 +259,16 @@ def ports(
                             faulthandler.cancel_dump_traceback_later()
                         mbit, flow_cuts = _flow_measures(trace)
                         goodput[side].append(mbit)
-                        backoff[side] += [after / before for before, after in flow_cuts]
+                        backoff[side].append([after / before for before, after in flow_cuts])
                         cuts += [
                             {"path": label, "algorithm": name, "side": side, "flow": run_no,
                              "cwnd_before": before, "ssthresh_after": after}
                             for before, after in flow_cuts
                         ]  # fmt: skip
                 stats = {side: _mean_se(goodput[side]) for side in pair}
-                medians = {side: statistics.median(backoff[side]) if backoff[side] else math.nan for side in pair}
+                pooled = {side: [x for flow in backoff[side] for x in flow] for side in pair}
+                medians = {side: statistics.median(pooled[side]) if pooled[side] else math.nan for side in pair}
+                backoff_se = _median_diff_se(backoff[first], backoff[second])
                 diff = stats[second][0] - stats[first][0]
                 noise = 2 * math.hypot(stats[second][1], stats[first][1])
                 row = {
@@ -268,10 +287,13 @@ def ports(
                     **{
                         f"{side}_backoff_{q}": round(v, 4)
                         for side in pair
-                        for q, v in zip(("q1", "q3"), _quartiles(backoff[side]), strict=True)
+                        for q, v in zip(("q1", "q3"), _quartiles(pooled[side]), strict=True)
                     },
-                    **{f"{side}_reductions": len(backoff[side]) for side in pair},
+                    **{f"{side}_reductions": len(pooled[side]) for side in pair},
                     "backoff_within_0.02": abs(medians[second] - medians[first]) <= 0.02,
+                    # how far apart two such medians lie by chance: flows resampled whole (bootstrap)
+                    "backoff_diff_se": round(backoff_se, 4),
+                    "backoff_within_noise": abs(medians[second] - medians[first]) <= 2 * backoff_se,
                     "port_ss_repairs": None if control else pair[second].counters().get("ss_repairs"),
                 }
                 print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
