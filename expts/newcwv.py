@@ -387,15 +387,7 @@ def _fewer(label: str, more: tuple[float, float, int], fewer: tuple[float, float
 
 def first_flight_loss_rate(rows: Rows, kb: int) -> dict[str, tuple[int, int]]:
     """Of the segments the first flights of `kb` KB bursts carried, how many were sent again, by arm: (again, sent)."""
-    by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for row in rows:
-        if row.get("status") != "ok" or not row.get("first_flight_retransmitted") or int(row["burst_kb"]) != kb:
-            continue
-        pairs = zip(row["first_flight_retransmitted"].split(";"), row["first_flight"].split(";"), strict=True)
-        for again, sent in pairs:
-            by[row["series"]][0] += int(again)
-            by[row["series"]][1] += int(sent)
-    return {arm: (a, s) for arm, (a, s) in by.items()}
+    return _first_flight_totals(rows, kb, "first_flight")
 
 
 def checks_pacing(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
@@ -532,16 +524,22 @@ def losses_by_arm(rows: Rows, kb: int) -> dict[str, tuple[float, float, int]]:
 
 def first_flight_share(rows: Rows, kb: int) -> dict[str, tuple[int, int]]:
     """Of the segments bursts of `kb` KB sent again, how many first left in the first flight, by arm:
-    (from the first flight, all); rows recorded before the column existed are left out."""
+    (from the first flight, all)."""
+    return _first_flight_totals(rows, kb, "retransmitted")
+
+
+def _first_flight_totals(rows: Rows, kb: int, column: str) -> dict[str, tuple[int, int]]:
+    """Per arm, over the bursts of `kb` KB: (segments of the first flight sent again, sum of `column`);
+    rows recorded before the first flight's column existed are left out."""
     by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for row in rows:
         if row.get("status") != "ok" or not row.get("first_flight_retransmitted") or int(row["burst_kb"]) != kb:
             continue
-        pairs = zip(row["first_flight_retransmitted"].split(";"), row["retransmitted"].split(";"), strict=True)
-        for flight, every in pairs:
-            by[row["series"]][0] += int(flight)
-            by[row["series"]][1] += int(every)
-    return {arm: (f, a) for arm, (f, a) in by.items()}
+        pairs = zip(row["first_flight_retransmitted"].split(";"), row[column].split(";"), strict=True)
+        for again, other in pairs:
+            by[row["series"]][0] += int(again)
+            by[row["series"]][1] += int(other)
+    return {arm: (a, o) for arm, (a, o) in by.items()}
 
 
 def _losses_at(rows: Rows, kb: int) -> list[str]:
@@ -735,6 +733,7 @@ FIG11 = _bursts_figure(
     trials_of="table2",
     **BESIDE_BULK,
 )
+
 # The 80 KB row of tables 2 and 3 again, with enough bursts to judge the losses: thirty bursts a trial,
 # each after one second of idle time (newCWV keeps its window, the baseline restarts it: the RTO is below
 # a second), beside the bulk flow.
