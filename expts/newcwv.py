@@ -391,7 +391,8 @@ def first_flight_loss_rate(rows: Rows, kb: int) -> dict[str, tuple[int, int]]:
 
 
 def checks_pacing(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
-    """Seed 002, section 4.5, on many bursts of one size: newCWV loses more than the baseline, pacing less."""
+    """Seed 002, section 4.5, on many bursts of one size: newCWV loses more than the baseline, pacing less;
+    and (Figure 11) no arm moves the bulk flow's goodput."""
     kb = int(fig.levels[-1])
     found = losses_by_arm(rows, kb)
     checks = []
@@ -399,12 +400,12 @@ def checks_pacing(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
         checks.append(_fewer("newCWV loses more than NewReno+SACK", found[NEWCWV.label], found[BASELINE.label], kb))
     if NEWCWV.label in found and PACED.label in found:
         checks.append(_fewer("pacing reduces newCWV's losses", found[NEWCWV.label], found[PACED.label], kb))
-    return checks
+    return checks + _bulk(rows)[1]
 
 
 def annotate_pacing(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
     kb = int(fig.levels[-1])
-    notes = [c.note for c in checks_pacing(fig, points, rows)]
+    notes = [c.note for c in checks_pacing(fig, points, rows)] + _bulk(rows)[0]
     rates = first_flight_loss_rate(rows, kb)
     if rates:
         notes.append(

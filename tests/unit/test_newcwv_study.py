@@ -184,14 +184,15 @@ def test_the_pacing_figure_judges_each_difference_against_its_standard_error() -
         bursts_row("newCWV, paced", [4, 5, 5, 4, 4, 4], [2, 3, 2, 3, 2, 3], 1000),  # fewer, within noise
     ]
     points = newcwv.summarize_losses(newcwv.PACING, rows)
-    more, paced = newcwv.checks_pacing(newcwv.PACING, points, rows)
+    more, paced, bulk = newcwv.checks_pacing(newcwv.PACING, points, rows)
+    assert bulk.holds, bulk  # every row's bulk flow got 1.5 Mbit/s
     assert more.holds and "4.50 ± 0.22 (n=6) against 1.50 ± 0.22 (n=6)" in more.evidence, more
     assert not paced.holds and paced.evidence.endswith("0.5 SE") and "not shown" in paced.note, paced
     _, ax = plt.subplots()
     notes = newcwv.annotate_pacing(newcwv.PACING, points, rows, ax)
     plt.close("all")
-    assert "newCWV 21 of 72 (0.292), newCWV, paced 15 of 72 (0.208)" in notes[2], notes
-    assert notes[3] == "gain of newCWV over NewReno+SACK at 80 KB: 20.0 ± 0.0 %", notes
+    assert "newCWV 21 of 72 (0.292), newCWV, paced 15 of 72 (0.208)" in notes[6], notes
+    assert notes[7] == "gain of newCWV over NewReno+SACK at 80 KB: 20.0 ± 0.0 %", notes
     # the same difference, over many more bursts, is more than two standard errors
     many = [rows[1]] * 20 + [rows[2]] * 20
     paced = newcwv.checks_pacing(newcwv.PACING, newcwv.summarize_losses(newcwv.PACING, many), many)[-1]
