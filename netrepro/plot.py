@@ -67,7 +67,10 @@ def numeric(level: Any) -> float:
 
 
 def categorical(fig: Figure) -> bool:
-    """Whether the figure's levels are names (congestion controls), not quantities on an axis."""
+    """Whether the figure's levels are names (congestion controls), not quantities on an axis; a single
+    level is drawn as a category too (its series side by side), where an axis would only span it."""
+    if len(fig.levels) == 1:
+        return True
     try:
         for level in fig.levels:
             numeric(level)

@@ -106,5 +106,11 @@ def test_a_categorical_axis_places_the_levels_with_points_in_declared_order() ->
     points = plot.summarize(linuxcc.FIG6, ROWS)
     assert plot.categorical(linuxcc.FIG6)
     assert plot.category_positions(linuxcc.FIG6, points) == {"cubic": 0, "hybla": 1, "reno": 2, "vegas": 3, "veno": 4}
+
+
+def test_a_single_level_is_drawn_as_a_category() -> None:
+    from expts import newcwv
+
+    assert plot.categorical(newcwv.PACING) and not plot.categorical(newcwv.FIG7)
     assert plot.series_offsets(["a", "b", "c"]) == {"a": -0.2, "b": 0.0, "c": 0.2}
     assert len({(s["color"], s["linestyle"]) for s in plot.line_styles(13)}) == 13
