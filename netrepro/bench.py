@@ -20,10 +20,11 @@ runs each: mean goodput with its standard error, and the median ssthresh
 after / cwnd before at the loss events, read from tcp_probe; whether the
 goodputs lie within noise (two standard errors of their difference) and the
 backoffs within 0.02, and within noise (two standard errors of the
-difference of medians, from resampling whole flows).  Every cut goes to <name>-cuts.csv too, so that runs
-can be pooled.  `control`: the module against itself, the same flows in the
-same alternation, for how far two samples of one implementation lie apart.
-It needs the modules: `run.sh --vm bench ports`.
+difference of medians, from resampling whole flows).  Every cut goes to
+<name>-cuts.csv too, so that runs can be pooled.  `control`: the module
+against itself, the same flows in the same alternation, for how far two
+samples of one implementation lie apart.  It needs the modules:
+`run.sh --vm bench ports`.
 
 `cluster`: a figure (iw/fig5b, 210 trials on 7 path settings) from scratch
 on a local Dask cluster of one worker, then of two (netrepro.cluster): the
