@@ -148,6 +148,11 @@ def cells(rows: Rows) -> dict[tuple[str, int, float], list[Burst]]:
     return out
 
 
+def over_idles(found: dict[tuple[str, int, float], list[Burst]], arm: str, kb: int) -> list[Burst]:
+    """An arm's bursts of `kb` KB after every idle period (`found` is `cells`)."""
+    return [b for (a, size, _), bursts in found.items() if (a, size) == (arm, kb) for b in bursts]
+
+
 def mean_se(values: list[float]) -> tuple[float, float]:
     """The mean and its standard error (0 for a single value)."""
     mean = statistics.fmean(values)
@@ -190,8 +195,7 @@ def summarize_gain(arm: str, by_idle: bool = True):  # type: ignore[no-untyped-d
             for s in fig.series:
                 if s.label == BASELINE.label or (by_idle and s.label == arm):
                     continue
-                base = [b for k, v in found.items() if k[:2] == (BASELINE.label, int(kb)) for b in v]
-                other = [b for k, v in found.items() if k[:2] == (s.label, int(kb)) for b in v]
+                base, other = over_idles(found, BASELINE.label, int(kb)), over_idles(found, s.label, int(kb))
                 if base and other:
                     g = gain(base, other)
                     label = f"{s.label}, all idle periods"
@@ -413,9 +417,9 @@ def annotate_pacing(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> li
             + ", ".join(f"{arm} {a} of {n} ({a / n:.3f})" for arm, (a, n) in rates.items() if n)
         )
     found = cells(rows)
-    base = [b for k, v in found.items() if k[:2] == (BASELINE.label, kb) for b in v]
+    base = over_idles(found, BASELINE.label, kb)
     for arm in (NEWCWV.label, PACED.label):
-        other = [b for k, v in found.items() if k[:2] == (arm, kb) for b in v]
+        other = over_idles(found, arm, kb)
         if base and other:
             g = gain(base, other)
             notes.append(f"gain of {arm} over NewReno+SACK at {kb} KB: {g.pct:.1f} ± {g.se:.1f} %")
@@ -749,16 +753,14 @@ PACING = _bursts_figure(
     summarize=summarize_losses,
     annotate=annotate_pacing,
     judge=checks_pacing,
-    **{
-        **BESIDE_BULK,
-        "fixed": {**CONGESTED, **HTTP, "bulk": 1, "idle_s": "1", "repeats": 30},
-        "series": (BASELINE, NEWCWV, PACED),
-        "levels": (80,),
-        "trials": 10,
-        "quick_levels": (80,),
-        "quick_fixed": {"repeats": 4},
-        "quick_series": (NEWCWV.label, PACED.label),
-    },
+    topology=DUMBBELL,
+    fixed={**CONGESTED, **HTTP, "bulk": 1, "idle_s": "1", "repeats": 30},
+    series=(BASELINE, NEWCWV, PACED),
+    levels=(80,),
+    trials=10,
+    quick_fixed={"repeats": 4},
+    quick_series=(NEWCWV.label, PACED.label),
+    quick_trials=1,
 )
 
 FIGURES = (FIG7, FIG8, FIG9, TABLE2, TABLE3, FIG11, PACING)

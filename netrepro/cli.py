@@ -530,9 +530,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if not 2 <= args.seconds <= 600:
             raise QuantityError("--seconds", args.seconds, "allowed range is 2 to 600")
         paths = tuple(p for p in args.paths.split(",") if p)
-        unknown = [p for p in paths if p not in bench.PORT_PATH_NAMES] or ([] if paths else [args.paths])
-        if unknown:
-            raise QuantityError("--paths", unknown[0], f"the paths are {', '.join(bench.PORT_PATH_NAMES)}")
+        unknown = [p for p in paths if p not in bench.PORT_PATH_NAMES]
+        if unknown or not paths:
+            named = unknown[0] if unknown else args.paths
+            raise QuantityError("--paths", named, f"the paths are {', '.join(bench.PORT_PATH_NAMES)}")
         bench.ports(names, runs=args.runs, seconds=args.seconds, rate=args.rate, rtt=args.rtt or "100ms", out=args.out,
                     paths=tuple(bench.PORT_PATH_NAMES[p] for p in paths), control=args.control)  # fmt: skip
     elif args.which == "delayline-links":
