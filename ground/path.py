@@ -1,7 +1,8 @@
 """The emulated path between client and server: what a study asks for.
 
 A path is its round-trip time, its bottleneck rate in each direction, the
-per-packet loss in each direction, the bottleneck buffer and the links' MTU.
+per-packet loss in each direction, the bottleneck buffer, the links' MTU and
+the jitter of the emulated delays.
 "Down" is the data direction (server to client), "up" the other one.  Where
 the topology puts each of these is the topology's business, not the user's.
 """
@@ -57,6 +58,10 @@ class PathSpec:
     loss_up: Probability = Probability(0.0)
     queue: Queue = DEFAULT_QUEUE
     mtu: int = DEFAULT_MTU  # bytes, every link's
+    # Each emulated stage draws a packet's delay uniformly from its delay +- this (netem's
+    # `delay D J`), never letting it leave before the packet ahead: timing noise that breaks
+    # the phase a drop-tail queue otherwise locks into behind an ACK-clocked flow.
+    jitter: Duration = Duration(0)
 
     @classmethod
     def parse(
@@ -68,6 +73,7 @@ class PathSpec:
         loss_up: str | float | Probability = 0.0,
         queue: str | Queue = DEFAULT_QUEUE,
         mtu: str | int = DEFAULT_MTU,
+        jitter: str | Duration = "0ms",
     ) -> PathSpec:
         """Build a path from user text, naming the offending option on error."""
         down = parse_rate(rate, "--rate")
@@ -79,6 +85,7 @@ class PathSpec:
             loss_up=parse_probability(loss_up, "--loss-up"),
             queue=parse_queue(queue, "--queue"),
             mtu=parse_mtu(mtu, "--mtu"),
+            jitter=parse_duration(jitter, "--jitter", high=Duration(1.0)),
         )
         if path.queue.bytes is not None and path.queue.bytes < path.frame:
             # a byte buffer smaller than one frame would drop every full-sized packet
@@ -125,10 +132,12 @@ class PathSpec:
             "queue": str(self.queue),
             # only where it is not Ethernet's, so that the records of 1500-byte paths stay as they were
             **({"mtu": self.mtu} if self.mtu != DEFAULT_MTU else {}),
+            **({"jitter_ms": self.jitter.ms} if self.jitter.seconds else {}),
         }
 
     def __str__(self) -> str:
         up = "" if self.rate_up == self.rate_down else f" (up {self.rate_up})"
         lossup = f", loss up {self.loss_up}" if self.loss_up.fraction else ""
         mtu = f", MTU {self.mtu}" if self.mtu != DEFAULT_MTU else ""
-        return f"RTT {self.rtt}, {self.rate_down}{up}, loss {self.loss_down}{lossup}, queue {self.queue}{mtu}"
+        jitter = f", jitter +-{self.jitter}" if self.jitter.seconds else ""
+        return f"RTT {self.rtt}, {self.rate_down}{up}, loss {self.loss_down}{lossup}, queue {self.queue}{mtu}{jitter}"

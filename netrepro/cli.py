@@ -52,6 +52,12 @@ def path_options() -> argparse.ArgumentParser:
     g.add_argument("--loss-up", default="0%", help="loss client to server")
     g.add_argument("--queue", default=str(DEFAULT_QUEUE), help="bottleneck buffer: 20p (packets) or 30kb (bytes)")
     g.add_argument("--mtu", default=str(DEFAULT_MTU), help=f"the links' MTU, bytes ({MIN_MTU} to {MAX_MTU})")
+    g.add_argument(
+        "--jitter",
+        default="0ms",
+        help="each emulated link direction's delay drawn from its delay +- this, packets kept in order "
+        "(the delay line only), e.g. 3ms (0 to 1s)",
+    )
     g.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
     g.add_argument("--seed", type=int, default=1, help="seed of the emulated loss")
     g.add_argument(
@@ -90,6 +96,7 @@ def parse_path(args: argparse.Namespace) -> PathSpec:
         loss_up=args.loss_up,
         queue=args.queue,
         mtu=args.mtu,
+        jitter=args.jitter,
     )
 
 

@@ -15,13 +15,14 @@ kernel offers depends on the machine.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ground.errors import UserError
 from ground.path import MAX_MTU, MIN_MTU
-from ground.units import QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
+from ground.units import Duration, QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from kmod import loader
 
 
@@ -103,6 +104,7 @@ TIME = (parse_duration, "a time, e.g. 100ms (0 to 10s)")
 RATE = (parse_rate, "a rate, e.g. 3mbit (1kbit to 10gbit)")
 LOSS = (parse_probability, "a loss rate, e.g. 2% (0% to under 100%)")
 BUFFER = (parse_queue, "a buffer, e.g. 100p (packets) or 30kb (bytes)")
+JITTER = (functools.partial(parse_duration, option="jitter", high=Duration(1.0)), "a time, e.g. 3ms (0 to 1s)")
 PATH_PARAMS = (
     Key("rtt", str, "round-trip time of the path, split evenly over the two directions", form=TIME),
     Key("rate", str, "bottleneck rate, server to client (and client to server, unless rate_up)", form=RATE),
@@ -110,6 +112,13 @@ PATH_PARAMS = (
     Key("loss", str, "random loss, server to client (the data direction)", form=LOSS),
     Key("loss_up", str, "random loss, client to server", form=LOSS),
     Key("queue", str, "the bottleneck's buffer", form=BUFFER),
+    Key(
+        "jitter",
+        str,
+        "each emulated link direction's delay drawn uniformly from its delay +- this, packets kept in order "
+        "(the delay line only: netem reorders them)",
+        form=JITTER,
+    ),
     Key(
         "mtu",
         int,

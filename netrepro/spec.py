@@ -5,7 +5,7 @@ factor on the x axis, with levels, times a few series such as congestion
 control variants), fixed parameters for everything else, repeated trials,
 and what the source reported.  Every parameter of a trial is one flat
 mapping: path keys (`rtt`, `rate`, `rate_up`, `loss`, `loss_up`, `queue`,
-`mtu`), host keys (`cc`, `cc_params`, `initcwnd`, `slow_start_after_idle`,
+`mtu`, `jitter`), host keys (`cc`, `cc_params`, `initcwnd`, `slow_start_after_idle`,
 ...) and workload keys (`protocol`, `object_bytes`, `page`, ...), each declared
 once by what consumes it (netrepro.params, netrepro.workloads).
 
@@ -35,7 +35,7 @@ from ground.errors import UserError
 from ground.units import parse_duration, parse_rate
 from topologies.topology import Topology
 
-PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue", "mtu")
+PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue", "mtu", "jitter")
 
 Params = dict[str, Any]
 Rows = Sequence[Mapping[str, str]]

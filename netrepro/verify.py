@@ -8,7 +8,11 @@ whose links lose packets (and always the first pair's data direction).
 Checks of the first pair are named `rtt`, `goodput`, `loss_down`,
 `loss_up`; those of pair N also carry `_pairN`.  Tolerances:
 
-  RTT      median within max(1 %, 0.5 ms) of the set RTT
+  RTT      median within max(1 %, 0.5 ms) of the set RTT, or, with jitter,
+           within three standard errors of a median of the samples
+  jitter   (where set) the RTT samples' standard deviation within 0.65-1.35
+           times the model's, sqrt(sum of J^2/3 over the stages crossed),
+           plus 0.3 ms of the lab's own timing noise
   goodput  within 5 % of the ideal rate x MSS/frame (1448/1514 at MTU 1500)
   loss     the count of lost datagrams inside the 99 % binomial interval
            of the set rate (zero when no loss is set); datagrams the
@@ -156,8 +160,17 @@ class Verification:
 # -- tolerances (pure, unit-tested) -------------------------------------------
 
 
-def rtt_tolerance_ms(rtt_ms: float) -> float:
-    return max(0.01 * rtt_ms, 0.5)
+def rtt_tolerance_ms(rtt_ms: float, jitter_sd_ms: float = 0.0, samples: int = 30) -> float:
+    """How far the median RTT may be from the set one: 1 % (at least 0.5 ms), or three standard
+    errors of the median of `samples` draws whose SD the jitter makes `jitter_sd_ms` (1.25 SD/sqrt(n))."""
+    return max(0.01 * rtt_ms, 0.5, 3 * 1.2533 * jitter_sd_ms / math.sqrt(max(samples, 1)))
+
+
+def jitter_bounds_ms(sd_ms: float) -> tuple[float, float]:
+    """Where the standard deviation of 30 RTT samples may fall when the model gives `sd_ms`: a
+    sample's SD is off by about 11 % (one standard error, for the triangular sum of two uniform
+    draws); three of those either side, and the lab's own timing noise above."""
+    return 0.65 * sd_ms, 1.35 * sd_ms + 0.3
 
 
 def binomial_interval(n: int, p: float, level: float = 0.99) -> tuple[int, int]:
@@ -249,8 +262,8 @@ def loss_seconds(set_loss: float) -> int:
 # -- measurements ---------------------------------------------------------------
 
 
-def measure_rtt(lab: PathUnderTest, count: int = 30, interval: float = 0.02, name: str = "rtt") -> Check:
-    rtt_ms = lab.path.rtt.ms
+def ping_rtts(lab: PathUnderTest, count: int = 30, interval: float = 0.02) -> list[float]:
+    """RTT samples (ms) of `count` pings from the client to the server."""
     deadline = math.ceil(count * interval + 2 * lab.path.rtt.seconds + 3)
     out = run(
         ["ping", "-n", "-c", str(count), "-i", str(interval), "-w", str(deadline), lab.ip("server")],
@@ -261,7 +274,22 @@ def measure_rtt(lab: PathUnderTest, count: int = 30, interval: float = 0.02, nam
     samples = parse_ping(out).rtts_ms
     if not samples:
         raise CommandError(["ping", lab.ip("server")], lab.client, None, "no replies:\n" + out)
-    tol = rtt_tolerance_ms(rtt_ms)
+    return samples
+
+
+def measure_rtt(
+    lab: PathUnderTest,
+    count: int = 30,
+    interval: float = 0.02,
+    name: str = "rtt",
+    samples: list[float] | None = None,
+    jitter_sd: Duration = Duration(0),
+) -> Check:
+    """The median RTT against the set one (of `samples` if given, else of pings taken now);
+    `jitter_sd`: the spread the path's jitter gives the samples (Network.rtt_jitter_sd)."""
+    rtt_ms = lab.path.rtt.ms
+    samples = samples or ping_rtts(lab, count, interval)
+    tol = rtt_tolerance_ms(rtt_ms, jitter_sd.ms, len(samples))
     return Check(
         name,
         "ms",
@@ -373,6 +401,13 @@ def udp_receive_buffer_drops(ns: Netns) -> int:
     return parse_snmp(run(["cat", "/proc/net/snmp"], ns, timeout=10).stdout, "Udp")["RcvbufErrors"]
 
 
+def jitter_check(name: str, model_sd: Duration, samples: list[float]) -> Check:
+    """The RTT samples' spread against the one the stages' jitter gives (Network.rtt_jitter_sd)."""
+    low, high = jitter_bounds_ms(model_sd.ms)
+    spread = statistics.stdev(samples) if len(samples) > 1 else math.inf  # one reply shows no spread
+    return Check(name, "ms sd", model_sd.ms, spread, low, high, {"replies": len(samples)})
+
+
 def views(lab: LabUnderTest) -> Iterator[tuple[str, PairView]]:
     """Each pair of the lab, with the suffix its checks carry ("" for the first)."""
     for i, pair in enumerate(lab.network.pairs):
@@ -392,7 +427,12 @@ def verify(lab: LabUnderTest) -> Verification:
     pairs = list(views(lab))
     first = pairs[0][1]
     with lab.emulating(loss=False):
-        checks = [measure_rtt(view, name=f"rtt{suffix}") for suffix, view in pairs]
+        checks = []
+        for suffix, view in pairs:
+            samples, spread = ping_rtts(view), lab.network.rtt_jitter_sd(view.pair)
+            checks.append(measure_rtt(view, name=f"rtt{suffix}", samples=samples, jitter_sd=spread))
+            if spread.seconds:
+                checks.append(jitter_check(f"jitter{suffix}", spread, samples))
         if one_flow_fills(first.path):
             checks.append(measure_goodput(first))
     if not one_flow_fills(first.path):

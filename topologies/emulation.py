@@ -52,7 +52,7 @@ class DelayLossStage(Protocol):
     seeded: bool  # the loss pattern is drawn from the stage's seed (repeatable)
 
     def install(self) -> None: ...
-    def set(self, direction: str, delay: Duration, loss: Probability) -> None: ...
+    def set(self, direction: str, delay: Duration, loss: Probability, jitter: Duration = Duration(0)) -> None: ...
     def settle(self) -> None: ...
     def counters(self) -> dict[str, object]: ...
     def remove(self) -> None: ...
@@ -94,6 +94,14 @@ def choose_backend(requested: str) -> str:
     raise ShaperUnavailable("neither netem (sch_netem + ifb) nor the delay line (NFQUEUE + built binary) works here")
 
 
+def check_jitter(backend: str, jitter: Duration) -> None:
+    """Refuse jitter where the backend would reorder: netem's queue is ordered by due time, so its
+    jittered packets overtake one another, which a link does not do (and TCP reads as loss)."""
+    if backend == "netem" and jitter.seconds:
+        raise ShaperUnavailable(f"jitter {jitter}: netem reorders jittered packets; the delay line keeps them "
+                                "in order (--shaper delayline), or leave jitter unset")  # fmt: skip
+
+
 class NetemStage:
     backend = "netem"
 
@@ -114,7 +122,8 @@ class NetemStage:
             for argv in shaping.netem_stage(s.ingress_port, s.ifb, Duration(0), Probability(0), self._seed(s)):
                 run(argv, self.node)
 
-    def set(self, direction: str, delay: Duration, loss: Probability) -> None:
+    def set(self, direction: str, delay: Duration, loss: Probability, jitter: Duration = Duration(0)) -> None:
+        check_jitter(self.backend, jitter)
         s = self.stages[direction]
         run(shaping.netem_qdisc(s.ifb, delay, loss, self._seed(s)), self.node)
 
@@ -151,10 +160,10 @@ class DelayLineStage:
         for s in self.stages.values():
             run(shaping.nfqueue_rule("-A", s.ingress_port, s.queue_num, bridged=s.bridged), self.node)
 
-    def set(self, direction: str, delay: Duration, loss: Probability) -> None:
+    def set(self, direction: str, delay: Duration, loss: Probability, jitter: Duration = Duration(0)) -> None:
         assert self.line is not None, "install() first"
         s = self.stages[direction]
-        self.line.set(s.queue_num, delay, loss, s.seed)
+        self.line.set(s.queue_num, delay, loss, s.seed, jitter)
         before = self.delays.get(direction)
         self.delays[direction] = delay
         if before is not None and delay.seconds < before.seconds:

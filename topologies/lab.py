@@ -46,7 +46,14 @@ from ground.path import DEFAULT_MTU, PathSpec
 from ground.proc import Netns, kill_netns_processes, run, start_time
 from ground.units import Duration, Probability
 from topologies import shaping
-from topologies.emulation import DelayLineStage, DelayLossStage, NetemStage, Stage, choose_backend
+from topologies.emulation import (
+    DelayLineStage,
+    DelayLossStage,
+    NetemStage,
+    Stage,
+    check_jitter,
+    choose_backend,
+)
 from topologies.ovs import NamespacedOVS, choose_switch, load_datapath
 from topologies.topology import HOST, ROUTER, SWITCH, Direction, Network, Pair, Topology
 
@@ -126,6 +133,7 @@ class Lab:
         self.seed = seed
         self.cc = cc
         self.backend = choose_backend(shaper)
+        check_jitter(self.backend, path.jitter)  # refuse early: nothing created yet
         # Open vSwitch (kernel datapath) or the Linux bridge; a chain has no switch to choose
         has_switches = any(n.kind == SWITCH for n in self.network.nodes)
         self.switch_kind = choose_switch(switch, self.backend) if has_switches else "none"
@@ -385,7 +393,7 @@ class Lab:
                     run(argv, self.ns(d.src))
         for d in network.directions():
             if d.emulated:
-                self.stages[self._stage_of[d.name]].set(d.name, self.hold(d), d.loss)
+                self.stages[self._stage_of[d.name]].set(d.name, self.hold(d), d.loss, d.jitter)
         for stage in self.stages.values():
             stage.settle()  # a packet sent from now on meets the new path, not the old one's queue
         self.path, self.network = path, network
@@ -403,7 +411,10 @@ class Lab:
         for d in self.network.directions():
             if d.emulated:
                 stage = self.stages[self._stage_of[d.name]]
-                stage.set(d.name, self.hold(d) if delay else Duration(0), d.loss if loss else Probability(0))
+                if delay:
+                    stage.set(d.name, self.hold(d), d.loss if loss else Probability(0), d.jitter)
+                else:
+                    stage.set(d.name, Duration(0), d.loss if loss else Probability(0))
         for stage in self.stages.values():
             stage.settle()
         try:

@@ -86,6 +86,7 @@ class Direction:
     queue: Queue | None = None  # the FIFO behind the rate
     delay: Duration = Duration(0)
     loss: Probability = Probability(0)
+    jitter: Duration = Duration(0)  # each packet's delay drawn from delay +- this, in order
     emulated: bool = False  # has a delay-and-loss stage where it enters dst
 
     @property
@@ -215,8 +216,16 @@ class Network:
         both = self.route(pair.client, pair.server) + self.route(pair.server, pair.client)
         return Duration(sum(d.delay.seconds for d in both))
 
+    def rtt_jitter_sd(self, pair: Pair) -> Duration:
+        """The standard deviation jitter gives a pair's round trip: each stage it crosses adds a
+        uniform draw of +-J, whose variance is J^2/3 (while packets are further apart than the
+        draws, so that none waits for the one ahead)."""
+        both = self.route(pair.client, pair.server) + self.route(pair.server, pair.client)
+        return Duration(math.sqrt(sum(d.jitter.seconds**2 / 3 for d in both)))
+
     def view(self, pair: Pair) -> PathSpec:
-        """The pair's path as one PathSpec: its round trip, narrowest rate and queue, end-to-end loss, the MTU."""
+        """The pair's path as one PathSpec: its round trip, narrowest rate and queue, end-to-end loss, the
+        MTU, and the jitter of its stages."""
         down, up = self.route(pair.server, pair.client), self.route(pair.client, pair.server)
 
         def narrowest(route: list[Direction]) -> Direction | None:
@@ -239,6 +248,7 @@ class Network:
             loss_up=loss(up),
             queue=(bottleneck_down.queue if bottleneck_down and bottleneck_down.queue else DEFAULT_QUEUE),
             mtu=self.mtu,
+            jitter=max((d.jitter for d in down + up), key=lambda j: j.seconds, default=Duration(0)),
         )
 
     def describe(self) -> dict[str, Any]:
@@ -250,6 +260,8 @@ class Network:
                 "queue": str(d.queue) if d.queue else None,
                 "delay_ms": d.delay.ms,
                 "loss": d.loss.fraction,
+                # only where set, so that the records of paths without it stay as they were
+                **({"jitter_ms": d.jitter.ms} if d.jitter.seconds else {}),
                 "emulated": d.emulated,
             }
 
@@ -453,6 +465,8 @@ class Topology:
                                         f"{path.mtu} ({path.frame}b)")  # fmt: skip
                 ab, ba = self._refine(opt, ab, ba, kinds)
             ab, ba = self._fold_delay(ab, ba, delay.get(key, Duration(0)), kinds)
+            # jitter varies a delay: a stage that delays nothing (a dumbbell's core) gets none
+            ab, ba = (replace(d, jitter=path.jitter) if d.emulated and d.delay.seconds else d for d in (ab, ba))
             links.append(Link(a, b, ab, ba, delay=next((o.delay for o in options.get(key, []) if o.delay), None)))
         return Network(self.shape, tuple(nodes), tuple(links), tuple(pairs), cross, f"{down_src}>{down_dst}", path.mtu)
 

@@ -1,10 +1,11 @@
-"""choose_backend probes only the backend it may use (a probe can load kernel modules)."""
+"""choose_backend probes only the backend it may use (a probe can load kernel modules); what a backend refuses."""
 
 from pathlib import Path
 
 import pytest
 
 from ground import kernel
+from ground.units import Duration
 from topologies import emulation
 
 
@@ -75,3 +76,10 @@ def test_an_unknown_backend_is_refused_unprobed(probes: Probes) -> None:
     with pytest.raises(emulation.ShaperUnavailable, match="choose netem"):
         emulation.choose_backend("magic")
     assert probes.asked == []
+
+
+def test_jitter_is_refused_on_netem_which_would_reorder_it() -> None:
+    with pytest.raises(emulation.ShaperUnavailable, match="jitter 3ms: netem reorders"):
+        emulation.check_jitter("netem", Duration(0.003))
+    emulation.check_jitter("netem", Duration(0))
+    emulation.check_jitter("delayline", Duration(0.003))

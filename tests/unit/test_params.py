@@ -66,6 +66,17 @@ def test_the_mtu_is_a_path_key() -> None:
         derived("iw/fig2", "--set", "mtu=100")
 
 
+def test_jitter_is_a_path_key() -> None:
+    keys = keys_of("newcwv/pacing")
+    assert keys["jitter"].parse("3000us") == "3ms"
+    with pytest.raises(ValueError, match="allowed range is 0ms to 1s"):
+        keys["jitter"].parse("2s")
+    fig = derived("newcwv/pacing", "--set", "jitter=3ms")
+    assert {PathSpec.parse(**path_params(p)).jitter.ms for p in fig.grid()} == {3.0}
+    with pytest.raises(UserError, match="--set jitter=3: "):
+        derived("newcwv/pacing", "--set", "jitter=3")
+
+
 def test_set_takes_a_key_the_figure_does_not_fix() -> None:
     fig = derived("cubicplus/fig3", "--set", "slow_start_after_idle=0")
     assert all(p["slow_start_after_idle"] == 0 for p in fig.grid())

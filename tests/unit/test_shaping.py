@@ -73,7 +73,12 @@ def test_nfqueue_rule() -> None:
 def test_delayline_commands() -> None:
     argv = delayline_argv([0, 1], capacity=1000)
     assert argv[1:] == ["--queue", "0", "--queue", "1", "--capacity", "1000"]
-    assert set_command(0, Duration(0.01), Probability(0.02), 5) == "set 0 delay_us=10000 loss=0.020000000 seed=5"
+    assert set_command(0, Duration(0.01), Probability(0.02), 5) == (
+        "set 0 delay_us=10000 jitter_us=0 loss=0.020000000 seed=5"
+    )
+    assert set_command(1, Duration(0.1), Probability(0), 2, jitter=Duration(0.003)).startswith(
+        "set 1 delay_us=100000 jitter_us=3000 "
+    )
 
 
 def test_offloads_and_sysctl() -> None:

@@ -54,6 +54,23 @@ def test_chain_of_seed_004_folds_the_delay_toward_a_host_onto_its_other_directio
     assert [d.name for d in net.route("xsender", "xreceiver")] == ["xsender>r2", "r2>r1", "r1>xreceiver"]
 
 
+def test_jitter_lands_on_every_stage_that_delays() -> None:
+    """A dumbbell's pairs carry their RTT on their own links, so those stages vary it; the core,
+    which delays nothing, gets none (its draws would all be clipped at zero: a bias, not noise)."""
+    net = Topology.parse("dumbbell", pairs=2).place(PathSpec.parse(rtt="200ms", rate="2mbit", jitter="3ms"))
+    jittered = {d.name for d in net.directions() if d.jitter.seconds}
+    assert jittered == {"server1>s2", "server2>s2", "client1>s1", "client2>s1"}
+    assert all(net.direction(*name.split(">")).delay.seconds > 0 for name in jittered)
+    assert net.rtt_jitter_sd(net.pairs[0]).ms == pytest.approx(3 * (2 / 3) ** 0.5)
+    assert net.view(net.pairs[1]).jitter == Duration(0.003)
+    links = net.describe()["links"]
+    assert (
+        links["server1-s2"]["server1>s2"]["jitter_ms"] == 3.0 and "jitter_ms" not in links["server1-s2"]["s2>server1"]
+    )
+    plain = Topology.parse("dumbbell", pairs=2).place(PathSpec.parse(rtt="200ms", rate="2mbit"))
+    assert plain.rtt_jitter_sd(plain.pairs[0]) == Duration(0)
+
+
 def test_chain_spreads_the_rtt_over_links_with_no_delay_set() -> None:
     net = Topology.parse("chain", routers=3, links=["r1-r2:delay=10ms"]).place(PathSpec.parse(rtt="100ms"))
     assert net.rtt(net.pairs[0]) == Duration(0.1)

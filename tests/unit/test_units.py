@@ -125,6 +125,16 @@ def test_an_mtu_of_1500_leaves_the_paths_records_as_they_were() -> None:
     assert str(jumbo) == f"{ethernet}, MTU 3500"
 
 
+def test_jitter_is_recorded_only_where_set() -> None:
+    steady = PathSpec.parse(rtt="200ms", rate="2mbit")
+    noisy = PathSpec.parse(rtt="200ms", rate="2mbit", jitter="3ms")
+    assert steady.jitter == Duration(0) and "jitter_ms" not in steady.describe()
+    assert noisy.describe() == {**steady.describe(), "jitter_ms": 3.0}
+    assert str(noisy) == f"{steady}, jitter +-3ms"
+    with pytest.raises(QuantityError, match="--jitter '2s'"):
+        PathSpec.parse(jitter="2s")
+
+
 def test_a_byte_buffer_must_hold_one_full_frame_of_the_mtu() -> None:
     assert PathSpec.parse(queue="3514b", mtu=3500).queue == Queue(bytes=3514)
     with pytest.raises(QuantityError) as err:

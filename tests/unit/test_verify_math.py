@@ -3,12 +3,15 @@
 import pytest
 
 from ground.path import PathSpec
+from ground.units import Duration
 from netrepro.verify import (
     Check,
     binomial_interval,
     goodput_args,
     goodput_duration,
     goodput_window,
+    jitter_bounds_ms,
+    jitter_check,
     one_flow_fills,
     percentile,
     rtt_tolerance_ms,
@@ -19,6 +22,19 @@ def test_rtt_tolerance() -> None:
     assert rtt_tolerance_ms(20) == 0.5
     assert rtt_tolerance_ms(100) == pytest.approx(1.0)
     assert rtt_tolerance_ms(3000) == pytest.approx(30.0)
+    # +-5 ms on two stages (SD 4.08 ms): the median of 30 pings is uncertain by 0.93 ms
+    assert rtt_tolerance_ms(40, jitter_sd_ms=4.082) == pytest.approx(3 * 1.2533 * 4.082 / 30**0.5)
+    assert rtt_tolerance_ms(200, jitter_sd_ms=0.5) == pytest.approx(2.0)
+
+
+def test_jitter_check_takes_the_spread_the_stages_give() -> None:
+    """Two stages of +-3 ms: the round trip's SD is sqrt(2 x 9 / 3) = 2.45 ms."""
+    assert jitter_bounds_ms(2.449) == pytest.approx((1.592, 3.606), abs=0.001)
+    steady = jitter_check("jitter", Duration(0.002449), [200.0, 200.1] * 15)
+    assert not steady.ok and steady.measured == pytest.approx(0.05, abs=0.002)  # no spread: jitter not applied
+    spread = jitter_check("jitter", Duration(0.002449), [196.0, 198.0, 200.0, 202.0, 204.0] * 6)
+    assert spread.ok
+    assert not jitter_check("jitter", Duration(0.002449), [200.0]).ok  # one reply shows no spread
 
 
 def test_binomial_interval_matches_normal_approximation() -> None:

@@ -1,7 +1,8 @@
 """The userspace delay line: the C program beside this file and the code that drives it.
 
 The program (delayline.c) holds packets handed to it by NFQUEUE and releases
-each when its due time passes, dropping a seeded pseudo-random fraction.  It
+each when its due time passes (its delay, or a draw within +- a jitter, in
+order), dropping a seeded pseudo-random fraction.  It
 reads commands on stdin and answers each with one JSON line; it exits when
 stdin closes, so a controller that dies takes it along.  This module starts
 it in the switch's namespace, sets its parameters and reads its counters.
@@ -37,8 +38,8 @@ def argv(queues: list[int], capacity: int = 65536) -> list[str]:
     return [*args, "--capacity", str(capacity)]
 
 
-def set_command(queue: int, delay: Duration, loss: Probability, seed: int) -> str:
-    return f"set {queue} delay_us={delay.us} loss={loss.fraction:.9f} seed={seed}"
+def set_command(queue: int, delay: Duration, loss: Probability, seed: int, jitter: Duration = Duration(0)) -> str:
+    return f"set {queue} delay_us={delay.us} jitter_us={jitter.us} loss={loss.fraction:.9f} seed={seed}"
 
 
 class DelayLine:
@@ -78,8 +79,8 @@ class DelayLine:
             raise DelayLineError(f"delay line refused {line!r}: {reply.get('error', reply)}")
         return reply
 
-    def set(self, queue: int, delay: Duration, loss: Probability, seed: int) -> None:
-        self.command(set_command(queue, delay, loss, seed))
+    def set(self, queue: int, delay: Duration, loss: Probability, seed: int, jitter: Duration = Duration(0)) -> None:
+        self.command(set_command(queue, delay, loss, seed, jitter))
 
     def stats(self) -> dict[str, Any]:
         return self.command("stats")

@@ -21,7 +21,7 @@
  *
  * Usage: delayline --queue NUM [--queue NUM ...] [--capacity PACKETS]
  *                  [--rt-priority N]
- *   Each queue starts with delay 0, loss 0, seed 1.  The process asks for
+ *   Each queue starts with delay 0, jitter 0, loss 0, seed 1.  The process asks for
  *   SCHED_FIFO priority N (default 10, 0 = stay SCHED_OTHER; if refused, a
  *   warning on stderr and it carries on): with the CPUs busy, an ordinary
  *   task waited up to several ms to be scheduled after its timer fired,
@@ -31,9 +31,14 @@
  *
  * Control protocol: one command per line on stdin, exactly one JSON line on
  * stdout in reply (blank lines are ignored and get no reply):
- *   set Q [delay_us=D] [loss=P] [seed=S]   -> {"ok":true} | {"ok":false,"error":..}
- *       all-or-nothing; delay applies to packets arriving from now on; seed
- *       restarts the queue's PRNG; 0 <= P < 1.
+ *   set Q [delay_us=D] [jitter_us=J] [loss=P] [seed=S]
+ *                                          -> {"ok":true} | {"ok":false,"error":..}
+ *       all-or-nothing; delay and jitter apply to packets arriving from now
+ *       on; seed restarts the queue's two PRNGs (loss, jitter); 0 <= P < 1.
+ *       With jitter J each packet's delay is drawn uniformly from D - J to
+ *       D + J (at least 0), as netem's `delay D J` draws it, but a packet
+ *       still never leaves before the one ahead of it: a link does not
+ *       reorder, so a short draw waits for the longer one in front.
  *   stats -> {"ok":true,"queues":{"Q":{"received","released","dropped_loss",
  *       "dropped_overflow","held","held_max","dropped_socket","late_ns_sum",
  *       "late_ns_max"},..},"enobufs":N,"wake_early_ns":N}
@@ -114,8 +119,10 @@ struct queue {
 	uint16_t num;
 	/* parameters, changed at run time */
 	uint64_t delay_ns;
+	uint64_t jitter_ns;        /* each delay drawn from delay +- this */
 	uint64_t loss_threshold;   /* drop when prng output < this (P * 2^64) */
-	uint64_t prng;             /* splitmix64 state */
+	uint64_t prng;             /* splitmix64 state of the loss draws */
+	uint64_t jitter_prng;      /* and of the jitter draws, a stream of its own */
 	/* FIFO ring of held packets; size == capacity, allocated once */
 	struct held *ring;
 	uint32_t head, count;
@@ -279,7 +286,18 @@ static void on_packet(struct queue *q, uint32_t id, int64_t arrival)
 		return;
 	}
 
-	int64_t due = arrival + (int64_t)q->delay_ns;
+	/* Drawn for every packet too, from a stream of its own, so that jitter
+	 * leaves the loss decisions of a seed as they were. */
+	uint64_t draw = prng_next(&q->jitter_prng);
+	int64_t delay = (int64_t)q->delay_ns;
+	if (q->jitter_ns > 0) {
+		/* uniform in [delay - J, delay + J]: draw * (2J + 1) / 2^64 */
+		uint64_t span = 2 * q->jitter_ns + 1;
+		delay += (int64_t)(((unsigned __int128)draw * span) >> 64) - (int64_t)q->jitter_ns;
+		if (delay < 0)
+			delay = 0;
+	}
+	int64_t due = arrival + delay;
 	/* After a delay decrease, a new packet may not overtake an older one. */
 	if (q->count > 0) {
 		const struct held *tail =
@@ -538,16 +556,16 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-/* set Q [delay_us=D] [loss=P] [seed=S]: all or nothing. */
+/* set Q [delay_us=D] [jitter_us=J] [loss=P] [seed=S]: all or nothing. */
 static void cmd_set(char *args)
 {
 	char *save = NULL, *tok = strtok_r(args, " \t", &save);
-	uint64_t qnum, delay_us = 0, seed = 0;
+	uint64_t qnum, delay_us = 0, jitter_us = 0, seed = 0;
 	double loss = 0;
-	bool has_delay = false, has_loss = false, has_seed = false;
+	bool has_delay = false, has_jitter = false, has_loss = false, has_seed = false;
 
 	if (tok == NULL || !parse_u64(tok, &qnum))
-		return reply_error("usage: set QUEUE [delay_us=D] [loss=P] [seed=S]");
+		return reply_error("usage: set QUEUE [delay_us=D] [jitter_us=J] [loss=P] [seed=S]");
 	struct queue *q = qnum <= 65535 ? find_queue((unsigned)qnum) : NULL;
 	if (q == NULL)
 		return reply_error("unknown queue %s", tok);
@@ -562,6 +580,11 @@ static void cmd_set(char *args)
 				return reply_error("delay_us must be an integer 0..%llu",
 						   (unsigned long long)MAX_DELAY_US);
 			has_delay = true;
+		} else if (strcmp(tok, "jitter_us") == 0) {
+			if (!parse_u64(val, &jitter_us) || jitter_us > MAX_DELAY_US)
+				return reply_error("jitter_us must be an integer 0..%llu",
+						   (unsigned long long)MAX_DELAY_US);
+			has_jitter = true;
 		} else if (strcmp(tok, "loss") == 0) {
 			char *end;
 			errno = 0;
@@ -581,10 +604,14 @@ static void cmd_set(char *args)
 
 	if (has_delay)
 		q->delay_ns = delay_us * 1000;
+	if (has_jitter)
+		q->jitter_ns = jitter_us * 1000;
 	if (has_loss)   /* P * 2^64 < 2^64 because P < 1 */
 		q->loss_threshold = (uint64_t)ldexp(loss, 64);
-	if (has_seed)
+	if (has_seed) {
 		q->prng = seed;
+		q->jitter_prng = ~seed;   /* a different stream from the same seed */
+	}
 	reply("{\"ok\":true}");
 }
 
@@ -706,7 +733,7 @@ static void usage(void)
 		"usage: delayline --queue NUM [--queue NUM ...] [--capacity PACKETS]\n"
 		"                 [--rt-priority N]   (SCHED_FIFO, default 10, 0 = off)\n"
 		"stdin commands (one JSON reply line each on stdout):\n"
-		"  set QUEUE [delay_us=D] [loss=P] [seed=S]\n"
+		"  set QUEUE [delay_us=D] [jitter_us=J] [loss=P] [seed=S]\n"
 		"  stats\n"
 		"exits on stdin EOF, SIGTERM or SIGINT\n");
 }
@@ -764,7 +791,7 @@ static void parse_args(int argc, char **argv)
 			fail_startup("queue given twice");
 		if (nqueues == MAX_QUEUES)
 			fail_startup("too many queues");
-		queues[nqueues++] = (struct queue){ .num = (uint16_t)v, .prng = 1 };
+		queues[nqueues++] = (struct queue){ .num = (uint16_t)v, .prng = 1, .jitter_prng = ~1ull };
 	}
 	if (nqueues == 0) {
 		usage();
