@@ -240,7 +240,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--runs", type=int, default=5, help="ports: flows per implementation and path")
     b.add_argument("--seconds", type=int, default=20, help="ports: each flow's length")
     b.add_argument("--algorithms", default=",".join(loader.PORTS), help="ports: which, comma-separated")
-    b.add_argument("--paths", default="random,droptail", help="ports: which paths, comma-separated (random, droptail)")
+    b.add_argument(
+        "--paths",
+        default="random,droptail",
+        help="ports: which paths, comma-separated (random: 1 %% loss, 100p; droptail: 20p; droptail100: 100p)",
+    )
     b.add_argument("--control", action="store_true", help="ports: each module against itself, for the noise floor")
     b.add_argument("--out", type=Path, default=None)
     b.add_argument("--kills", type=int, default=100, help="soak: SIGKILLed runs (then SIGINT, SIGTERM, SIGHUP)")

@@ -71,5 +71,5 @@ def test_bench_ports_refuses_a_path_it_does_not_have(
     monkeypatch.setattr("ground.ledger.LEDGER_DIR", tmp_path)
     assert cli.main(["bench", "ports", "--algorithms", "vegas", "--paths", value]) == 2
     err = capsys.readouterr().err
-    assert f"--paths {named}" in err and "random" in err and "droptail" in err
+    assert f"--paths {named}" in err and "random, droptail, droptail100" in err
     assert list(tmp_path.iterdir()) == []
