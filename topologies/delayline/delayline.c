@@ -286,8 +286,8 @@ static void on_packet(struct queue *q, uint32_t id, int64_t arrival)
 		return;
 	}
 
-	/* Drawn for every packet too, from a stream of its own, so that jitter
-	 * leaves the loss decisions of a seed as they were. */
+	/* Drawn for every packet held, jitter or not, from a stream of its own,
+	 * so that jitter leaves the loss decisions of a seed as they were. */
 	uint64_t draw = prng_next(&q->jitter_prng);
 	int64_t delay = (int64_t)q->delay_ns;
 	if (q->jitter_ns > 0) {
@@ -298,7 +298,8 @@ static void on_packet(struct queue *q, uint32_t id, int64_t arrival)
 			delay = 0;
 	}
 	int64_t due = arrival + delay;
-	/* After a delay decrease, a new packet may not overtake an older one. */
+	/* After a delay decrease, or behind a longer draw of the jitter, a new
+	 * packet may not overtake an older one. */
 	if (q->count > 0) {
 		const struct held *tail =
 			&q->ring[(q->head + q->count - 1) % capacity];
