@@ -222,7 +222,7 @@ def ports(
     rate: str = "10mbit",
     rtt: str = "100ms",
     out: Path | None = None,
-    paths: tuple[str, ...] = ("random 1 %", "drop-tail 20p"),
+    paths: tuple[str, ...] = (PORT_PATH_NAMES["random"], PORT_PATH_NAMES["droptail"]),
     control: bool = False,
 ) -> list[dict[str, Any]]:
     """Each port against the kernel's module (module, port, module, port, ...) on each of `paths` (PORT_PATHS).

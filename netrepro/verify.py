@@ -10,7 +10,8 @@ Checks of the first pair are named `rtt`, `goodput`, `loss_down`,
 
   RTT      median within max(1 %, 0.5 ms) of the set RTT, or, with jitter,
            within three standard errors of a median of the samples
-  jitter   (where set) the RTT samples' standard deviation within 0.65-1.35
+  jitter   (where set; the pings then 2 J apart, so that none waits behind
+           another) the RTT samples' standard deviation within 0.65-1.35
            times the model's, sqrt(sum of J^2/3 over the stages crossed),
            plus 0.3 ms of the lab's own timing noise
   goodput  within 5 % of the ideal rate x MSS/frame (1448/1514 at MTU 1500)
@@ -429,7 +430,10 @@ def verify(lab: LabUnderTest) -> Verification:
     with lab.emulating(loss=False):
         checks = []
         for suffix, view in pairs:
-            samples, spread = ping_rtts(view), lab.network.rtt_jitter_sd(view.pair)
+            # pings further apart than a stage's widest spread of draws (2 J), so that none waits
+            # behind the one before it (the model of the spread assumes that)
+            spread = lab.network.rtt_jitter_sd(view.pair)
+            samples = ping_rtts(view, interval=max(0.02, 2 * view.path.jitter.seconds))
             checks.append(measure_rtt(view, name=f"rtt{suffix}", samples=samples, jitter_sd=spread))
             if spread.seconds:
                 checks.append(jitter_check(f"jitter{suffix}", spread, samples))

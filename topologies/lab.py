@@ -411,10 +411,8 @@ class Lab:
         for d in self.network.directions():
             if d.emulated:
                 stage = self.stages[self._stage_of[d.name]]
-                if delay:
-                    stage.set(d.name, self.hold(d), d.loss if loss else Probability(0), d.jitter)
-                else:
-                    stage.set(d.name, Duration(0), d.loss if loss else Probability(0))
+                hold, jitter = (self.hold(d), d.jitter) if delay else (Duration(0), Duration(0))
+                stage.set(d.name, hold, d.loss if loss else Probability(0), jitter)
         for stage in self.stages.values():
             stage.settle()
         try:

@@ -218,8 +218,8 @@ class Network:
 
     def rtt_jitter_sd(self, pair: Pair) -> Duration:
         """The standard deviation jitter gives a pair's round trip: each stage it crosses adds a
-        uniform draw of +-J, whose variance is J^2/3 (while packets are further apart than the
-        draws, so that none waits for the one ahead)."""
+        uniform draw of +-J, whose variance is J^2/3 (for packets more than 2 J apart, so that
+        none waits for the one ahead)."""
         both = self.route(pair.client, pair.server) + self.route(pair.server, pair.client)
         return Duration(math.sqrt(sum(d.jitter.seconds**2 / 3 for d in both)))
 
