@@ -151,20 +151,43 @@ def test_doctor_lists_the_congestion_controls_linux_ships() -> None:
     assert all(how.startswith("kernel, ") for how in cc["linux_ships"].values()), cc["linux_ships"]
 
 
+# Linux's ssthresh at a loss, from the window before it (tcp_scalable.c, tcp_bic.c of 6.1): what the
+# module and the port must both compute, cut by cut
+LINUX_SSTHRESH = {
+    "scalable": lambda cwnd: max(cwnd - (cwnd >> 3), 2),
+    "bic": lambda cwnd: max(cwnd >> 1, 2) if cwnd <= 14 else max(cwnd * 819 // 1024, 2),
+}
+
+
 def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
     """The short version of `run.sh --vm bench ports`: scalable and bic, each port beside its module
-    (as bpf_scalable, bpf_bic) on one 1 % loss path, in turn: the same backoff at the loss events,
-    and each at least half the goodput Reno's law gives the path (two 6 s flows each are too few to
+    (as bpf_scalable, bpf_bic) on one 1 % loss path, in turn: the same cut at the loss events, and
+    each at least half the goodput Reno's law gives the path (two 6 s flows each are too few to
     compare the two goodputs: that is the bench's)."""
-    # Two flows each, not one of twice the length: one slow flow keeps bic's window below its low_window
-    # (14), where it halves instead of cutting to 0.8 (tried: 0.750 against 0.788, 10 and 15 reductions).
     rows = bench.ports(("scalable", "bic"), runs=2, seconds=6, rate="5mbit", out=tmp_path, paths=("random 1 %",))
+    with (tmp_path / "ports-cuts.csv").open(newline="") as f:
+        cuts = list(csv.DictReader(f))
     for row in rows:
-        assert row["port_as"] == f"bpf_{row['algorithm']}"
+        name = row["algorithm"]
+        assert row["port_as"] == f"bpf_{name}"
         assert row["kernel_reductions"] >= 3 and row["bpf_reductions"] >= 3, row
-        # the medians of two short runs' backoffs: within 0.03 here (CI measured scalable 0.905 for the
-        # module against 0.883 for the port, 15 and 16 reductions); the bench's 3 x 20 s runs hold 0.02
-        assert abs(row["kernel_backoff_median"] - row["bpf_backoff_median"]) <= 0.03, row
+        # The same cut, compared cut by cut with Linux's rule, not as two medians: at 1 % loss bic's
+        # window lies about its low_window (14), at or below which it halves instead of cutting to 0.8,
+        # so the median of a dozen cuts moves with how many fell below it (CI: 0.755 for the module,
+        # quartile 0.5, against 0.786 for the port). Most cuts meet the rule exactly; one read from
+        # tcp_probe may miss it by a segment (a loss found on a timer, after the window grew on the last
+        # ACK sampled), never by more.
+        for side in ("kernel", "bpf"):
+            mine = [
+                (int(c["cwnd_before"]), int(c["ssthresh_after"]))
+                for c in cuts
+                if (c["algorithm"], c["side"]) == (name, side)
+            ]
+            miss = [(cwnd, after) for cwnd, after in mine if after != LINUX_SSTHRESH[name](cwnd)]
+            print(f"{name} {side}: {len(miss)} of {len(mine)} cuts off Linux's rule: {miss}")
+            assert len(mine) == row[f"{side}_reductions"], row
+            assert len(miss) <= len(mine) // 4, (side, miss, row)
+            assert all(abs(after - LINUX_SSTHRESH[name](cwnd)) <= 1 for cwnd, after in miss), (side, miss, row)
         # Goodput: 6.1's netem takes no seed, so the two meet different losses, and two 6 s flows under
         # emulation differ by more than a factor of two (port/module, Mbit/s: 3.60/4.31, 2.57/2.01,
         # 4.24/3.67, 3.13/3.95, 2.30/3.99, 1.50/4.05); equality within noise is the bench's claim (3 x 20 s
