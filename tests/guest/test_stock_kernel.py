@@ -151,12 +151,13 @@ def test_doctor_lists_the_congestion_controls_linux_ships() -> None:
     assert all(how.startswith("kernel, ") for how in cc["linux_ships"].values()), cc["linux_ships"]
 
 
-# Linux's ssthresh at a loss, from the window before it (tcp_scalable.c, tcp_bic.c of 6.1): what the
-# module and the port must both compute, cut by cut
-LINUX_SSTHRESH = {
-    "scalable": lambda cwnd: max(cwnd - (cwnd >> 3), 2),
-    "bic": lambda cwnd: max(cwnd >> 1, 2) if cwnd <= 14 else max(cwnd * 819 // 1024, 2),
-}
+def linux_ssthresh(name: str, cwnd: int) -> int:
+    """Linux's ssthresh at a loss from the window before it (tcp_scalable.c, tcp_bic.c of 6.1): what
+    the module and the port must both compute, cut by cut."""
+    if name == "scalable":
+        return max(cwnd - (cwnd >> 3), 2)
+    assert name == "bic", name
+    return max(cwnd >> 1, 2) if cwnd <= 14 else max(cwnd * 819 // 1024, 2)
 
 
 def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
@@ -171,23 +172,25 @@ def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
         name = row["algorithm"]
         assert row["port_as"] == f"bpf_{name}"
         assert row["kernel_reductions"] >= 3 and row["bpf_reductions"] >= 3, row
-        # The same cut, compared cut by cut with Linux's rule, not as two medians: at 1 % loss bic's
-        # window lies about its low_window (14), at or below which it halves instead of cutting to 0.8,
-        # so the median of a dozen cuts moves with how many fell below it (CI: 0.755 for the module,
-        # quartile 0.5, against 0.786 for the port). Most cuts meet the rule exactly; one read from
-        # tcp_probe may miss it by a segment (a loss found on a timer, after the window grew on the last
-        # ACK sampled), never by more.
         for side in ("kernel", "bpf"):
+            # every cut is in the cuts file, beside the median made of it
             mine = [
                 (int(c["cwnd_before"]), int(c["ssthresh_after"]))
                 for c in cuts
                 if (c["algorithm"], c["side"]) == (name, side)
             ]
-            miss = [(cwnd, after) for cwnd, after in mine if after != LINUX_SSTHRESH[name](cwnd)]
+            assert len(mine) == row[f"{side}_reductions"], (side, row)
+            assert round(statistics.median(after / cwnd for cwnd, after in mine), 4) == row[f"{side}_backoff_median"]
+            # The same cut, compared cut by cut with Linux's rule, not as two medians: at 1 % loss bic's
+            # window lies about its low_window (14), at or below which it halves instead of cutting to 0.8,
+            # so the median of a dozen cuts moves with how many fell below it (CI: 0.755 for the module,
+            # quartile 0.5, against 0.786 for the port). Every cut met the rule exactly in three runs here
+            # (72 cuts); one read from tcp_probe may miss it by a segment (a loss found on a timer, after
+            # the window grew on the last ACK sampled), never by more.
+            miss = [(cwnd, after) for cwnd, after in mine if after != linux_ssthresh(name, cwnd)]
             print(f"{name} {side}: {len(miss)} of {len(mine)} cuts off Linux's rule: {miss}")
-            assert len(mine) == row[f"{side}_reductions"], row
             assert len(miss) <= len(mine) // 4, (side, miss, row)
-            assert all(abs(after - LINUX_SSTHRESH[name](cwnd)) <= 1 for cwnd, after in miss), (side, miss, row)
+            assert all(abs(after - linux_ssthresh(name, cwnd)) <= 1 for cwnd, after in miss), (side, miss, row)
         # Goodput: 6.1's netem takes no seed, so the two meet different losses, and two 6 s flows under
         # emulation differ by more than a factor of two (port/module, Mbit/s: 3.60/4.31, 2.57/2.01,
         # 4.24/3.67, 3.13/3.95, 2.30/3.99, 1.50/4.05); equality within noise is the bench's claim (3 x 20 s
@@ -196,15 +199,6 @@ def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
         reno_law_mbit = 1.22 * 1448 * 8 / (0.100 * 0.01**0.5) / 1e6
         assert min(row["bpf_goodput_mbit"], row["kernel_goodput_mbit"]) >= 0.5 * reno_law_mbit, row
         assert row["port_ss_repairs"] == 0, row
-    # every cut is in the cuts file, beside the medians made of it
-    with (tmp_path / "ports-cuts.csv").open() as f:
-        cuts = list(csv.DictReader(f))
-    for row in rows:
-        for side in ("kernel", "bpf"):
-            mine = [c for c in cuts if c["algorithm"] == row["algorithm"] and c["side"] == side]
-            assert len(mine) == row[f"{side}_reductions"], (side, row)
-            ratios = [int(c["ssthresh_after"]) / int(c["cwnd_before"]) for c in mine]
-            assert round(statistics.median(ratios), 4) == row[f"{side}_backoff_median"], (side, row)
 
 
 def test_the_control_compares_the_module_with_itself(tmp_path: Path) -> None:
