@@ -62,7 +62,7 @@ from ground.path import FRAME, MSS, PathSpec
 from ground.results import RESULTS, hand_back, provenance, replace_file, write_json
 from ground.tcpprobe import ProbeSample, delivery_rate, reductions
 from kmod import loader
-from netrepro.verify import measure_goodput, measure_rtt
+from netrepro.verify import measure_goodput, ping_rtts, rtt_check
 from topologies.emulation import DelayLineStage
 from topologies.lab import Lab
 
@@ -87,16 +87,16 @@ def delayline(
         pid = stage.line.process.pid
         for mbit in rates_mbit:
             lab.reconfigure(PathSpec.parse(rtt=rtt, rate=f"{mbit}mbit"))
-            rtt_check = measure_rtt(lab, count=200, interval=0.01)
+            pings = rtt_check(lab, ping_rtts(lab, count=200, interval=0.01))
             cpu0, wall0 = _cpu_seconds(pid), time.monotonic()
             goodput = measure_goodput(lab)
             cpu = (_cpu_seconds(pid) - cpu0) / (time.monotonic() - wall0)
             row = {
                 "rate_mbit": mbit,
-                "rtt_ms": rtt_check.desired,
-                "rtt_median_error_ms": round(rtt_check.measured - rtt_check.desired, 3),
-                "rtt_p99_error_ms": round(rtt_check.detail["p99"] - rtt_check.desired, 3),
-                "rtt_within_tolerance": rtt_check.ok,
+                "rtt_ms": pings.desired,
+                "rtt_median_error_ms": round(pings.measured - pings.desired, 3),
+                "rtt_p99_error_ms": round(pings.detail["p99"] - pings.desired, 3),
+                "rtt_within_tolerance": pings.ok,
                 "goodput_mbit": round(goodput.measured, 2),
                 "ideal_mbit": round(goodput.desired, 2),
                 "goodput_ratio": round(goodput.measured / goodput.desired, 4),
@@ -141,7 +141,8 @@ def delayline_links(rates_mbit: tuple[int, ...] = LINK_RATES_MBIT, out: Path | N
                 pids = [line.process.pid for line in lines]
                 row: dict[str, Any] = {"core_mbit": mbit, "delay_lines": len(pids)}
                 for i, pair in enumerate(lab.pairs, 1):
-                    rtt = measure_rtt(PairView(lab, pair), count=200, interval=0.01)
+                    view = PairView(lab, pair)
+                    rtt = rtt_check(view, ping_rtts(view, count=200, interval=0.01))
                     row[f"pair{i}_rtt_ms"] = rtt.desired
                     row[f"pair{i}_rtt_median_error_ms"] = round(rtt.measured - rtt.desired, 3)
                     row[f"pair{i}_rtt_p99_error_ms"] = round(rtt.detail["p99"] - rtt.desired, 3)

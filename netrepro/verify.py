@@ -278,18 +278,10 @@ def ping_rtts(lab: PathUnderTest, count: int = 30, interval: float = 0.02) -> li
     return samples
 
 
-def measure_rtt(
-    lab: PathUnderTest,
-    count: int = 30,
-    interval: float = 0.02,
-    name: str = "rtt",
-    samples: list[float] | None = None,
-    jitter_sd: Duration = Duration(0),
-) -> Check:
-    """The median RTT against the set one (of `samples` if given, else of pings taken now);
+def rtt_check(lab: PathUnderTest, samples: list[float], name: str = "rtt", jitter_sd: Duration = Duration(0)) -> Check:
+    """The median of the round trips `samples` (ms; ping_rtts) against the set RTT;
     `jitter_sd`: the spread the path's jitter gives the samples (Network.rtt_jitter_sd)."""
     rtt_ms = lab.path.rtt.ms
-    samples = samples or ping_rtts(lab, count, interval)
     tol = rtt_tolerance_ms(rtt_ms, jitter_sd.ms, len(samples))
     return Check(
         name,
@@ -434,7 +426,7 @@ def verify(lab: LabUnderTest) -> Verification:
             # behind the one before it (the model of the spread assumes that)
             spread = lab.network.rtt_jitter_sd(view.pair)
             samples = ping_rtts(view, interval=max(0.02, 2 * view.path.jitter.seconds))
-            checks.append(measure_rtt(view, name=f"rtt{suffix}", samples=samples, jitter_sd=spread))
+            checks.append(rtt_check(view, samples, f"rtt{suffix}", spread))
             if spread.seconds:
                 checks.append(jitter_check(f"jitter{suffix}", spread, samples))
         if one_flow_fills(first.path):
