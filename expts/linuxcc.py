@@ -258,13 +258,18 @@ def checks_fig5(rows: Rows) -> list[Check]:
 
 
 def hybla_losses(rows: Rows, series: str) -> str:
-    """Why Hybla may not lead early: how much of what it sent its slow start lost."""
+    """Why Hybla may not lead early: how much of what it sent its increase lost."""
     rate = median_of(rows, series, "hybla", "retransmit_rate")
-    if rate is None:
+    window = median_of(rows, series, "hybla", "cwnd_max")
+    if rate is None or window is None:
         return ""
-    return (f"; likely why: Hybla's slow start (2^rho - 1 segments per ACK, rho = RTT / 25 ms, capped at 2^16) "
-            f"overflows the 15-packet queue at once and {rate * 100:.0f} % of its segments are sent again, and "
-            "Linux's recovery from hundreds of losses in one window takes many round trips")  # fmt: skip
+    # At RTT 1.3 s its window jumps to the 65535 clamp in the second round; at 1.7 s (rho 68, more than
+    # twice the second round's 30 segments in flight) it may not grow until that round's losses (measured
+    # in both kernels, module and port alike: README, study linuxcc)
+    return (f"; likely why: Hybla's increase (2^rho - 1 segments per ACK in slow start, rho = RTT / 25 ms "
+            f"capped at 2^16; rho^2 segments a round trip after it) overflows the 15-packet queue (largest "
+            f"window {window:.0f} segments) and {rate * 100:.0f} % of its segments are sent again, and Linux's "
+            "recovery from hundreds of losses in one window takes many round trips")  # fmt: skip
 
 
 def checks_fig6(rows: Rows, metric: str = "first_10s_mbit") -> list[Check]:

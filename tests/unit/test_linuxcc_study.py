@@ -58,8 +58,8 @@ def test_hybla_highest_in_the_first_10_s_agrees_and_veno_lowest_agrees() -> None
     notes = linuxcc.judge_fig6(ROWS)
     assert any(n.startswith("WrFl-1: hybla 2") and n.endswith("agrees") for n in notes), notes
     differs = next(n for n in notes if n.startswith("WrFl-2: hybla 0.4"))
-    assert "the highest is reno 0.5: DIFFERS; likely why: Hybla's slow start" in differs  # with its 0.1 % resent
-    assert "0 % of its segments are sent again" in differs
+    assert "the highest is reno 0.5: DIFFERS; likely why: Hybla's increase" in differs  # with its 0.1 % resent
+    assert "(largest window 160 segments) and 0 % of its segments are sent again" in differs
     assert any(n.startswith("WrFl-1: veno 0.5") and n.endswith("agrees") for n in notes), notes
 
 
