@@ -184,8 +184,8 @@ def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
             # The same cut, compared cut by cut with Linux's rule, not as two medians: at 1 % loss bic's
             # window lies about its low_window (14), at or below which it halves instead of cutting to 0.8,
             # so the median of a dozen cuts moves with how many fell below it (CI: 0.755 for the module,
-            # quartile 0.5, against 0.786 for the port). Every cut met the rule exactly in three runs here
-            # (72 cuts); one read from tcp_probe may miss it by a segment (a loss found on a timer, after
+            # quartile 0.5, against 0.786 for the port). Every cut met the rule exactly in four runs here
+            # (146 cuts); one read from tcp_probe may miss it by a segment (a loss found on a timer, after
             # the window grew on the last ACK sampled), never by more.
             miss = [(cwnd, after) for cwnd, after in mine if after != linux_ssthresh(name, cwnd)]
             print(f"{name} {side}: {len(miss)} of {len(mine)} cuts off Linux's rule: {miss}")
