@@ -160,6 +160,12 @@ def linux_ssthresh(name: str, cwnd: int) -> int:
     return max(cwnd >> 1, 2) if cwnd <= 14 else max(cwnd * 819 // 1024, 2)
 
 
+def cut_of_a_grown_window(name: str, cwnd: int, after: int) -> bool:
+    """Whether `after` is Linux's cut of a window the last ACK before the loss grew from `cwnd` (one ACK
+    acks at most a window, so slow start at most doubles it)."""
+    return any(after == linux_ssthresh(name, grown) for grown in range(cwnd + 1, 2 * cwnd + 1))
+
+
 def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
     """The short version of `run.sh --vm bench ports`: scalable and bic, each port beside its module
     (as bpf_scalable, bpf_bic) on one 1 % loss path, in turn: the same cut at the loss events, and
@@ -184,13 +190,16 @@ def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
             # The same cut, compared cut by cut with Linux's rule, not as two medians: at 1 % loss bic's
             # window lies about its low_window (14), at or below which it halves instead of cutting to 0.8,
             # so the median of a dozen cuts moves with how many fell below it (CI: 0.755 for the module,
-            # quartile 0.5, against 0.786 for the port). Every cut met the rule exactly in four runs here
-            # (146 cuts); one read from tcp_probe may miss it by a segment (a loss found on a timer, after
-            # the window grew on the last ACK sampled), never by more.
+            # quartile 0.5, against 0.786 for the port). A cut read from tcp_probe may miss the rule only
+            # upwards: a sample holds the window before its ACK, so a loss found on a timer (RTO, RACK's
+            # reordering timer) cuts the window the last ACK grew, by the segments it acked in slow start
+            # (CI: scalable's port 140 -> 129, the rule from 147; 146 other cuts in four runs here exact).
+            # At most a quarter may miss; a port with a smaller beta misses downwards at once, a larger
+            # one at nearly every cut.
             miss = [(cwnd, after) for cwnd, after in mine if after != linux_ssthresh(name, cwnd)]
             print(f"{name} {side}: {len(miss)} of {len(mine)} cuts off Linux's rule: {miss}")
             assert len(miss) <= len(mine) // 4, (side, miss, row)
-            assert all(abs(after - linux_ssthresh(name, cwnd)) <= 1 for cwnd, after in miss), (side, miss, row)
+            assert all(cut_of_a_grown_window(name, cwnd, after) for cwnd, after in miss), (side, miss, row)
         # Goodput: 6.1's netem takes no seed, so the two meet different losses, and two 6 s flows under
         # emulation differ by more than a factor of two (port/module, Mbit/s: 3.60/4.31, 2.57/2.01,
         # 4.24/3.67, 3.13/3.95, 2.30/3.99, 1.50/4.05); equality within noise is the bench's claim (3 x 20 s
