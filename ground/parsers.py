@@ -2,7 +2,9 @@
 
 Each takes the tool's captured text and returns typed numbers; each is tested
 on real output kept in tests/fixtures.  A parser that cannot find what it
-needs raises `ParseError` quoting the start of the text.
+needs raises `ParseError` quoting the start of the text.  Ping's command line
+is built here too, beside the parser of what it prints, for the lab and
+verification alike.  (iperf3's lives with its server, in servers/iperf.py.)
 """
 
 from __future__ import annotations
@@ -25,6 +27,19 @@ class PingResult:
     rtts_ms: list[float]
     transmitted: int
     received: int
+
+
+def ping_argv(
+    address: str, count: int, interval_s: float, *, deadline_s: float | None = None, reply_wait_s: float | None = None
+) -> list[str]:
+    """`count` echo requests to `address`, one every `interval_s`, numeric output; stop after `deadline_s`
+    in all (-w; with count 1: at the first reply) or wait at most `reply_wait_s` for each reply (-W)."""
+    argv = ["ping", "-n", "-c", str(count), "-i", f"{interval_s:g}"]
+    if deadline_s is not None:
+        argv += ["-w", f"{deadline_s:g}"]
+    if reply_wait_s is not None:
+        argv += ["-W", f"{reply_wait_s:g}"]
+    return [*argv, address]
 
 
 _PING_REPLY = re.compile(r"icmp_seq=(\d+) .*?time=([0-9.]+) ms")

@@ -40,7 +40,7 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
-from ground.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping, parse_snmp
+from ground.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping, parse_snmp, ping_argv
 from ground.path import PathSpec
 from ground.proc import CommandError, Netns, Process, run
 from ground.units import Duration, Rate
@@ -267,7 +267,7 @@ def ping_rtts(lab: PathUnderTest, count: int = 30, interval: float = 0.02) -> li
     """RTT samples (ms) of `count` pings from the client to the server."""
     deadline = math.ceil(count * interval + 2 * lab.path.rtt.seconds + 3)
     out = run(
-        ["ping", "-n", "-c", str(count), "-i", str(interval), "-w", str(deadline), lab.ip("server")],
+        ping_argv(lab.ip("server"), count, interval, deadline_s=deadline),
         lab.client,
         check=False,
         timeout=deadline + 5,

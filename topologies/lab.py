@@ -41,7 +41,7 @@ from mininet.topo import Topo
 
 from ground.errors import SetupError
 from ground.ledger import Ledger
-from ground.parsers import parse_ping
+from ground.parsers import parse_ping, ping_argv
 from ground.path import DEFAULT_MTU, PathSpec
 from ground.proc import Netns, kill_netns_processes, run, start_time
 from ground.units import Duration, Probability
@@ -356,7 +356,7 @@ class Lab:
 
     def _measure_base_rtt(self, pair: Pair, count: int = 10) -> Duration:
         """The median ping RTT of a pair with zero delay: the lab's own cost."""
-        argv = ["ping", "-n", "-c", str(count), "-i", "0.02", "-W", "1", self.ip(pair.server)]
+        argv = ping_argv(self.ip(pair.server), count, 0.02, reply_wait_s=1)
         samples = parse_ping(run(argv, self.ns(pair.client), check=False).stdout).rtts_ms
         if not samples:
             raise LabError(f"no ping crossed {pair.client} -> {pair.server} while measuring its base RTT")
@@ -366,11 +366,11 @@ class Lab:
 
     def _wait_until_forwarding(self, within: float = 10.0) -> None:
         """Return once a ping crosses each pair: bridge ports take a moment to forward, routers to ARP."""
-        deadline = str(max(1, round(within + 2 * self.path.rtt.seconds)))
+        deadline = max(1, round(within + 2 * self.path.rtt.seconds))
         cross = [self.network.cross] if self.network.cross else []
         for pair in (*self.pairs, *cross):
             # One echo request every 50 ms until the first reply (-c 1) or the deadline (-w).
-            argv = ["ping", "-n", "-c", "1", "-i", "0.05", "-w", deadline, self.ip(pair.server)]
+            argv = ping_argv(self.ip(pair.server), 1, 0.05, deadline_s=deadline)
             if run(argv, self.ns(pair.client), check=False).returncode != 0:
                 raise LabError(f"no ping crossed {pair.client} -> {pair.server} within {deadline} s")
 

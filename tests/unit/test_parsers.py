@@ -1,16 +1,25 @@
-"""Parsers, on output captured from the real tools (tests/fixtures)."""
+"""Parsers, on output captured from the real tools (tests/fixtures); ping's command line."""
 
 from pathlib import Path
 
 import pytest
 
-from ground.parsers import ParseError, parse_iperf3_tcp, parse_iperf3_udp, parse_ping, parse_snmp
+from ground.parsers import ParseError, parse_iperf3_tcp, parse_iperf3_udp, parse_ping, parse_snmp, ping_argv
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def fixture(name: str) -> str:
     return (FIXTURES / name).read_text()
+
+
+def test_ping_argv_is_the_one_the_lab_and_verification_run() -> None:
+    """The address last (ping takes it after the options); a deadline or a reply wait only when asked."""
+    assert ping_argv("10.0.0.2", 30, 0.01, deadline_s=3) == ["ping", "-n", "-c", "30", "-i", "0.01", "-w", "3",
+                                                            "10.0.0.2"]  # fmt: skip
+    assert ping_argv("10.0.0.2", 10, 0.02, reply_wait_s=1) == ["ping", "-n", "-c", "10", "-i", "0.02", "-W", "1",
+                                                               "10.0.0.2"]  # fmt: skip
+    assert ping_argv("10.0.0.2", 1, 0.05) == ["ping", "-n", "-c", "1", "-i", "0.05", "10.0.0.2"]
 
 
 def test_ping_replies() -> None:
