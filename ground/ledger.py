@@ -330,6 +330,17 @@ class Ledger:
                 if not mounted:
                     proc.run(argv)
 
+    def process(self, pid: int, start: int, argv: list[str]) -> int:
+        """Record a process the run started, by pid and start time (so that a pid the kernel has given
+        to another process since is never ended); `start` -1 when it was unreadable."""
+        return self.record({"kind": "process", "pid": pid, "start": start, "argv": argv})
+
+    def modprobe(self, module: str, before: list[str]) -> None:
+        """Load `module`, with whatever it brings, given the modules loaded before: the run removes, when
+        it ends, every module loaded since that nothing holds."""
+        with self.change({"kind": "modules_loaded", "cause": module, "before": sorted(before)}):
+            proc.run(["modprobe", module])
+
     def namespace(self, ns: proc.Netns) -> None:
         """Record a namespace the run made (by inode), so that whatever lives in it ends with the run."""
         if ns.inode is not None:

@@ -32,7 +32,7 @@ log = logging.getLogger("netrepro.cmd")
 class Journal(Protocol):
     """Where a Process records itself: the run's ledger (ground.ledger.Ledger), which imports this module."""
 
-    def record(self, entry: dict[str, Any]) -> int: ...
+    def process(self, pid: int, start: int, argv: list[str]) -> int: ...
 
 
 class NamespaceError(SetupError):
@@ -304,7 +304,7 @@ class Process:
             self.started = started if started is not None else -1
             if ledger is not None:
                 try:
-                    ledger.record({"kind": "process", "pid": self.pid, "start": self.started, "argv": self.argv})
+                    ledger.process(self.pid, self.started, self.argv)
                 except BaseException:
                     self.stop()  # a child the ledger does not know of must not live on
                     raise

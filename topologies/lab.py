@@ -87,7 +87,7 @@ def hold_nodes(net: Any, ledger: Ledger, handles: dict[str, Netns]) -> None:
     """Record each node of a built Mininet net (its shell's process, its namespace) in the ledger,
     and hold each namespace by a handle in `handles`, from the moment it exists."""
     for node in (*net.hosts, *net.switches):
-        ledger.record({"kind": "process", "pid": node.pid, "start": start_time(node.pid) or -1, "argv": [node.name]})
+        ledger.process(node.pid, start_time(node.pid) or -1, [node.name])
         handle = Netns.open(node.name, node.pid)
         handles[node.name] = handle
         ledger.namespace(handle)

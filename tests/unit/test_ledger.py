@@ -321,6 +321,39 @@ def test_a_namespace_handle_outlives_its_pid() -> None:
         Netns("y", 12345).wrap(["true"])
 
 
+def test_modprobe_records_the_modules_loaded_before_and_a_failed_load_as_not_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Ledger.modprobe`: the entry (cause, the names loaded before) is written before modprobe runs; a
+    modprobe that fails leaves the entry cancelled, so nothing is unloaded for it."""
+    ran: list[list[str]] = []
+
+    def modprobe(argv: list[str], *args: object, **kwargs: object) -> None:
+        ran.append(argv)
+        on_disk = [json.loads(line) for line in led.file.read_text().splitlines()]
+        assert on_disk[-1]["kind"] == "modules_loaded", "recorded before the change"
+        if argv[-1] == "nosuch":
+            raise OSError("modprobe: FATAL: Module nosuch not found")
+
+    monkeypatch.setattr(ledger_mod.proc, "run", modprobe)
+    led = Ledger(tmp_path, contain=False)
+    led.modprobe("tcp_yeah", ["veth", "bridge"])
+    with pytest.raises(OSError):
+        led.modprobe("nosuch", ["veth"])
+    assert ran == [["modprobe", "tcp_yeah"], ["modprobe", "nosuch"]]
+    entries = [json.loads(line) for line in led.file.read_text().splitlines()][1:]
+    assert [(e["kind"], e.get("cause"), e.get("before")) for e in entries] == [
+        ("modules_loaded", "tcp_yeah", ["bridge", "veth"]),
+        ("modules_loaded", "nosuch", ["veth"]),
+        ("cancel", None, None),
+    ]
+    assert entries[2]["cancels"] == entries[1]["seq"]
+    unloaded: list[list[str]] = []
+    monkeypatch.setattr(kernel, "unload_modules_not_in", lambda before, settle: unloaded.append(before))
+    led.unwind()
+    assert unloaded == [["bridge", "veth"]], "the cancelled load undoes nothing"
+
+
 def test_modules_loaded_since_are_removed_unless_another_live_run_holds_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
