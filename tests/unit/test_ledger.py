@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ground import cgroups, kernel
+from ground import cgroups, kernel, proc
 from ground import ledger as ledger_mod
 from ground.ledger import Entry, Ledger, LedgerError
 from ground.proc import NamespaceError, Netns, Process, is_alive, start_time, terminate
@@ -335,7 +335,7 @@ def test_modprobe_records_the_modules_loaded_before_and_a_failed_load_as_not_mad
         if argv[-1] == "nosuch":
             raise OSError("modprobe: FATAL: Module nosuch not found")
 
-    monkeypatch.setattr(ledger_mod.proc, "run", modprobe)
+    monkeypatch.setattr(proc, "run", modprobe)
     led = Ledger(tmp_path, contain=False)
     led.modprobe("tcp_yeah", ["veth", "bridge"])
     with pytest.raises(OSError):
