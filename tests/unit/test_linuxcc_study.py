@@ -82,6 +82,19 @@ def test_the_physics_holds_and_fails_where_it_should() -> None:
     assert any("FAILS in 1 of 1 trials" in n for n in linuxcc.physics_notes(too_fast))
 
 
+def test_hybla_first_to_100_segments_is_judged_even_where_no_other_reaches_it() -> None:
+    """fig4: Hybla alone at a window of 100 (the others never, as Reno beside UDP) is still Hybla first."""
+    rows = [row("WrFl-2", "hybla", 0.4, 60, cwnd="50;120;200"), row("WrFl-2", "reno", 0.5, 50, cwnd="10;20;30"),
+            row("WrFl-2", "vegas", 0.5, 50, cwnd="10;20;30")]  # fmt: skip
+    (check,) = linuxcc.checks_fig4(rows)
+    assert check.holds, check
+    assert check.note == ("WrFl-2: first to a window of 100 segments: hybla after 1.0 s; never within the run: reno, "
+                          "vegas; Hybla grows most aggressively: agrees")  # fmt: skip
+    (check,) = linuxcc.checks_fig4(ROWS[:2])  # hybla at 1.0 s, reno at 2.5 s
+    assert check.note == ("WrFl-1: first to a window of 100 segments: hybla after 1.0 s; the slowest to it: "
+                          "reno 2.5 s; Hybla grows most aggressively: agrees")  # fmt: skip
+
+
 def test_mathis_model() -> None:
     r = row("WrFl-1", "reno", 1, 1, retransmit_rate=0.01)
     assert linuxcc.mathis_mbit(r) == pytest.approx(1.22 * 3434 * 8 / (1.3 * 0.1) / 1e6)
