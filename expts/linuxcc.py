@@ -244,7 +244,8 @@ def checks_fig4(rows: Rows) -> list[Check]:
         ours = f"first to a window of 100 segments: {first[1]} after {first[0]:.1f} s"
         if len(reach) >= 2:
             ours += "; the slowest to it: " + ", ".join(f"{cc} {t:.1f} s" for t, cc in reach[1:][-2:])
-        never = [cc for cc in ran if cc not in {cc for _, cc in reach}]
+        reached = {cc for _, cc in reach}
+        never = [cc for cc in ran if cc not in reached]
         if never:
             ours += f"; never within the run: {', '.join(never)}"
         note = f"{series}: {ours}; Hybla grows most aggressively: {_verdict(first[1] == 'hybla')}"

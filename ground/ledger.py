@@ -53,7 +53,7 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -335,7 +335,7 @@ class Ledger:
         to another process since is never ended); `start` -1 when it was unreadable."""
         return self.record({"kind": "process", "pid": pid, "start": start, "argv": argv})
 
-    def modprobe(self, module: str, before: list[str]) -> None:
+    def modprobe(self, module: str, before: Iterable[str]) -> None:
         """Load `module`, with whatever it brings, given the modules loaded before: the run removes, when
         it ends, every module loaded since that nothing holds."""
         with self.change({"kind": "modules_loaded", "cause": module, "before": sorted(before)}):

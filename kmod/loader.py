@@ -372,7 +372,7 @@ class LoadedAlgorithm:
             before = kernel.proc_modules()
             if self.name not in available and before is not None:
                 # tcp_yeah brings tcp_vegas: the run removes every module loaded since that nothing holds
-                self.ledger.modprobe(self.variant.module, list(kernel.parse_proc_modules(before)))
+                self.ledger.modprobe(self.variant.module, kernel.parse_proc_modules(before))
             self.ledger.allow_congestion_control(self.name)
         return self
 

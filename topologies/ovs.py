@@ -117,7 +117,7 @@ def load_datapath(ledger: Ledger) -> None:
     before = kernel.proc_modules()
     if before is None or DATAPATH_MODULE in kernel.parse_proc_modules(before):
         return  # built in, or already loaded (then not this run's to remove)
-    ledger.modprobe(DATAPATH_MODULE, list(kernel.parse_proc_modules(before)))
+    ledger.modprobe(DATAPATH_MODULE, kernel.parse_proc_modules(before))
 
 
 # -- the commands, built apart from running them ------------------------------------
