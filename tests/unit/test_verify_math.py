@@ -5,6 +5,7 @@ import pytest
 from ground.path import PathSpec
 from ground.units import Duration
 from netrepro.verify import (
+    WINDOW_LIMIT,
     Check,
     binomial_interval,
     goodput_args,
@@ -79,7 +80,9 @@ def test_goodput_window_is_four_bdp_where_the_socket_buffers_allow() -> None:
     assert goodput_window(slow) == 4 * 37_500
     assert goodput_args(slow) == ["-R", "-C", "reno", "-t", "3", "-O", "1", "-w", "150000"]
     assert goodput_window(PathSpec.parse(rtt="1ms", rate="1mbit")) == 4 * 1514  # four frames at least
-    assert goodput_window(PathSpec.parse(rtt="50ms", rate="10mbit")) is None  # 250 KB
+    assert goodput_window(PathSpec.parse(rtt="40ms", rate="20mbit")) == WINDOW_LIMIT  # 4 BDP 400 KB, 2 BDP 200 KB
+    assert goodput_window(PathSpec.parse(rtt="50ms", rate="10mbit")) == WINDOW_LIMIT  # 2 BDP 125 KB
+    assert goodput_window(PathSpec.parse(rtt="100ms", rate="20mbit")) is None  # 2 BDP 500 KB
 
 
 def test_frames_are_the_paths_own() -> None:
