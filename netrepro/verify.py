@@ -198,47 +198,73 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-# Socket buffers iperf3 may ask for without exceeding net.core.[rw]mem_max's
-# default on most kernels (212992; 4194304 on this project's 6.18), above which
-# the kernel would silently cap them.
+# Socket buffers iperf3 may ask for on any kernel: net.core.[rw]mem_max's default
+# on most (212992); socket_buffer_limit reads the hosts' own (4194304 on this
+# project's 6.18).
 WINDOW_LIMIT = 200 * 1024
+BUFFER_LIMITS = ("net.core.rmem_max", "net.core.wmem_max")
 
 
-def goodput_window(path: PathSpec) -> int | None:
-    """A window of four bandwidth-delay products, when that fits the socket
-    buffers' limit: enough to fill the pipe, while the bottleneck queue (a
-    1000-packet queue is 4 s at 3 Mbit/s) holds at most three BDPs, so that
-    iperf3's closing exchange is not stuck behind seconds of queued data,
-    and slow start cannot overshoot the buffer and spend the test recovering.
-    At least four full frames of the path's MTU, so that a tiny BDP still
-    fills the pipe (at 8 kbit/s and MTU 1500 those four frames are already
-    6 s of queue).  Where four BDPs do not fit but two do, the limit itself:
-    it still fills the pipe (the kernel doubles what -w asks for), and the
-    flow leaves slow start without a loss.  Uncapped, the flow overshoots a
-    large buffer, and until its recovery ends the receiver reads in bursts:
-    data that arrived behind a hole reaches iperf3 at once when the hole is
-    filled, so a window that begins in the recovery counts bytes the link
-    carried before it (40 ms, 20 Mbit/s, 1000 packets: 20.5 Mbit/s read in 6 s
-    against 19.13 carried; with the limit as window, 19.13)."""
-    window = max(4 * path.bdp_bytes, 4 * path.frame)
-    if window <= WINDOW_LIMIT:
-        return window
-    return WINDOW_LIMIT if 2 * path.bdp_bytes <= WINDOW_LIMIT else None
+def socket_buffer_limit(lab: PathUnderTest) -> int:
+    """The largest buffer iperf3's -w gets on both hosts: the least of their
+    net.core.rmem_max and wmem_max.  A kernel that keeps them per network
+    namespace (6.18 does) shows each host its own; one that does not (6.1)
+    has no such files outside the first namespace, and its own are the
+    machine's.  WINDOW_LIMIT where none can be read."""
+    values = []
+    for node in (lab.client, lab.server):
+        done = run(["sysctl", "-n", *BUFFER_LIMITS], node, check=False)
+        if done.returncode != 0:
+            done = run(["sysctl", "-n", *BUFFER_LIMITS], check=False)
+        values += [int(v) for v in done.stdout.split() if v.isdigit()]
+    return min(values) if len(values) == 2 * len(BUFFER_LIMITS) else WINDOW_LIMIT
 
 
-def goodput_duration(path: PathSpec) -> tuple[int, int]:
-    """(seconds measured, seconds omitted before them): long enough to leave slow start."""
+def goodput_window(path: PathSpec, limit: int = WINDOW_LIMIT) -> int | None:
+    """iperf3's -w for the goodput test: four bandwidth-delay products (at
+    least four full frames, so that a tiny BDP still fills the pipe), at
+    most the socket buffers' `limit`, and at most two thirds of what the
+    path holds before its queue overflows (BDP + buffer: the window the
+    kernel grants is up to about 1.5 times what -w asks for).  Such a flow
+    fills the pipe and leaves slow start without a loss.  None (uncapped)
+    where that leaves less than 1.25 BDPs.
+
+    Uncapped, the flow overshoots a large buffer in slow start, and until
+    its recovery ends the receiver reads in bursts: what arrived behind a
+    hole reaches iperf3 at once when the hole is filled, so a window that
+    begins or ends in the recovery counts bytes the link carried outside it
+    (measured: 40 ms, 20 Mbit/s, 1000 packets, 20.5-20.9 Mbit/s read in 6 s
+    against 19.13 carried; 100 ms, 5 Mbit/s, 3.54 against 4.78).  A capped
+    flow also keeps iperf3's closing exchange from waiting behind seconds of
+    queue (a 1000-packet queue is 4 s at 3 Mbit/s)."""
+    want = max(4 * path.bdp_bytes, 4 * path.frame)
+    holds = path.bdp_bytes + buffer_bytes(path)
+    window = min(want, limit, max(2 * holds // 3, 4 * path.frame))
+    return window if window >= 5 * path.bdp_bytes // 4 else None
+
+
+def slow_start_rounds(path: PathSpec) -> int:
+    """Round trips from the handshake to a window of one BDP: the handshake, the
+    initial window's (10 segments), and one per doubling after it."""
+    return 2 + math.ceil(math.log2(max(1.0, path.bdp_bytes / (10 * path.mss))))
+
+
+def goodput_duration(path: PathSpec, limit: int = WINDOW_LIMIT) -> tuple[int, int]:
+    """(seconds measured, seconds omitted before them): the omitted part long
+    enough to leave slow start (at 1 s and 3 Mbit/s, 7 round trips; the 4 of
+    an earlier rule left the flow at 2.62 of 2.87 Mbit/s in the 4 s after)."""
     rounds = math.ceil(4 * path.rtt.seconds)
     # At least 40 frames measured where that takes under 30 s: at 8 kbit/s a
     # 4 s window holds under three frames, too coarse for a 5 % tolerance.
     frames = min(30, math.ceil(40 * path.frame * 8 / path.rate_down.bps))
     rounds = max(rounds, frames)
-    if goodput_window(path) is None:
+    ramp = math.ceil(max(4, slow_start_rounds(path)) * path.rtt.seconds)
+    if goodput_window(path, limit) is None:
         # Uncapped, slow start overshoots a large buffer and the recovery
         # (about a second at 100 Mbit/s) must not dominate the measurement.
-        return min(30, max(6, rounds)), min(12, max(2, math.ceil(4 * path.rtt.seconds)))
-    # Capped, the flow is at the bottleneck rate, loss-free, within a few RTTs.
-    return min(30, max(3, rounds)), min(12, max(1, math.ceil(4 * path.rtt.seconds)))
+        return min(30, max(6, rounds)), min(30, max(2, ramp))
+    # Capped, the flow is at the bottleneck rate, loss-free, once slow start is over.
+    return min(30, max(3, rounds)), min(30, max(1, ramp))
 
 
 # The goodput check's congestion control: Reno, whatever the machine's default (BBR on this
@@ -248,13 +274,13 @@ def goodput_duration(path: PathSpec) -> tuple[int, int]:
 GOODPUT_CC = "reno"
 
 
-def goodput_args(path: PathSpec) -> list[str]:
+def goodput_args(path: PathSpec, limit: int = WINDOW_LIMIT) -> list[str]:
     """iperf3 client options for the goodput check, server to client, over Reno.
 
     iperf3 runs `-O` seconds on top of `-t`, and reports only the `-t` part.
     """
-    measured, omitted = goodput_duration(path)
-    window = goodput_window(path)
+    measured, omitted = goodput_duration(path, limit)
+    window = goodput_window(path, limit)
     return ["-R", "-C", GOODPUT_CC, "-t", str(measured), "-O", str(omitted),
             *(["-w", str(window)] if window else [])]  # fmt: skip
 
@@ -344,11 +370,13 @@ def _iperf3(lab: PathUnderTest, client_args: list[str], timeout: float, attempts
 
 def measure_goodput(lab: PathUnderTest) -> Check:
     path = lab.path
-    measured, omitted = goodput_duration(path)
+    limit = socket_buffer_limit(lab)
+    measured, omitted = goodput_duration(path, limit)
+    window = goodput_window(path, limit)
     # iperf3's closing exchange waits behind what the queue holds, and takes a few RTTs itself.
-    queued = goodput_window(path) or buffer_bytes(path)
+    queued = window or buffer_bytes(path)
     drain = 8 * queued / path.rate_down.bps
-    out, _ = _iperf3(lab, goodput_args(path), timeout=measured + omitted + 30 + drain + 20 * path.rtt.seconds)
+    out, _ = _iperf3(lab, goodput_args(path, limit), timeout=measured + omitted + 30 + drain + 20 * path.rtt.seconds)
     result = parse_iperf3_tcp(out)
     ideal = lab.path.ideal_goodput_down.bps
     return Check(
@@ -358,7 +386,7 @@ def measure_goodput(lab: PathUnderTest) -> Check:
         result.goodput_bps / 1e6,
         ideal * 0.95 / 1e6,
         ideal * 1.05 / 1e6,
-        {"retransmits": result.retransmits or 0},
+        {"retransmits": result.retransmits or 0, **({"window_kb": window / 1000} if window else {})},
     )
 
 

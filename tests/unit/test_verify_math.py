@@ -1,9 +1,13 @@
 """The tolerances verification applies, checked against known values."""
 
+import subprocess
+from types import SimpleNamespace
+
 import pytest
 
 from ground.path import PathSpec
 from ground.units import Duration
+from netrepro import verify
 from netrepro.verify import (
     WINDOW_LIMIT,
     Check,
@@ -80,9 +84,46 @@ def test_goodput_window_is_four_bdp_where_the_socket_buffers_allow() -> None:
     assert goodput_window(slow) == 4 * 37_500
     assert goodput_args(slow) == ["-R", "-C", "reno", "-t", "3", "-O", "1", "-w", "150000"]
     assert goodput_window(PathSpec.parse(rtt="1ms", rate="1mbit")) == 4 * 1514  # four frames at least
-    assert goodput_window(PathSpec.parse(rtt="40ms", rate="20mbit")) == WINDOW_LIMIT  # 4 BDP 400 KB, 2 BDP 200 KB
-    assert goodput_window(PathSpec.parse(rtt="50ms", rate="10mbit")) == WINDOW_LIMIT  # 2 BDP 125 KB
-    assert goodput_window(PathSpec.parse(rtt="100ms", rate="20mbit")) is None  # 2 BDP 500 KB
+    # where four BDPs do not fit, the limit, while it is 1.25 BDPs or more
+    assert goodput_window(PathSpec.parse(rtt="40ms", rate="20mbit")) == WINDOW_LIMIT  # BDP 100 KB
+    assert goodput_window(PathSpec.parse(rtt="50ms", rate="10mbit")) == WINDOW_LIMIT  # BDP 62.5 KB
+    assert goodput_window(PathSpec.parse(rtt="20ms", rate="100mbit")) is None  # BDP 250 KB
+    assert goodput_args(PathSpec.parse(rtt="20ms", rate="100mbit")) == ["-R", "-C", "reno", "-t", "6", "-O", "2"]
+
+
+def test_goodput_window_follows_the_hosts_limit() -> None:
+    # 6.18's 4 MB limit: four BDPs at 20 ms and 100 Mbit/s (1 MB), and a shorter test
+    fast = PathSpec.parse(rtt="20ms", rate="100mbit")
+    assert goodput_window(fast, 4 * 2**20) == 1_000_000
+    assert goodput_args(fast, 4 * 2**20)[-2:] == ["-w", "1000000"]
+    assert goodput_duration(fast, 4 * 2**20) == (3, 1)
+
+
+def test_goodput_window_leaves_the_queue_room() -> None:
+    # 1 s at 3 Mbit/s: BDP 375 KB; 1000 frames of 1514 B hold 1.514 MB more. Four BDPs (1.5 MB)
+    # granted 1.5 times over would overflow them: two thirds of 1.889 MB instead.
+    path = PathSpec.parse(rtt="1000ms", rate="3mbit")
+    assert goodput_window(path, 4 * 2**20) == 2 * (375_000 + 1000 * 1514) // 3
+    # a buffer of one BDP leaves 1.33 BDPs: still capped; of half a BDP, 1.0: uncapped
+    assert goodput_window(PathSpec.parse(rtt="1000ms", rate="3mbit", queue="375000b"), 4 * 2**20) == 500_000
+    assert goodput_window(PathSpec.parse(rtt="1000ms", rate="3mbit", queue="187500b"), 4 * 2**20) is None
+
+
+def test_socket_buffer_limit_reads_both_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[list[str], object]] = []
+
+    def fake_run(argv: list[str], ns: object = None, **_: object) -> subprocess.CompletedProcess[str]:
+        calls.append((argv, ns))
+        if ns == "server":  # a kernel without these per namespace: no such files there
+            return subprocess.CompletedProcess(argv, 255, "", "sysctl: cannot stat")
+        out = "4194304\n4194304\n" if ns == "client" else "212992\n212992\n"
+        return subprocess.CompletedProcess(argv, 0, out, "")
+
+    monkeypatch.setattr(verify, "run", fake_run)
+    lab = SimpleNamespace(client="client", server="server")
+    assert verify.socket_buffer_limit(lab) == 212992  # the server's, read from the machine's own
+    assert calls[0][0] == ["sysctl", "-n", "net.core.rmem_max", "net.core.wmem_max"]
+    assert [ns for _, ns in calls] == ["client", "server", None]
 
 
 def test_frames_are_the_paths_own() -> None:
