@@ -15,7 +15,6 @@ from typing import Any
 
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS
-from ground.units import parse_duration, parse_rate
 from netrepro.plot import numeric, point_at
 from netrepro.spec import Check, Figure, Params, Point, Rows, Series, judged
 
@@ -156,8 +155,8 @@ def page_rounds(page_bytes: int, initcwnd: int) -> int:
 def page_load_band(page_bytes: int, initcwnd: int, fig: Figure) -> tuple[float, float]:
     """The slow-start model's page load time, ms: its rounds (R x RTT) and the page's time on the wire
     overlap, so a load lasts between the larger of the two and their sum."""
-    rounds_ms = page_rounds(page_bytes, initcwnd) * parse_duration(str(fig.fixed["rtt"])).ms
-    wire_ms = page_bytes * 8 / parse_rate(str(fig.fixed["rate"])).bps * 1e3
+    rounds_ms = page_rounds(page_bytes, initcwnd) * fig.path.rtt.ms
+    wire_ms = page_bytes * 8 / fig.path.rate_down.bps * 1e3
     return max(rounds_ms, wire_ms), rounds_ms + wire_ms
 
 

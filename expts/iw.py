@@ -19,9 +19,8 @@ from typing import Any
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS
 from ground.trials import numbers
-from ground.units import parse_duration, parse_rate
 from netrepro.plot import legend_beside, numeric, quartiles
-from netrepro.spec import Check, Figure, Params, Point, Rows, Series
+from netrepro.spec import Check, Figure, Params, Point, Rows, Series, trial_path
 
 # The source, cited as far as its text gives authors, title and venue.
 SOURCE = (
@@ -71,8 +70,8 @@ def model_ms(initcwnd: int, rtt_ms: float, rate_bps: float, object_bytes: int = 
 
 
 def timeout(params: Params) -> float:
-    rtt = parse_duration(str(params["rtt"])).ms
-    rate = parse_rate(str(params["rate"])).bps
+    path = trial_path(params)
+    rtt, rate = path.rtt.ms, path.rate_down.bps
     return 30 + 5 * model_ms(int(params.get("initcwnd", 3)), rtt, rate) / 1e3
 
 
@@ -86,8 +85,7 @@ def reference_fig2() -> list[tuple[int, float]]:
 
 
 def annotate_fig2(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
-    rtt = parse_duration(str(fig.fixed["rtt"])).ms
-    rate = parse_rate(str(fig.fixed["rate"])).bps
+    rtt, rate = fig.path.rtt.ms, fig.path.rate_down.bps
     ws = list(fig.levels)
     ax.plot(ws, [model_ms(w, rtt, rate) for w in ws], "k--", lw=1, label="slow-start model: (1 + R) RTT + bytes / rate")
     ref = reference_fig2()
@@ -220,7 +218,7 @@ def annotate_fig5(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
     legend_beside(ax, x=1.17)
     twin.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.17, 0.6), borderaxespad=0.0)
     if fig.x == "rate":  # the bandwidth-delay product of each rate at the figure's RTT, on the top axis
-        rtt_s = parse_duration(str(fig.fixed["rtt"])).ms / 1e3
+        rtt_s = fig.path.rtt.seconds  # the rate varies, the RTT is fixed
         top = ax.secondary_xaxis("top", functions=(lambda mbps: mbps * 1e6 * rtt_s / 8, lambda b: b * 8 / rtt_s / 1e6))
         top.set_xlabel(f"bandwidth-delay product at RTT {rtt_s * 1e3:g} ms (bytes)")
         top.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from ground.path import MSS
-from ground.units import parse_duration, parse_rate
 from netrepro import plot
 from netrepro.spec import Check, Figure, Params, Point, Rows, Series
 from servers.burst_trace import burst_rounds, gain_pct
@@ -220,8 +219,7 @@ def burst_model_ms(window: int, burst_kb: int, rtt_ms: float, rate_bps: float) -
 
 def model_ms(fig: Figure, bursts: list[Burst]) -> float:
     """The model's mean burst time for these bursts, each from the window tcp_probe saw it resume with."""
-    rtt = parse_duration(str(fig.fixed["rtt"])).ms
-    rate = parse_rate(str(fig.fixed["rate"])).bps
+    rtt, rate = fig.path.rtt.ms, fig.path.rate_down.bps
     return statistics.fmean(burst_model_ms(b.cwnd_resumed, b.burst_kb, rtt, rate) for b in bursts)
 
 
@@ -232,8 +230,7 @@ def model_gain(fig: Figure, baseline: list[Burst], other: list[Burst]) -> float:
 
 def iw_model_gain(fig: Figure, kb: int) -> float:
     """The gain the model predicts for a restart from IW 3 against a window that holds the whole burst."""
-    rtt = parse_duration(str(fig.fixed["rtt"])).ms
-    rate = parse_rate(str(fig.fixed["rate"])).bps
+    rtt, rate = fig.path.rtt.ms, fig.path.rate_down.bps
     return gain_pct(burst_model_ms(IW, kb, rtt, rate), burst_model_ms(10**6, kb, rtt, rate))
 
 

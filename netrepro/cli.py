@@ -32,7 +32,7 @@ from netrepro import __version__, derive, doctor, params, preflight, shards, stu
 from netrepro.cluster import Engine
 from netrepro.plan import Plan
 from netrepro.shards import Shard
-from netrepro.spec import Figure, path_params
+from netrepro.spec import Figure, trial_path
 from netrepro.workloads import WORKLOADS
 from topologies import topology
 from topologies.lab import Lab
@@ -411,7 +411,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     figures = [derive.derived_figure(fig, args, topo) for fig in declared]
     for fig in figures:
         for setting in fig.grid(args.quick):  # refuse a bad value before anything is built
-            PathSpec.parse(**path_params(setting))
+            trial_path(setting)
     if args.dry_run:
         for fig in figures:
             print("\n".join(Plan.of(fig, args.quick, trials=args.trials).describe()))

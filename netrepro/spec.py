@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ground.errors import UserError
+from ground.path import PathSpec
 from ground.units import parse_duration, parse_rate
 from topologies.topology import Topology
 
@@ -163,6 +164,13 @@ class Figure:
     def directory(self) -> str:
         """Where its results go, below the results tree: the study's folder, or a derived figure's own."""
         return f"{self.study}/{self.name}@{self.variant}" if self.variant else self.study
+
+    @property
+    def path(self) -> PathSpec:
+        """The path its fixed parameters set, typed (its model lines read the RTT and rate from it).
+        A path key the figure varies (its x, a series') is not fixed: it takes ground.path's default
+        here, so read only what the figure fixes (fig5b varies the rate: its RTT is this path's)."""
+        return trial_path(self.fixed)
 
     @property
     def heading(self) -> str:
@@ -312,3 +320,9 @@ def variant_name(description: str, limit: int = 60) -> str:
 
 def path_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: params[k] for k in PATH_KEYS if k in params}
+
+
+def trial_path(params: Mapping[str, Any]) -> PathSpec:
+    """A trial's path, parsed once from its parameters into typed units (ground.path's defaults
+    for the keys it lacks); a value it cannot parse raises QuantityError naming the key."""
+    return PathSpec.parse(**path_params(params))

@@ -37,10 +37,9 @@ else:  # Ubuntu 22.04's Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
 from ground.errors import UserError
-from ground.path import PathSpec
 from ground.units import QuantityError
 from netrepro import params
-from netrepro.spec import PATH_KEYS, Figure, Series
+from netrepro.spec import Figure, Series, trial_path
 from topologies.topology import Topology
 
 FIGURE_KEYS = {
@@ -168,7 +167,7 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
     grid = [*figure.grid(), *figure.grid(quick=True)]
     for setting in grid:
         try:
-            PathSpec.parse(**{k: setting[k] for k in PATH_KEYS if k in setting})
+            trial_path(setting)
         except QuantityError as e:
             raise StudyFileError(
                 f"{where}: {e.option.removeprefix('--').replace('-', '_')} {e.value!r}: {e.why}"

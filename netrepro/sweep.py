@@ -40,14 +40,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ground import figurelock, kernel, logs, results
 from ground.errors import SetupError, TrialError, UserError
 from ground.ledger import Ledger
-from ground.path import PathSpec
 from ground.proc import CommandError
 from ground.progress import Progress
 from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_key
 from netrepro import plot, preflight, shards
 from netrepro.session import Session
 from netrepro.shards import Shard
-from netrepro.spec import Figure, Params, Point, Rows, path_params, verdict
+from netrepro.spec import Figure, Params, Point, Rows, trial_path, verdict
 from netrepro.verify import verify
 from netrepro.workloads import WORKLOADS
 from topologies.lab import Lab
@@ -178,7 +177,7 @@ def run_trials(
     workload = WORKLOADS[fig.workload]
     code = results.code_version()
     machine = {"host": platform.node(), "kernel": kernel.release()}
-    first = PathSpec.parse(**path_params(todo[0][0]))
+    first = trial_path(todo[0][0])
     with (
         Ledger() as ledger,
         # the hosts start with CUBIC; each trial then sets its own congestion control
@@ -193,7 +192,7 @@ def run_trials(
                 if claim is not None and not claim(trial_key(params, index)):
                     progress.step("ran elsewhere")
                     continue
-                path = PathSpec.parse(**path_params(params))
+                path = trial_path(params)
                 if path != lab.path:
                     lab.reconfigure(path)
                 if str(path) not in verifications:

@@ -15,7 +15,7 @@ from ground.errors import UserError
 from ground.results import REFERENCE, RESULTS
 from ground.trials import latest_rows, read_rows, row_seed, trial_key
 from netrepro import cli, derive, plot, sweep
-from netrepro.spec import Figure, Point, variant_name
+from netrepro.spec import Figure, Point, trial_path, variant_name
 
 
 def run_args(*argv: str) -> argparse.Namespace:
@@ -28,6 +28,13 @@ def derived(*argv: str) -> Figure:
 
 
 # -- what a derived figure is ---------------------------------------------------------------
+
+
+def test_a_figure_s_path_is_typed_once_from_its_fixed_parameters() -> None:
+    fig = derived("iw/fig2", "--set", "rtt=50ms", "--set", "rate=6000kbit")
+    assert fig.path.rtt.ms == 50 and fig.path.rate_down.bps == 6e6
+    assert iw.FIG2.path == trial_path(iw.FIG2.fixed) and iw.FIG2.path.rate_down.bps == 3e6
+    assert expts.find("iw/fig5b").path.rtt.ms == 100  # it varies the rate; its RTT is fixed
 
 
 def test_the_declared_figure_is_not_derived() -> None:
