@@ -40,6 +40,7 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
+from ground.ledger import read_sysctl
 from ground.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping, parse_snmp, ping_argv
 from ground.path import PathSpec
 from ground.proc import CommandError, Netns, Process, run
@@ -199,25 +200,21 @@ def percentile(values: list[float], q: float) -> float:
 
 
 # Socket buffers iperf3 may ask for on any kernel: net.core.[rw]mem_max's default
-# on most (212992); socket_buffer_limit reads the hosts' own (4194304 on this
-# project's 6.18).
+# on most (212992); socket_buffer_limit reads the machine's own (4194304 on this
+# project's machines).
 WINDOW_LIMIT = 200 * 1024
 BUFFER_LIMITS = ("net.core.rmem_max", "net.core.wmem_max")
 
 
-def socket_buffer_limit(lab: PathUnderTest) -> int:
-    """The largest buffer iperf3's -w gets on both hosts: the least of their
-    net.core.rmem_max and wmem_max.  A kernel that keeps them per network
-    namespace (6.18 does) shows each host its own; one that does not (6.1)
-    has no such files outside the first namespace, and its own are the
-    machine's.  WINDOW_LIMIT where none can be read."""
-    values = []
-    for node in (lab.client, lab.server):
-        done = run(["sysctl", "-n", *BUFFER_LIMITS], node, check=False)
-        if done.returncode != 0:
-            done = run(["sysctl", "-n", *BUFFER_LIMITS], check=False)
-        values += [int(v) for v in done.stdout.split() if v.isdigit()]
-    return min(values) if len(values) == 2 * len(BUFFER_LIMITS) else WINDOW_LIMIT
+def socket_buffer_limit() -> int:
+    """The largest buffer iperf3's -w gets: the least of net.core.rmem_max and
+    wmem_max.  They are one value for the whole machine (kernels since 6.10
+    show it, read-only, in every network namespace; older ones only in the
+    first), read here from ours.  WINDOW_LIMIT where it cannot be read."""
+    try:
+        return min(int(read_sysctl(key)) for key in BUFFER_LIMITS)
+    except (OSError, ValueError):
+        return WINDOW_LIMIT
 
 
 def goodput_window(path: PathSpec, limit: int = WINDOW_LIMIT) -> int | None:
@@ -370,7 +367,7 @@ def _iperf3(lab: PathUnderTest, client_args: list[str], timeout: float, attempts
 
 def measure_goodput(lab: PathUnderTest) -> Check:
     path = lab.path
-    limit = socket_buffer_limit(lab)
+    limit = socket_buffer_limit()
     measured, omitted = goodput_duration(path, limit)
     window = goodput_window(path, limit)
     # iperf3's closing exchange waits behind what the queue holds, and takes a few RTTs itself.

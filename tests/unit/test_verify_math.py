@@ -1,8 +1,5 @@
 """The tolerances verification applies, checked against known values."""
 
-import subprocess
-from types import SimpleNamespace
-
 import pytest
 
 from ground.path import PathSpec
@@ -109,21 +106,16 @@ def test_goodput_window_leaves_the_queue_room() -> None:
     assert goodput_window(PathSpec.parse(rtt="1000ms", rate="3mbit", queue="187500b"), 4 * 2**20) is None
 
 
-def test_socket_buffer_limit_reads_both_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[list[str], object]] = []
+def test_socket_buffer_limit_is_the_least_of_the_machines_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    values = {"net.core.rmem_max": "4194304", "net.core.wmem_max": "212992"}
+    monkeypatch.setattr(verify, "read_sysctl", lambda key: values[key])
+    assert verify.socket_buffer_limit() == 212992
 
-    def fake_run(argv: list[str], ns: object = None, **_: object) -> subprocess.CompletedProcess[str]:
-        calls.append((argv, ns))
-        if ns == "server":  # a kernel without these per namespace: no such files there
-            return subprocess.CompletedProcess(argv, 255, "", "sysctl: cannot stat")
-        out = "4194304\n4194304\n" if ns == "client" else "212992\n212992\n"
-        return subprocess.CompletedProcess(argv, 0, out, "")
+    def unreadable(key: str) -> str:
+        raise FileNotFoundError(key)
 
-    monkeypatch.setattr(verify, "run", fake_run)
-    lab = SimpleNamespace(client="client", server="server")
-    assert verify.socket_buffer_limit(lab) == 212992  # the server's, read from the machine's own
-    assert calls[0][0] == ["sysctl", "-n", "net.core.rmem_max", "net.core.wmem_max"]
-    assert [ns for _, ns in calls] == ["client", "server", None]
+    monkeypatch.setattr(verify, "read_sysctl", unreadable)
+    assert verify.socket_buffer_limit() == WINDOW_LIMIT
 
 
 def test_frames_are_the_paths_own() -> None:
