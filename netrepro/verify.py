@@ -240,7 +240,7 @@ def goodput_window(path: PathSpec, limit: int = WINDOW_LIMIT) -> int | None:
     return window if window >= 5 * path.bdp_bytes // 4 else None
 
 
-def slow_start_rounds(path: PathSpec) -> int:
+def rounds_to_a_bdp(path: PathSpec) -> int:
     """Round trips from the handshake to a window of one BDP: the handshake, the
     initial window's (10 segments), and one per doubling after it."""
     return 2 + math.ceil(math.log2(max(1.0, path.bdp_bytes / (10 * path.mss))))
@@ -255,7 +255,7 @@ def goodput_duration(path: PathSpec, limit: int = WINDOW_LIMIT) -> tuple[int, in
     # 4 s window holds under three frames, too coarse for a 5 % tolerance.
     frames = min(30, math.ceil(40 * path.frame * 8 / path.rate_down.bps))
     rounds = max(rounds, frames)
-    ramp = math.ceil(max(4, slow_start_rounds(path)) * path.rtt.seconds)
+    ramp = math.ceil(max(4, rounds_to_a_bdp(path)) * path.rtt.seconds)
     if goodput_window(path, limit) is None:
         # Uncapped, slow start overshoots a large buffer and the recovery
         # (about a second at 100 Mbit/s) must not dominate the measurement.

@@ -88,8 +88,8 @@ def test_goodput_window_is_four_bdp_where_the_socket_buffers_allow() -> None:
     assert goodput_args(PathSpec.parse(rtt="20ms", rate="100mbit")) == ["-R", "-C", "reno", "-t", "6", "-O", "2"]
 
 
-def test_goodput_window_follows_the_hosts_limit() -> None:
-    # 6.18's 4 MB limit: four BDPs at 20 ms and 100 Mbit/s (1 MB), and a shorter test
+def test_goodput_window_follows_the_machines_limit() -> None:
+    # this project's machines' 4 MB limit: four BDPs at 20 ms and 100 Mbit/s (1 MB), and a shorter test
     fast = PathSpec.parse(rtt="20ms", rate="100mbit")
     assert goodput_window(fast, 4 * 2**20) == 1_000_000
     assert goodput_args(fast, 4 * 2**20)[-2:] == ["-w", "1000000"]
