@@ -213,7 +213,8 @@ def socket_buffer_limit() -> int:
     first), read here from ours.  WINDOW_LIMIT where it cannot be read."""
     try:
         return min(int(read_sysctl(key)) for key in BUFFER_LIMITS)
-    except (OSError, ValueError):
+    except (OSError, ValueError) as e:
+        log.warning("socket-buffer limit unreadable (%s); the goodput check assumes %d bytes", e, WINDOW_LIMIT)
         return WINDOW_LIMIT
 
 

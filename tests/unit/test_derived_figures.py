@@ -14,6 +14,7 @@ from expts import cubicplus, iw
 from ground.errors import UserError
 from ground.results import REFERENCE, RESULTS
 from ground.trials import latest_rows, read_rows, row_seed, trial_key
+from ground.units import QuantityError
 from netrepro import cli, derive, plot, sweep
 from netrepro.spec import Figure, Point, trial_path, variant_name
 
@@ -33,8 +34,13 @@ def derived(*argv: str) -> Figure:
 def test_a_figure_s_path_is_typed_once_from_its_fixed_parameters() -> None:
     fig = derived("iw/fig2", "--set", "rtt=50ms", "--set", "rate=6000kbit")
     assert fig.path.rtt.ms == 50 and fig.path.rate_down.bps == 6e6
-    assert iw.FIG2.path == trial_path(iw.FIG2.fixed) and iw.FIG2.path.rate_down.bps == 3e6
+    assert iw.FIG2.path.rate_down.bps == 3e6
     assert expts.find("iw/fig5b").path.rtt.ms == 100  # it varies the rate; its RTT is fixed
+    # a trial's path: its path keys typed, the others (cc, ...) not the path's
+    trial = trial_path({"rtt": "1.3s", "rate": "11mbit", "queue": "15p", "mtu": 3486, "cc": "hybla"})
+    assert (trial.rtt.ms, trial.rate_down.bps, trial.queue.packets, trial.mss) == (1300, 11e6, 15, 3434)
+    with pytest.raises(QuantityError, match="fast"):
+        trial_path({"rtt": "fast"})
 
 
 def test_the_declared_figure_is_not_derived() -> None:

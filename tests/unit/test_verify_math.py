@@ -106,7 +106,9 @@ def test_goodput_window_leaves_the_queue_room() -> None:
     assert goodput_window(PathSpec.parse(rtt="1000ms", rate="3mbit", queue="187500b"), 4 * 2**20) is None
 
 
-def test_socket_buffer_limit_is_the_least_of_the_machines_two(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_socket_buffer_limit_is_the_least_of_the_machines_two(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     values = {"net.core.rmem_max": "4194304", "net.core.wmem_max": "212992"}
     monkeypatch.setattr(verify, "read_sysctl", lambda key: values[key])
     assert verify.socket_buffer_limit() == 212992
@@ -115,7 +117,9 @@ def test_socket_buffer_limit_is_the_least_of_the_machines_two(monkeypatch: pytes
         raise FileNotFoundError(key)
 
     monkeypatch.setattr(verify, "read_sysctl", unreadable)
-    assert verify.socket_buffer_limit() == WINDOW_LIMIT
+    with caplog.at_level("WARNING", logger="netrepro.verify"):
+        assert verify.socket_buffer_limit() == WINDOW_LIMIT
+    assert "socket-buffer limit unreadable" in caplog.text
 
 
 def test_frames_are_the_paths_own() -> None:
