@@ -164,6 +164,35 @@ def test_interval_ends_a_few_microseconds_apart_are_joined() -> None:
     assert sum(b.bytes for b in bins) == pytest.approx(2000)
 
 
+def test_an_empty_sliver_iperf3_left_out_is_joined_over() -> None:
+    """As CI's dumbbell run wrote them with -i 0.1: a stats tick came 0.4 s late, the next on time, and
+    iperf3 left the 4.7 ms between them (no bytes, under a tenth of its interval) out of its report."""
+    text = report(
+        {"start": 0, "end": 0.495431, "bytes": 4000},
+        {"start": 0.50011, "end": 0.60011, "bytes": 1000},
+        {"start": 0.60011, "end": 0.70011, "bytes": 1000},
+        {"start": 0.70011, "end": 0.80011, "bytes": 1000},
+    )
+    bins = throughput_bins(text)
+    assert sum(b.bytes for b in bins) == pytest.approx(7000)
+    assert bins[-1].end_s == pytest.approx(0.80011)
+    assert [b.start_s for b in bins] == pytest.approx([0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+
+
+@pytest.mark.parametrize(
+    ("second_start", "why"),
+    [(0.2111, "a gap longer than a tenth of the interval"), (0.0953, "an overlap of 4.7 ms")],
+)
+def test_a_gap_iperf3_would_not_leave_is_refused(second_start: float, why: str) -> None:
+    text = report(
+        {"start": 0, "end": 0.1, "bytes": 1},
+        {"start": second_start, "end": second_start + 0.1, "bytes": 1},
+        {"start": second_start + 0.1, "end": second_start + 0.2, "bytes": 1},
+    )
+    with pytest.raises(ParseError, match=f"interval 1 starts at {second_start} s, the one before ended at 0.1 s"):
+        throughput_bins(text)
+
+
 @pytest.mark.parametrize(
     ("text", "match"),
     [
