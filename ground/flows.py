@@ -83,9 +83,9 @@ class _Interval:
 STEP_SLACK_S = 0.001
 # iperf3 leaves out of its report an interval shorter than a tenth of its reporting interval
 # that carried no bytes (its guard against empty slivers: here a stats tick that came late,
-# then the next on time).  Such a gap held nothing, so the intervals either side of it are joined: seen in
-# CI's dumbbell run under load (0.495431 s, then 0.50011 s, with -i 0.1), and made to happen
-# by stopping iperf3 for a while (tests/fixtures/iperf3_late_tick_capture.py).
+# then the next on time).  Such a gap held nothing, so the intervals either side of it are
+# joined: seen in CI's dumbbell run under load (0.495431 s, then 0.50011 s, with -i 0.1),
+# and made to happen by stopping iperf3 (tests/fixtures/iperf3_late_tick_capture.py).
 SKIPPED_SHARE = 0.1
 
 

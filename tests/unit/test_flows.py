@@ -182,7 +182,7 @@ def test_an_empty_sliver_iperf3_left_out_is_joined_over() -> None:
 @pytest.mark.parametrize(
     "second_start",
     [
-        pytest.param(0.2111, id="a gap longer than a tenth of the interval"),
+        pytest.param(0.115, id="a gap of 15 ms, over a tenth of the 0.1 s interval"),
         pytest.param(0.0953, id="an overlap of 4.7 ms"),
     ],
 )
