@@ -28,7 +28,7 @@ packages=(
     mininet bridge-utils iproute2 iptables ethtool iputils-ping util-linux kmod
     openvswitch-switch iperf3 apache2 nghttp2-client curl openssl tcpdump
     clang llvm libbpf-dev libnetfilter-queue-dev libmnl-dev gcc make pkg-config
-    python3 python3-venv python3-matplotlib openssh-server
+    python3 python3-venv python3-matplotlib python3-scipy openssh-server
 )
 
 # The stock-kernel lane (`run.sh --vm ...`): QEMU, busybox for virtme-ng's

@@ -370,14 +370,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Every figure: its trials and estimated time (full and quick), its stored result, its title."""
-    print(f"{'figure':<16} {'trials':>11} {'time full / quick':>19}  {'stored result':<32} title")
+    print(f"{'figure':<16} {'trials':>11} {'time full / quick':>19}  {'stored result':<32} "
+          f"{'claims':>6} {'the stored trials decide':<34} title")  # fmt: skip
     for fig in expts.all_figures():
         full, quick = Plan.of(fig), Plan.of(fig, quick=True)
         stored = full.stored
         kept = f"{stored.rows}{' quick' if stored.quick else ''} trials, {stored.commit}" if stored else "none"
+        decide = stored.to_decide() if stored else "-"
         print(f"{fig.full_name:<16} {f'{full.trials} / {quick.trials}':>11} "
-              f"{f'{full.time()} / {quick.time()}':>19}  {kept:<32} {fig.heading}")  # fmt: skip
+              f"{f'{full.time()} / {quick.time()}':>19}  {kept:<32} {len(fig.claims):>6} {decide:<34} "
+              f"{fig.heading}")  # fmt: skip
     print("time: estimated from the stored result (results/reference/); <=: an upper bound; ?: none stored")
+    print("claims: the source's sentences each figure tests; `FIGURE --dry-run` lists them and the trials each needs")
     return 0
 
 

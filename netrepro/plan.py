@@ -33,6 +33,8 @@ class Stored:
     rows: int
     quick: bool
     seconds_per_trial: float | None
+    # each judged claim as the stored result left it: (where, outcome, trials per series that would decide it)
+    claims: tuple[tuple[str, str, int | None], ...] = ()
 
     @classmethod
     def of(cls, fig: Figure, tree: Path = results.REFERENCE) -> Stored | None:
@@ -46,7 +48,24 @@ class Stored:
         rows = int(doc.get("rows") or 0)
         seconds = doc.get("trial_seconds_all_rows")
         per_trial = float(seconds) / rows if rows and seconds else None
-        return cls(path, commit, rows, bool(doc.get("quick")), per_trial)
+        verdict: dict[str, Any] = doc["verdict"] if isinstance(doc.get("verdict"), dict) else {}
+        judged = tuple(
+            (str(c.get("where")), str(c.get("outcome")), c.get("trials_needed") or None)
+            for c in verdict.get("claims") or []
+            if isinstance(c, dict)
+        )
+        return cls(path, commit, rows, bool(doc.get("quick")), per_trial, judged)
+
+    def to_decide(self) -> str:
+        """What the stored trials left open: `decided`, or the trials per series its undecided claims need."""
+        open_ = [c for c in self.claims if c[1] == "undecided"]
+        if not self.claims:
+            return "no claims judged"
+        if not open_:
+            return "decided"
+        needed = [n for _, _, n in open_ if n]
+        most = f", >= {max(needed)} trials to decide" if needed else ""
+        return f"{len(open_)} of {len(self.claims)} undecided{most}"
 
 
 @dataclass(frozen=True)
@@ -115,4 +134,18 @@ class Plan:
                          f"commit {self.stored.commit} ({self.stored.manifest.relative_to(results.REPO)})")  # fmt: skip
         if self.upper_bound:
             lines.append("  the quick grid shortens its trials: the estimate is an upper bound")
+        lines += self.claim_lines()
+        return lines
+
+    def claim_lines(self) -> list[str]:
+        """The figure's claims, each with what the stored trials made of it and the trials it needs."""
+        if not self.fig.claims:
+            return ["  claims: none (the source states nothing this figure can test): unjudged"]
+        stored = {where: (outcome, n) for where, outcome, n in self.stored.claims} if self.stored else {}
+        lines = [f"  claims ({len(self.fig.claims)}), and what the stored trials made of each:"]
+        for c in self.fig.claims:
+            words = " ".join(c.quote.split()[:12]) + (" ..." if len(c.quote.split()) > 12 else "")
+            outcome, n = stored.get(c.where, ("not yet judged", None))
+            needs = f": about {n} trials per series would decide it" if n else ""
+            lines.append(f'    {c.where}: "{words}": {outcome}{needs}')
         return lines

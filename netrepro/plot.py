@@ -122,6 +122,15 @@ def save(figure: Any, png: Path, caption: Sequence[str] = ()) -> list[Path]:
     return written
 
 
+def add_to_caption(png: Path, lines: Sequence[str]) -> None:
+    """Append `lines` (a figure's judged claims) to the caption beside `png`, as a paragraph of their own."""
+    path = png.with_name(f"{png.stem}.caption.txt")
+    if not lines or not path.exists():
+        return
+    text = path.read_text().rstrip("\n")
+    replace_file(path, (text + "\n\n" + "\n".join(lines) + "\n").encode())
+
+
 def series_colours(ax: Any) -> dict[str, Any]:
     """Each labelled series' colour: an errorbar's label is its container's, its colour its data line's."""
     handles, labels = ax.get_legend_handles_labels()

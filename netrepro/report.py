@@ -2,11 +2,12 @@
 
 Per study: the source's citation (the study module's SOURCE) and what the
 study does differently (its figures' deviations).  Per figure with a stored
-result: the image, the source's finding beside our verdict and the checks it
-rests on (the manifest's `verdict`, computed by the figure's judge apart from
-its drawing), the trials and their failures, the trials' own time, the
-verification of every path, the congestion controls as they ran, the
-emulation backend, and the commits of the rows and of the manifest.
+result: the image, each claim of the source (its words, verbatim, where they
+stand, the test, our numbers with their interval, the outcome) and the
+figure's verdict (the manifest's `verdict`, judged once by the run), the
+trials and their failures, the trials' own time, the verification of every
+path, the congestion controls as they ran, the emulation backend, and the
+commits of the rows and of the manifest.
 
 The page is one file of HTML with its style inline and relative links to
 the images beside it: nothing is fetched from elsewhere, so it works offline,
@@ -25,6 +26,7 @@ from typing import Any
 
 import expts
 from ground import results
+from netrepro.claims import OUTCOMES, VERDICTS
 from netrepro.spec import Figure
 
 STYLE = """
@@ -35,7 +37,7 @@ h3 { font-size: 1.05em; margin-bottom: 0.3em; }
 .figure img { max-width: 100%; height: auto; }
 .verdict { font-weight: bold; padding: 0 0.4em; }
 .agrees { background: #d7f0d7; } .partly { background: #f5ecc8; } .differs { background: #f6d3d3; }
-.unjudged { background: #e4e4e4; }
+.unjudged { background: #e4e4e4; } .undecided { background: #dde6f3; } .bydesign { background: #ececec; }
 table { border-collapse: collapse; font-size: 0.9em; } td, th { border: 1px solid #ddd; padding: 0.2em 0.5em; }
 .side { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
 .small { font-size: 0.85em; color: #555; }
@@ -82,8 +84,23 @@ def _e(text: object) -> str:
 
 
 def _verdict(manifest: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The figure's verdict and its judged claims (netrepro.claims), as the manifest keeps them."""
     judged = manifest.get("verdict") or {}
-    return str(judged.get("verdict") or "unjudged"), list(judged.get("checks") or [])
+    return str(judged.get("verdict") or "unjudged"), [c for c in judged.get("claims") or [] if isinstance(c, dict)]
+
+
+def _claim_row(c: dict[str, Any]) -> str:
+    needed = f" (about {c['trials_needed']} trials per series would decide it)" if c.get("trials_needed") else ""
+    reading = f"<br><span class='small'>read as: {_e(c.get('reading'))}</span>" if c.get("reading") else ""
+    return (
+        f"<tr><td><q>{_e(c.get('quote'))}</q><br><span class='small'>{_e(c.get('where'))}</span>{reading}</td>"
+        f"<td class='small'>{_e(c.get('test'))}</td><td class='small'>{_e(c.get('evidence'))}</td>"
+        f"<td class='verdict {_e(_css(c.get('outcome')))}'>{_e(c.get('outcome'))}{_e(needed)}</td></tr>"
+    )
+
+
+def _css(outcome: object) -> str:
+    return {"holds": "agrees", "differs": "differs", "undecided": "undecided"}.get(str(outcome), "bydesign")
 
 
 def _facts(m: dict[str, Any]) -> list[tuple[str, str]]:
@@ -108,11 +125,9 @@ def _facts(m: dict[str, Any]) -> list[tuple[str, str]]:
 
 def figure_html(entry: Entry) -> str:
     m = entry.manifest
-    kind, checks = _verdict(m)
-    rows = "".join(
-        f"<tr><td>{_e(c.get('claim'))}</td><td>{'holds' if c.get('holds') else 'does not hold'}</td>"
-        f"<td>{_e(c.get('evidence'))}</td></tr>"
-        for c in checks
+    kind, claims = _verdict(m)
+    rows = "".join(_claim_row(c) for c in claims) or (
+        "<tr><td colspan='4'>the source states no claim about this figure: unjudged</td></tr>"
     )
     facts = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in _facts(m))
     notes = "".join(f"<li>{_e(n)}</li>" for n in m.get("notes") or [])
@@ -121,22 +136,24 @@ def figure_html(entry: Entry) -> str:
 <h3>{_e(entry.fig.full_name)}: {_e(m.get("title") or entry.fig.heading)}
  <span class="verdict {_e(kind)}">{_e(kind)}</span></h3>
 <img src="{_e(entry.image)}" alt="{_e(entry.fig.full_name)}">
-<div class="side">
-<div><b>The source</b><p>{_e(m.get("finding_of_the_source") or entry.fig.finding or "-")}</p></div>
-<div><b>Ours: {_e(kind)}</b>
-<table><tr><th>claim</th><th></th><th>our numbers</th></tr>{rows}</table></div>
-</div>
+<p><b>Each claim of the source, tested on our trials: {_e(kind)}</b></p>
+<table><tr><th>the source's words</th><th>test</th><th>our numbers</th><th>outcome</th></tr>{rows}</table>
 <details><summary>notes</summary><ul>{notes}</ul></details>
 <table class="small">{facts}</table>
 </div>"""
 
 
 def page(entries: list[Entry]) -> str:
-    counts: dict[str, int] = {}
+    counts = dict.fromkeys(VERDICTS, 0)
+    outcomes = dict.fromkeys(OUTCOMES, 0)
     for e in entries:
-        kind, _ = _verdict(e.manifest)
+        kind, judged = _verdict(e.manifest)
         counts[kind] = counts.get(kind, 0) + 1
-    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        for c in judged:
+            outcomes[str(c.get("outcome"))] = outcomes.get(str(c.get("outcome")), 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items())
+    summary += "; their claims: " + ", ".join(f"{n} {o}" for o, n in outcomes.items())
+    summary += " (claims set by design are counted in no verdict)"
     body = []
     for study in expts.STUDIES:
         mine = [e for e in entries if e.fig.study == study.FIGURES[0].study]

@@ -16,10 +16,10 @@ its own, whose fixed parameters, levels and series are the effective ones
 their own directory, `<study>/<figure>@<what differs>/`, never over the
 declared figure's.
 
-A figure's judgement is data too: its `judge` returns `Check`s, each a claim
-of the source tested on the measured points, and `verdict` turns them into
-the manifest's verdict (agrees, partly, differs; unjudged without a judge),
-apart from the drawing.
+A figure's judgement is data too: its `claims` (netrepro.claims), each a
+sentence of the source quoted verbatim with the test that decides it on the
+trials, judged once per run into the manifest's verdict (agrees, partly,
+differs, undecided; unjudged without a claim) and printed in the caption.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Any
 from ground.errors import UserError
 from ground.path import PathSpec
 from ground.units import parse_duration, parse_rate
+from netrepro.claims import Claim
 from topologies.topology import Topology
 
 PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue", "mtu", "jitter")
@@ -140,6 +141,8 @@ class Figure:
     annotate: Callable[[Figure, list[Point], Rows, Any], list[str]] | None = None
     # Tests the source's findings on the points and rows (spec.verdict): the manifest's verdict.
     judge: Callable[[Figure, list[Point], Rows], list[Check]] | None = None
+    # The source's sentences, verbatim, each with the test that decides it (netrepro.claims).
+    claims: tuple[Claim, ...] = ()
     # A figure that is not points over its x axis (windows over time) draws itself instead of
     # netrepro.plot.draw, with the same arguments (figure, points, rows, png, quick, reference), and
     # returns its notes; its points still make the table and the manifest.
@@ -236,6 +239,7 @@ class Figure:
             summarize=self.summarize if own_view else None,
             annotate=self.annotate if own_view else None,
             drawing=self.drawing if own_view else None,
+            claims=self.claims if own_view else (),
             trials_of="",
             deviations=self.deviations
             + (

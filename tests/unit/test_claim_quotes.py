@@ -1,0 +1,44 @@
+"""Every claim a figure declares is its source's own sentence: found verbatim in the source's text.
+
+The sources' texts are not part of the project (they are the papers, kept
+beside the repository where this project is developed, in
+`../shared/seeds/`); where that folder is absent, as in a user's clone, the
+test says it skipped and why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import expts
+from ground.results import REPO
+from netrepro.claims import Claim, found_in
+from netrepro.spec import Figure
+
+SEEDS = REPO.parent / "shared" / "seeds"
+
+
+def declared() -> list[tuple[Figure, Claim]]:
+    return [(fig, c) for fig in expts.all_figures() for c in fig.claims]
+
+
+def test_figures_declare_claims() -> None:
+    assert declared(), "no figure declares a claim"
+
+
+@pytest.mark.parametrize(("fig", "claim"), declared(), ids=lambda v: getattr(v, "full_name", "") or "")
+def test_a_claims_quote_stands_verbatim_in_its_source(fig: Figure, claim: Claim) -> None:
+    if not SEEDS.is_dir():
+        pytest.skip(f"the sources' texts are not here ({SEEDS}): a clone of the project alone does not have them")
+    source = SEEDS / claim.source
+    assert source.is_file(), f"{fig.full_name}: no source text {claim.source} in {SEEDS}"
+    text = source.read_text(encoding="utf-8")
+    assert found_in(claim.quote, text), f"{fig.full_name}: not verbatim in {claim.source}: {claim.quote!r}"
+
+
+@pytest.mark.parametrize(("fig", "claim"), declared(), ids=lambda v: getattr(v, "full_name", "") or "")
+def test_a_claim_says_where_it_stands_and_how_it_is_read(fig: Figure, claim: Claim) -> None:
+    assert claim.where.strip(), f"{fig.full_name}: {claim.quote!r} says not where it stands"
+    assert len(claim.quote.split()) >= 3, f"{fig.full_name}: {claim.quote!r} is too short to be a sentence"
