@@ -23,9 +23,14 @@ a word like "same" or "little" gets), and a test:
   kernel): holds or differs, nothing to estimate.
 - `Computed`: a study's own test over its rows, for what the kinds above
   cannot say; it returns findings in the same terms.
+- `Within`: a ratio inside a band the source states ("almost 40 %").
 - `ByDesign`: the setup decides the outcome (variants that run the same code
   until a first loss, on a loss-free path): shown with the reason, counted
-  in neither agrees nor differs.
+  in neither agrees nor differs; a derived figure whose setup no longer
+  decides it (`--set loss=2%`) tests the sentence with its `otherwise` test.
+- `AllOf`: several of the above that one sentence needs at once;
+  `Regrouped`: one of them on another view of the trials (levels of the x
+  factor compared as groups, or another parameter as the levels).
 
 A level where the interval is too wide to decide is *undecided*, with the
 trials per series that would decide it at the spread measured.  Trials that
@@ -54,6 +59,8 @@ VERDICTS = ("agrees", "partly", "differs", "undecided", "unjudged")
 
 CONFIDENCE = 0.95  # of a difference's interval; an equivalence uses 1 - 2 x (1 - 0.95) / 2 = 90 %
 BOOTSTRAP_RESAMPLES = 4000
+# A bootstrap over two trials a cell draws from four resamples of each: an interval, but no spread's worth.
+MIN_BOOTSTRAP_TRIALS = 3
 
 
 @dataclass(frozen=True)
@@ -171,10 +178,24 @@ def _replays(a: Sequence[float], b: Sequence[float]) -> bool:
     return len(set(a)) == 1 and len(set(b)) == 1 and len(a) > 1 and len(b) > 1
 
 
+def differs_confidence(levels: int, confidence: float = CONFIDENCE) -> float:
+    """The confidence of the interval that may show a claim wrong at one of `levels` levels.
+
+    A claim holds where it holds at every level it covers: an intersection-union test, each level at the
+    claim's own confidence, needs no correction.  It differs where it differs at any one level: a union,
+    whose error grows with the levels, so each level's "differs" is read off a Bonferroni-widened interval
+    (a claim true at all of 30 levels must not be shown wrong at one of them one time in two)."""
+    return 1 - (1 - confidence) / max(1, levels)
+
+
 @dataclass(frozen=True)
 class Better:
-    """`winner` beats `loser` in `metric` at each level: higher (or lower, `higher=False`) by at least
-    `worth` (a ratio's fraction, or the metric's units with `ratio=False`) to count as the word's effect."""
+    """`winner` beats `loser` in `metric` at each level: higher (or lower, `higher=False`).
+
+    It holds where the 95 % interval of the ratio of geometric means (the difference of means with
+    `ratio=False`) excludes no effect in the claimed direction; it differs where the interval, widened for
+    the levels the claim covers (`differs_confidence`), lies wholly below a gain of `worth`: no effect worth
+    the word, or the other way round."""
 
     metric: Metric
     winner: str | Group
@@ -183,43 +204,49 @@ class Better:
     levels: Sequence[Any] | None = None
     worth: float = 0.05
     ratio: bool = True
+    family: int = 1  # the tests beside this one whose "differs" shows the claim wrong (differs_confidence)
 
     def describe(self) -> str:
         way = "higher" if self.higher else "lower"
-        scale = (
-            f"ratio of means, at least {self.worth:.0%} to count"
-            if self.ratio
-            else (f"difference of means, at least {_fmt(self.worth)} to count")
-        )
+        worth = f"{self.worth:.0%}" if self.ratio else _fmt(self.worth)
+        scale = "ratio of geometric means" if self.ratio else "difference of means"
         return (
-            f"{group(self.winner)} {way} than {group(self.loser)} in {_name(self.metric)} ({scale}; "
-            f"{CONFIDENCE:.0%} Welch interval over trials)"
+            f"{group(self.winner)} {way} than {group(self.loser)} in {_name(self.metric)} ({scale}, "
+            f"{CONFIDENCE:.0%} Welch interval over trials: holds where it excludes no effect, differs where it "
+            f"excludes a gain of {worth})"
         )
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
+        levels = _levels(fig, self.levels)
         out = []
-        for level in _levels(fig, self.levels):
+        for level in levels:
             a = group(self.loser).values(fig, rows, level, self.metric)
             b = group(self.winner).values(fig, rows, level, self.metric)
-            out.append(_better_at(str(level), a, b, self.higher, self.worth, self.ratio))
+            out.append(better_at(str(level), a, b, self.higher, self.worth, self.ratio, len(levels) * self.family))
         return out
 
 
-def _better_at(at: str, a: list[float], b: list[float], higher: bool, worth: float, ratio: bool) -> Finding:
+def better_at(
+    at: str, a: list[float], b: list[float], higher: bool, worth: float, ratio: bool, levels: int = 1
+) -> Finding:
+    """`b` better than `a` at one of a claim's `levels` levels (Better's rule, for a study's own tests)."""
     iv = welch(a, b, CONFIDENCE, ratio)
-    if iv is None:
+    wide = welch(a, b, differs_confidence(levels), ratio)
+    if iv is None or wide is None:
         return Finding(UNDECIDED, at, f"too few trials to estimate a spread (n = {len(b)}, {len(a)})")
-    # on the scale of "how much better": >1 (or >0) is the claimed direction
+    # on the scale of "how much better": above 1 (or 0) is the claimed direction
     if ratio:
-        gain, low, high = (iv.estimate, iv.low, iv.high) if higher else (1 / iv.estimate, 1 / iv.high, 1 / iv.low)
+        gain, low = (iv.estimate, iv.low) if higher else (1 / iv.estimate, 1 / iv.high)
+        high = wide.high if higher else 1 / wide.low
         none, enough = 1.0, 1.0 + worth
         text = f"ratio {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}]"
-        gap_scale: Callable[[float], float] = math.log
+        scale: Callable[[float], float] = math.log
     else:
-        gain, low, high = (iv.estimate, iv.low, iv.high) if higher else (-iv.estimate, -iv.high, -iv.low)
+        gain, low = (iv.estimate, iv.low) if higher else (-iv.estimate, -iv.high)
+        high = wide.high if higher else -wide.low
         none, enough = 0.0, worth
         text = f"difference {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}]"
-        gap_scale = float
+        scale = float
     text += f", n = {iv.n[1]}, {iv.n[0]}"
     if _replays(a, b):
         return Finding(UNDECIDED, at, text + "; no spread in either series: the trials are replays", None)
@@ -228,21 +255,47 @@ def _better_at(at: str, a: list[float], b: list[float], higher: bool, worth: flo
     if high < enough:
         return Finding(DIFFERS, at, text)
     # to decide: the interval must leave `none` (holds) or fall below `enough` (differs), whichever is nearer
-    gap = max(abs(gap_scale(gain) - gap_scale(none)), abs(gap_scale(enough) - gap_scale(gain)))
+    gap = max(abs(scale(gain) - scale(none)), abs(scale(enough) - scale(gain)))
     return Finding(UNDECIDED, at, text, trials_to_decide(iv, gap, CONFIDENCE))
+
+
+def within_band(
+    at: str, a: list[float], b: list[float], low: float, high: float, ratio: bool = True, levels: int = 1
+) -> Finding:
+    """`b` against `a` inside [low, high] at one of a claim's `levels` levels: the ratio of geometric means
+    (or the difference of means) whose 90 % Welch interval lies inside the band holds (two one-sided tests
+    at 5 %), whose interval widened for the levels (`differs_confidence`) lies wholly outside differs.
+    An open band (`low` 0 for a ratio, or an infinite edge) is one one-sided test."""
+    iv = welch(a, b, 1 - 2 * (1 - CONFIDENCE), ratio)
+    wide = welch(a, b, 1 - 2 * (1 - differs_confidence(levels)), ratio)
+    if iv is None or wide is None:
+        return Finding(UNDECIDED, at, f"too few trials to estimate a spread (n = {len(b)}, {len(a)})")
+    kind = "ratio" if ratio else "difference"
+    text = f"{kind} {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}], n = {len(b)}, {len(a)}"
+    if _replays(a, b):
+        return Finding(UNDECIDED, at, text + "; no spread in either group: the trials are replays")
+    if low <= iv.low and iv.high <= high:
+        return Finding(HOLDS, at, text)
+    if wide.high < low or wide.low > high:
+        return Finding(DIFFERS, at, text)
+    f = math.log if ratio else float
+    edges = [e for e in (low, high) if math.isfinite(e) and (e > 0 or not ratio)]
+    gap = min((abs(f(iv.estimate) - f(e)) for e in edges), default=0.0)
+    return Finding(UNDECIDED, at, text, trials_to_decide(iv, gap, 1 - 2 * (1 - CONFIDENCE)))
 
 
 @dataclass(frozen=True)
 class Same:
-    """Every group alike the first in `metric` at each level: the ratio of means within 1 +- `margin` (the
-    90 % interval inside it holds, wholly outside differs), or the difference within +- margin with
-    `ratio=False`."""
+    """Every group alike the first in `metric` at each level: the ratio of geometric means within
+    1 +- `margin` (1 / (1 + margin) to 1 + margin), or the difference within +- margin with `ratio=False`
+    (`within_band`: an equivalence, two one-sided tests at 5 %)."""
 
     metric: Metric
     groups: Sequence[str | Group]
     margin: float
     levels: Sequence[Any] | None = None
     ratio: bool = True
+    family: int = 1  # the tests beside this one whose "differs" shows the claim wrong (differs_confidence)
 
     def describe(self) -> str:
         band = f"within {self.margin:.0%} of each other" if self.ratio else f"within +- {_fmt(self.margin)}"
@@ -250,57 +303,79 @@ class Same:
         return f"{names} {band} in {_name(self.metric)} (equivalence: two one-sided tests at 5 %, trials as unit)"
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
-        out = []
-        confidence = 1 - 2 * (1 - CONFIDENCE)  # 90 %: TOST at 5 % each side
+        low, high = (1 / (1 + self.margin), 1 + self.margin) if self.ratio else (-self.margin, self.margin)
         first, *others = [group(g) for g in self.groups]
-        for level in _levels(fig, self.levels):
+        levels = _levels(fig, self.levels)
+        out = []
+        for level in levels:
             base = first.values(fig, rows, level, self.metric)
-            parts = []
-            for other in others:
-                iv = welch(base, other.values(fig, rows, level, self.metric), confidence, self.ratio)
-                parts.append((other, iv))
-            out.append(self._combine(str(level), base, parts, fig, rows, level, confidence))
+            found = [
+                (
+                    other,
+                    within_band(
+                        str(level),
+                        base,
+                        other.values(fig, rows, level, self.metric),
+                        low,
+                        high,
+                        self.ratio,
+                        len(levels) * len(others) * self.family,
+                    ),
+                )
+                for other in others
+            ]
+            out.append(joined(str(level), [(str(other), f) for other, f in found]))
         return out
 
-    def _combine(
-        self,
-        at: str,
-        base: list[float],
-        parts: list[tuple[Group, Interval | None]],
-        fig: Figure,
-        rows: Rows,
-        level: Any,
-        confidence: float,
-    ) -> Finding:
-        if self.ratio:
-            lo_edge, hi_edge = 1 / (1 + self.margin), 1 + self.margin
+
+@dataclass(frozen=True)
+class Within:
+    """`of` against `to` in `metric` inside [low, high], a number the source states ("almost 40 %" as a
+    ratio of 1.35 to 1.45, "50%" as 0.45 to 0.55), at each level: `within_band`.  An open band (`low` 0
+    or `high` infinite) is a one-sided test."""
+
+    metric: Metric
+    of: str | Group
+    to: str | Group
+    low: float = 0.0
+    high: float = math.inf
+    levels: Sequence[Any] | None = None
+    ratio: bool = True
+
+    def describe(self) -> str:
+        if self.low > 0 and math.isfinite(self.high):
+            band = f"between {_fmt(self.low)} and {_fmt(self.high)}"
         else:
-            lo_edge, hi_edge = -self.margin, self.margin
-        texts, outcomes, needed = [], [], []
-        for other, iv in parts:
-            if iv is None:
-                texts.append(f"{other}: too few trials")
-                outcomes.append(UNDECIDED)
-                continue
-            kind = "ratio" if iv.ratio else "difference"
-            texts.append(f"{other} {kind} {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}]")
-            if _replays(base, other.values(fig, rows, level, self.metric)):
-                texts[-1] += " (replays: no spread)"
-                outcomes.append(UNDECIDED)
-            elif lo_edge <= iv.low and iv.high <= hi_edge:
-                outcomes.append(HOLDS)
-            elif iv.high < lo_edge or iv.low > hi_edge:
-                outcomes.append(DIFFERS)
-            else:
-                outcomes.append(UNDECIDED)
-                f = math.log if iv.ratio else float
-                # inside the band the interval must shrink inside the nearer edge; outside, past the edge it crosses
-                distance = min(abs(f(iv.estimate) - f(lo_edge)), abs(f(hi_edge) - f(iv.estimate)))
-                needed.append(trials_to_decide(iv, distance, confidence))
-        n = f"n = {len(base)}" + "".join(f", {len(other.values(fig, rows, level, self.metric))}" for other, _ in parts)
-        outcome = _all_of(outcomes)
-        wanted = max((x for x in needed if x is not None), default=None) if outcome == UNDECIDED else None
-        return Finding(outcome, at, "; ".join(texts) + f" ({n})", wanted)
+            band = f"at most {_fmt(self.high)}" if self.low <= 0 else f"at least {_fmt(self.low)}"
+        kind = "ratio of geometric means" if self.ratio else "difference of means"
+        return (
+            f"{group(self.of)} against {group(self.to)} in {_name(self.metric)}: the {kind} {band} (its 90 % "
+            "Welch interval over trials inside the band holds, wholly outside differs)"
+        )
+
+    def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
+        levels = _levels(fig, self.levels)
+        return [
+            within_band(
+                str(level),
+                group(self.to).values(fig, rows, level, self.metric),
+                group(self.of).values(fig, rows, level, self.metric),
+                self.low,
+                self.high,
+                self.ratio,
+                len(levels),
+            )
+            for level in levels
+        ]
+
+
+def joined(at: str, parts: Sequence[tuple[str, Finding]]) -> Finding:
+    """One finding of several tests at one place (each group against the first): holds where all hold,
+    differs where any differs; undecided with the most trials any of them needs."""
+    outcome = _all_of([f.outcome for _, f in parts])
+    needed = [f.trials_needed for _, f in parts if f.outcome == UNDECIDED and f.trials_needed]
+    text = "; ".join(f"{name}: {f.estimate}" + (f": {f.outcome}" if len(parts) > 1 else "") for name, f in parts)
+    return Finding(outcome, at, text, max(needed) if outcome == UNDECIDED and needed else None)
 
 
 @dataclass(frozen=True)
@@ -358,7 +433,7 @@ class Trend:
         n = min(len(s) for s in samples)
         spread = any(len(set(s)) > 1 for s in samples)
         low = high = point
-        if spread and n > 1:
+        if spread and n >= MIN_BOOTSTRAP_TRIALS:
             kw = {
                 "n_resamples": BOOTSTRAP_RESAMPLES,
                 "confidence_level": CONFIDENCE,
@@ -371,12 +446,20 @@ class Trend:
                 res = stats.bootstrap(arrays, slope, method="percentile", **kw)
                 low, high = res.confidence_interval
         unit = "log ratio per unit" if self.against is not None else "per unit"
-        text = (
-            f"slope {_fmt(point)} [{_fmt(float(low))}, {_fmt(float(high))}] {unit} of the level over "
-            f"{len(xs)} levels, n >= {n} per cell"
-        )
-        if not spread or n < 2:
+        interval = f" [{_fmt(float(low))}, {_fmt(float(high))}]" if spread and n >= MIN_BOOTSTRAP_TRIALS else ""
+        text = f"slope {_fmt(point)}{interval} {unit} of the level over {len(xs)} levels, n >= {n} per cell"
+        if not spread:
             return [Finding(UNDECIDED, "all levels", text + "; no spread among trials: no interval")]
+        if n < MIN_BOOTSTRAP_TRIALS:
+            return [
+                Finding(
+                    UNDECIDED,
+                    "all levels",
+                    text + f"; a bootstrap needs {MIN_BOOTSTRAP_TRIALS} trials a "
+                    "cell: resampling two gives no spread to speak of",
+                    MIN_BOOTSTRAP_TRIALS,
+                )
+            ]
         up, down = low > 0, high < 0
         if (up and self.rises) or (down and not self.rises):
             return [Finding(HOLDS, "all levels", text)]
@@ -419,11 +502,30 @@ class Computed:
 
 
 @dataclass(frozen=True)
+class AllOf:
+    """Several tests one sentence needs at once ("outperforms both"): its findings are all of theirs."""
+
+    tests: tuple[Test, ...]
+
+    def describe(self) -> str:
+        return "; and ".join(t.describe() for t in self.tests)
+
+    def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
+        return [f for t in self.tests for f in t.decide(fig, rows)]
+
+
+@dataclass(frozen=True)
 class ByDesign:
-    """The setup decides the outcome: not tested, and counted in neither agrees nor differs."""
+    """The setup decides the outcome: not tested, and counted in neither agrees nor differs.
+
+    `holds_while(fig)` says whether a figure's setup still decides it (a loss-free path; a response that
+    fits the first flight); a derived figure whose setup does not (`--set loss=2%`) tests the sentence with
+    `otherwise` instead, or, without one, leaves the claim out and says so (`as_derived`)."""
 
     reason: str
     could_fail: str = ""  # a derived figure that would let it fail, where there is one
+    holds_while: Callable[[Figure], bool] | None = None
+    otherwise: Test | None = None
 
     def describe(self) -> str:
         return f"set by design: {self.reason}" + (f"; {self.could_fail}" if self.could_fail else "")
@@ -432,7 +534,47 @@ class ByDesign:
         return [Finding(BY_DESIGN, "all levels", self.reason)]
 
 
-Test = Better | Same | Trend | Exact | Computed | ByDesign
+def unchanged(**values: str | None) -> Callable[[Figure], bool]:
+    """A figure whose fixed parameters are still these (None: not set, the lab's default): the usual
+    `holds_while` of a claim set by design (`unchanged(loss="0%", queue=None)`)."""
+
+    def still(fig: Figure) -> bool:
+        return all((str(fig.fixed[k]) if k in fig.fixed else None) == v for k, v in values.items())
+
+    return still
+
+
+@dataclass(frozen=True)
+class Regrouped:
+    """`test` on another view of the figure's trials, for a sentence that compares what the figure's own
+    x factor keeps apart: without `x`, one level holding every trial, so that the test's groups
+    (`Group(where=...)`) may name levels of the x factor (IW 10 against IW 3; an algorithm against another
+    where the algorithms are the levels); with `x`, another parameter of the rows as the levels (a trend
+    over n at one loss rate).  The trial stays the unit: each row is one trial, in one group."""
+
+    test: Test
+    at: str = "{}"  # where each finding stands, "{}" taking the view's own place ("IW 3 -> 10", "0.1 %, over n")
+    x: str | None = None
+    levels: tuple[Any, ...] = ()
+
+    def describe(self) -> str:
+        scope = "groups drawn across the figure's x factor" if self.x is None else f"over {self.x} as the levels"
+        return f"{self.test.describe()} [{scope}]"
+
+    def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
+        if self.x is None:
+            view = dataclasses.replace(fig, x=_VIEW_KEY, levels=(ALL_LEVELS,))
+            rows = [{**r, _VIEW_KEY: ALL_LEVELS} for r in rows]
+        else:
+            view = dataclasses.replace(fig, x=self.x, levels=self.levels)
+        return [dataclasses.replace(f, at=self.at.format(f.at)) for f in self.test.decide(view, rows)]
+
+
+ALL_LEVELS = "all levels"
+_VIEW_KEY = "__level__"
+
+
+Test = Better | Same | Within | Trend | Exact | Computed | ByDesign | AllOf | Regrouped
 
 
 @dataclass(frozen=True)
@@ -505,6 +647,26 @@ def _all_of(outcomes: Sequence[str]) -> str:
     if all(o == HOLDS for o in outcomes):
         return HOLDS
     return UNDECIDED
+
+
+def as_derived(declared: Sequence[Claim], fig: Figure) -> tuple[tuple[Claim, ...], list[str]]:
+    """The claims of the derived figure `fig`: a claim set by design whose setup `fig` no longer has
+    (`ByDesign.holds_while`) is tested with its `otherwise` test, or left out; the notes say which, for
+    the derived figure's deviations."""
+    kept, notes = [], []
+    for c in declared:
+        test = c.test
+        if not isinstance(test, ByDesign) or test.holds_while is None or test.holds_while(fig):
+            kept.append(c)
+        elif test.otherwise is not None:
+            kept.append(dataclasses.replace(c, test=test.otherwise))
+            notes.append(f"{c.where}: set by design in the declared figure, whose setup this one changes: tested here")
+        else:
+            notes.append(
+                f"{c.where}: set by design in the declared figure, and no test is declared for it on this "
+                "one's setup: not judged here"
+            )
+    return tuple(kept), notes
 
 
 def judge(claims: Sequence[Claim], fig: Figure, rows: Rows) -> list[Judged]:

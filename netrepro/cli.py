@@ -364,7 +364,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not args.results.is_dir():
         raise UserError(f"--results {args.results}: no such directory of stored results")
     out, entries = report.write(args.results.resolve(), args.out.resolve())
-    print(f"wrote {out}: {len(entries)} figures with a stored result under {args.results}")
+    print(
+        f"wrote {out} and {out.with_name('findings.md').name}: {len(entries)} figures with a stored result "
+        f"under {args.results}"
+    )
     return 0
 
 

@@ -33,7 +33,7 @@ class Stored:
     rows: int
     quick: bool
     seconds_per_trial: float | None
-    # each judged claim as the stored result left it: (where, outcome, trials per series that would decide it)
+    # each judged claim as the stored result left it: (quote, outcome, trials per series that would decide it)
     claims: tuple[tuple[str, str, int | None], ...] = ()
 
     @classmethod
@@ -50,7 +50,7 @@ class Stored:
         per_trial = float(seconds) / rows if rows and seconds else None
         verdict: dict[str, Any] = doc["verdict"] if isinstance(doc.get("verdict"), dict) else {}
         judged = tuple(
-            (str(c.get("where")), str(c.get("outcome")), c.get("trials_needed") or None)
+            (str(c.get("quote")), str(c.get("outcome")), c.get("trials_needed") or None)
             for c in verdict.get("claims") or []
             if isinstance(c, dict)
         )
@@ -141,11 +141,14 @@ class Plan:
         """The figure's claims, each with what the stored trials made of it and the trials it needs."""
         if not self.fig.claims:
             return ["  claims: none (the source states nothing this figure can test): unjudged"]
-        stored = {where: (outcome, n) for where, outcome, n in self.stored.claims} if self.stored else {}
+        stored = {quote: (outcome, n) for quote, outcome, n in self.stored.claims} if self.stored else {}
         lines = [f"  claims ({len(self.fig.claims)}), and what the stored trials made of each:"]
         for c in self.fig.claims:
             words = " ".join(c.quote.split()[:12]) + (" ..." if len(c.quote.split()) > 12 else "")
-            outcome, n = stored.get(c.where, ("not yet judged", None))
-            needs = f": about {n} trials per series would decide it" if n else ""
+            outcome, n = stored.get(c.quote, ("not yet judged", None))
+            needs = ""
+            if n:
+                enough = "this run's count would" if n <= self.trials_per_setting else "more than this run's count"
+                needs = f": about {n} trials per series would decide it ({enough})"
             lines.append(f'    {c.where}: "{words}": {outcome}{needs}')
         return lines

@@ -34,7 +34,7 @@ from typing import Any
 from ground.errors import UserError
 from ground.path import PathSpec
 from ground.units import parse_duration, parse_rate
-from netrepro.claims import Claim
+from netrepro.claims import Claim, as_derived
 from topologies.topology import Topology
 
 PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue", "mtu", "jitter")
@@ -49,52 +49,6 @@ class Series:
 
     label: str
     params: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Check:
-    """One claim of the source, tested on the measurement: does it hold, and on what numbers."""
-
-    claim: str  # the source's finding, in a phrase
-    holds: bool
-    evidence: str  # our numbers it rests on
-    note: str = ""  # the sentence the caption prints; by default made of the above
-
-    def __post_init__(self) -> None:
-        if not self.note:
-            verdict = "agrees" if self.holds else "DIFFERS"
-            object.__setattr__(self, "note", f"{self.claim}; ours: {self.evidence}: {verdict}")
-
-
-# A figure's notes and checks, computed once from its points and rows (see `judged`).
-Judgement = Callable[["Figure", list["Point"], Rows], tuple[list[str], list[Check]]]
-
-
-def judged(
-    compute: Judgement,
-) -> tuple[Callable[[Figure, list[Point], Rows, Any], list[str]], Callable[[Figure, list[Point], Rows], list[Check]]]:
-    """A figure's `annotate` and `judge` from one computation: the caption gets the notes, then each
-    check's sentence; the manifest's verdict gets the checks."""
-
-    def annotate(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
-        notes, checks = compute(fig, points, rows)
-        return [*notes, *(c.note for c in checks)]
-
-    def judge(fig: Figure, points: list[Point], rows: Rows) -> list[Check]:
-        return compute(fig, points, rows)[1]
-
-    return annotate, judge
-
-
-VERDICTS = ("agrees", "partly", "differs", "unjudged")
-
-
-def verdict(checks: Sequence[Check]) -> dict[str, Any]:
-    """The manifest's verdict: agrees when every check holds, differs when none does, partly between;
-    unjudged without checks (a figure with no judge, or too few points to judge)."""
-    held = sum(c.holds for c in checks)
-    kind = "unjudged" if not checks else "agrees" if held == len(checks) else "differs" if not held else "partly"
-    return {"verdict": kind, "checks": [dataclasses.asdict(c) for c in checks]}
 
 
 @dataclass(frozen=True)
@@ -139,8 +93,6 @@ class Figure:
     summarize: Callable[[Figure, Rows], list[Point]] | None = None
     # Adds model lines, reference panels and notes; returns the notes.
     annotate: Callable[[Figure, list[Point], Rows, Any], list[str]] | None = None
-    # Tests the source's findings on the points and rows (spec.verdict): the manifest's verdict.
-    judge: Callable[[Figure, list[Point], Rows], list[Check]] | None = None
     # The source's sentences, verbatim, each with the test that decides it (netrepro.claims).
     claims: tuple[Claim, ...] = ()
     # A figure that is not points over its x axis (windows over time) draws itself instead of
@@ -226,7 +178,7 @@ class Figure:
             fixed.pop(key, None)
             parts.append(f"series-{key}={','.join(map(str, values))}")
         own_view = x == self.x and series is None
-        return dataclasses.replace(
+        derived = dataclasses.replace(
             self,
             x=x,
             levels=levels,
@@ -240,25 +192,32 @@ class Figure:
             annotate=self.annotate if own_view else None,
             drawing=self.drawing if own_view else None,
             claims=self.claims if own_view else (),
+            # a key the user set is set in the quick run too (a quick run's own value would undo --set)
+            quick_fixed={k: v for k, v in self.quick_fixed.items() if k not in overrides},
             trials_of="",
             deviations=self.deviations
             + (
                 ()
                 if own_view
-                else ("derived with another x factor or other series: the source's finding is not judged",)
+                else ("derived with another x factor or other series: the source's claims are not judged",)
             ),
             variant=variant_name("+".join(parts)),
             overrides={**self.overrides, **overrides},
         )
+        # a claim set by design on the declared figure's setup is tested where this one's setup undoes it
+        kept, notes = as_derived(derived.claims, derived)
+        return dataclasses.replace(derived, claims=kept, deviations=derived.deviations + tuple(notes))
 
     def on(self, topology: Topology) -> Figure:
         """The figure on another topology: a derived figure (its directory names the topology)."""
         if topology == self.topology:
             return self
         label = topology.label
-        return dataclasses.replace(
+        derived = dataclasses.replace(
             self, topology=topology, variant=variant_name("+".join(p for p in (self.variant, label) if p))
         )
+        kept, notes = as_derived(derived.claims, derived)
+        return dataclasses.replace(derived, claims=kept, deviations=derived.deviations + tuple(notes))
 
     @property
     def csv_name(self) -> str:

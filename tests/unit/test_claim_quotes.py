@@ -8,8 +8,6 @@ test says it skipped and why.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import expts

@@ -10,6 +10,7 @@ shown and not counted.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -184,3 +185,15 @@ def test_a_judged_claim_prints_quote_place_test_numbers_and_outcome() -> None:
     rows = trials("A", "1%", 1000, 30, 10, 1) + trials("B", "1%", 700, 30, 10, 2)
     line = outcome(LOWER, rows).line()
     assert line.startswith('"a sentence" (section 1).') and "Welch" in line and line.endswith("HOLDS")
+
+
+def test_a_derived_figure_that_undoes_the_design_tests_the_sentence_instead() -> None:
+    loss_free = claims.unchanged(loss="0%", queue=None)
+    design = claim(ByDesign("loss-free: the same code", holds_while=loss_free, otherwise=SAME))
+    bare = claim(ByDesign("loss-free: the same code", holds_while=loss_free))
+    declared = dataclasses.replace(figure(("20ms",)), x="rtt", fixed={"loss": "0%"}, claims=(design, bare))
+    lossy = declared.derive({"loss": "2%"})
+    assert [c.test for c in lossy.claims] == [SAME]
+    assert sum("set by design in the declared figure" in d for d in lossy.deviations) == 2
+    assert declared.derive({"rate": "10mbit"}).claims == (design, bare)
+    assert declared.derive({"queue": "20p"}).claims == (dataclasses.replace(design, test=SAME),)

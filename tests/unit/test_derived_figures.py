@@ -226,3 +226,18 @@ def test_the_tables_heading_names_the_figures_bar() -> None:
     for fig in (newcwv.FIG7, newcwv.FIG9):  # a gain and a mean, each with one standard error
         head = plot.table(fig, point).splitlines()[0]
         assert "± 1 SE" in head and "IQR" not in head
+
+
+def test_set_holds_in_a_quick_run_over_the_quick_runs_own_value() -> None:
+    """newcwv/fig8's quick run sets idle_s=1,5 of its own; --set idle_s=1 must hold there too."""
+    fig = derived("newcwv/fig8", "--set", "idle_s=1")
+    assert {str(p["idle_s"]) for p in fig.grid(quick=True)} == {"1"}
+    assert {str(p["idle_s"]) for p in expts.find("newcwv/fig8").grid(quick=True)} == {"1,5"}
+
+
+def test_a_claim_set_by_design_is_tested_where_the_derived_figure_undoes_the_design() -> None:
+    declared = expts.find("cubicplus/fig9")
+    lossy = derived("cubicplus/fig9", "--set", "loss=2%")
+    assert [type(c.test).__name__ for c in declared.claims] == ["ByDesign"]
+    assert [type(c.test).__name__ for c in lossy.claims] == ["AllOf"]
+    assert any("set by design in the declared figure" in d for d in lossy.deviations)

@@ -1,4 +1,5 @@
-"""Study linuxcc's judgements and drawings from synthetic rows: the seed's findings, the physics, Mathis' model."""
+"""Study linuxcc's figures from synthetic rows: its grid, its claims declared, its notes (physics, Mathis' model) and
+drawings; the claims' own tests are test_linuxcc_claims.py."""
 
 from pathlib import Path
 from typing import Any
@@ -7,7 +8,8 @@ import matplotlib
 import pytest
 
 from expts import linuxcc
-from netrepro import params, plot
+from netrepro import claims, params, plot
+from netrepro.claims import ByDesign
 from netrepro.workloads import WORKLOADS
 
 matplotlib.use("Agg")
@@ -54,20 +56,31 @@ def test_the_figures_share_one_csv_and_the_thirteen_linux_ships() -> None:
     assert "compound" not in linuxcc.ALGORITHMS and len(linuxcc.ALGORITHMS) == 13
 
 
-def test_hybla_highest_in_the_first_10_s_agrees_and_veno_lowest_agrees() -> None:
-    notes = linuxcc.judge_fig6(ROWS)
-    assert any(n.startswith("WrFl-1: hybla 2") and n.endswith("agrees") for n in notes), notes
-    differs = next(n for n in notes if n.startswith("WrFl-2: hybla 0.4"))
-    assert "the highest is reno 0.5: DIFFERS; likely why: Hybla's increase" in differs  # with its 0.1 % resent
-    assert "(largest window 160 segments) and 0 % of its segments are sent again" in differs
-    assert any(n.startswith("WrFl-1: veno 0.5") and n.endswith("agrees") for n in notes), notes
+def test_the_seeds_sentences_are_the_figures_claims() -> None:
+    for fig in linuxcc.FIGURES:
+        assert all(c.source == linuxcc.SEED for c in fig.claims), fig.name
+    assert linuxcc.FIG7.claims == ()  # the seed says nothing of its Figure 7
+    assert [len(f.claims) for f in (linuxcc.FIG4, linuxcc.FIG5, linuxcc.FIG6, linuxcc.WHOLE)] == [6, 5, 3, 2]
+    hybla_grows = linuxcc.FIG4.claims[0]
+    assert isinstance(hybla_grows.test, ByDesign) and "rtt=25ms" in hybla_grows.test.could_fail
+    vegas_reno_drops = [
+        c for f in linuxcc.FIGURES for c in f.claims if {"Vegas", "Reno", "drop"} <= set(c.quote.split())
+    ]
+    assert not vegas_reno_drops, "the seed never compares Vegas's drops with Reno's"
+    judged = claims.verdict(claims.judge(linuxcc.FIG7.claims, linuxcc.FIG7, ROWS))
+    assert judged["verdict"] == "unjudged"
+    notes = linuxcc.FIG7.annotate(linuxcc.FIG7, [], ROWS, None) if linuxcc.FIG7.annotate else []
+    assert notes[0].startswith("the seed states no finding of its Figure 7")
 
 
-def test_cubics_drop_rate_among_the_lowest() -> None:
-    notes = linuxcc.judge_fig5(ROWS)
-    # WrFl-1 from the lowest: vegas 0, cubic 4, reno 10, veno 12, hybla 30: number 2 of 5, in the lowest third
-    assert any("CUBIC's drop rate is number 2 of 5" in n and n.endswith("agrees") for n in notes), notes
-    assert any(n.startswith("WrFl-1: hybla 3") and n.endswith("agrees") for n in notes), notes
+def test_the_notes_state_context_and_no_verdict_on_the_seed() -> None:
+    notes = linuxcc.hybla_notes(ROWS)
+    assert notes[0].startswith("WrFl-1: Hybla's increase (2^rho - 1 segments per ACK")
+    assert "(largest window 300 segments, median) and 0 % of its segments are sent again" in notes[0]
+    fig6 = linuxcc.FIG6.annotate(linuxcc.FIG6, [], ROWS, None) if linuxcc.FIG6.annotate else []
+    assert fig6[0].startswith('not judged: "The behavior of TCP Hybla, TCP CUBIC, Highspeed TCP is same')
+    for note in fig6 + linuxcc.physics_notes(ROWS):
+        assert "agrees" not in note and "DIFFERS" not in note, note
 
 
 def test_the_physics_holds_and_fails_where_it_should() -> None:
@@ -75,31 +88,17 @@ def test_the_physics_holds_and_fails_where_it_should() -> None:
     assert any(n.startswith("physics: no flow above the core's 10.79") and n.endswith("holds") for n in notes), notes
     # UDP delivered 9.9 Mbit/s of 3458-byte datagrams: 10.02 Mbit/s of frames, 0.98 left, 0.96 of payload
     assert any("TCP gets at most what is left, 0.96 Mbit/s: holds" in n for n in notes), notes
-    hybla = "physics, WrFl-1: Hybla reaches a window of 100 segments after 1.0 s, Reno after 2.5 s: holds"
-    assert hybla + " (Hybla faster in slow start)" in notes
-    assert "physics, WrFl-1: drops at the core, Vegas 0, Reno 10: holds (Vegas drops fewer)" in notes
+    assert "WrFl-1: Hybla's window reached 100 segments after 1.0 s (median), Reno's after 2.5 s" in notes
+    assert not any("Vegas" in n for n in notes), "the seed never compares Vegas's drops with Reno's"
     too_fast = [row("WrFl-2", "reno", 2.0, 5, goodput=3.0, cross_delivered_mbit=9.9)]
     assert any("FAILS in 1 of 1 trials" in n for n in linuxcc.physics_notes(too_fast))
-
-
-def test_hybla_first_to_100_segments_is_judged_even_where_no_other_reaches_it() -> None:
-    """fig4: Hybla alone at a window of 100 (the others never, as Reno beside UDP) is still Hybla first."""
-    rows = [row("WrFl-2", "hybla", 0.4, 60, cwnd="50;120;200"), row("WrFl-2", "reno", 0.5, 50, cwnd="10;20;30"),
-            row("WrFl-2", "vegas", 0.5, 50, cwnd="10;20;30")]  # fmt: skip
-    (check,) = linuxcc.checks_fig4(rows)
-    assert check.holds, check
-    assert check.note == ("WrFl-2: first to a window of 100 segments: hybla after 1.0 s; never within the run: reno, "
-                          "vegas; Hybla grows most aggressively: agrees")  # fmt: skip
-    (check,) = linuxcc.checks_fig4(ROWS[:2])  # hybla at 1.0 s, reno at 2.5 s
-    assert check.note == ("WrFl-1: first to a window of 100 segments: hybla after 1.0 s; the slowest to it: "
-                          "reno 2.5 s; Hybla grows most aggressively: agrees")  # fmt: skip
 
 
 def test_mathis_model() -> None:
     r = row("WrFl-1", "reno", 1, 1, retransmit_rate=0.01)
     assert linuxcc.mathis_mbit(r) == pytest.approx(1.22 * 3434 * 8 / (1.3 * 0.1) / 1e6)
     assert linuxcc.mathis_mbit(row("WrFl-1", "reno", 1, 1, retransmit_rate=0)) is None
-    notes = linuxcc.judge_whole(ROWS)
+    notes = linuxcc.mathis_notes(ROWS)
     assert any(n.startswith("WrFl-1: measured / Mathis' model: ") for n in notes), notes
 
 

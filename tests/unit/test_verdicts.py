@@ -1,84 +1,91 @@
-"""Verdicts as data: a figure's judge tests the source's claims on its points; spec.verdict sums them up.
+"""Verdicts from claims, on the stored reference results (results/reference/), without a lab.
 
-Judged here on the stored reference results (results/reference/), without
-a lab: the verdicts the README states for them.
+Every figure's claims are judged on its stored rows as a run judges them
+(netrepro.sweep.judgement_of): each claim gets an outcome, the figure a
+verdict, and the manifest stored beside the rows holds that same judgement
+(the references were re-judged from the committed claims), so that the
+report, the captions and the README's generated findings say what the
+claims say of these rows.
 """
+
+from __future__ import annotations
+
+import json
+from typing import Any
 
 import pytest
 
 import expts
 from ground.results import REFERENCE
-from ground.trials import latest_rows, read_rows
+from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_seed, trial_key
 from netrepro import plot
-from netrepro.spec import VERDICTS, Check, Figure, verdict
-
-
-def test_the_verdict_of_checks() -> None:
-    yes, no = Check("a", True, "1"), Check("b", False, "2")
-    assert [verdict(c)["verdict"] for c in ([yes, yes], [yes, no], [no], [])] == [
-        "agrees", "partly", "differs", "unjudged",
-    ]  # fmt: skip
-    assert verdict([no])["checks"] == [{"claim": "b", "holds": False, "evidence": "2", "note": "b; ours: 2: DIFFERS"}]
+from netrepro.claims import OUTCOMES, VERDICTS
+from netrepro.spec import Figure
+from netrepro.sweep import judgement_lines, judgement_of
 
 
 def stored_figures() -> list[Figure]:
     return [f for f in expts.all_figures() if (REFERENCE / f.directory / f.csv_name).exists()]
 
 
-def test_every_figure_has_a_judge() -> None:
-    assert [f.full_name for f in expts.all_figures() if f.judge is None] == []
+def judge_stored(fig: Figure) -> dict[str, Any]:
+    """The judgement a --plot-only run of the stored figure makes: its grid's trials, the latest row of each."""
+    wanted = {trial_key(p, i) for p in fig.grid() for i in range(fig.trials)}
+    stored = read_rows(REFERENCE / fig.directory / fig.csv_name)
+    rows = latest_rows(r for r in stored if r.get("trial_key") in wanted and row_seed(r) == DEFAULT_SEED)
+    return judgement_of(fig, plot.summarize(fig, rows), rows)
 
 
-def judge_stored(fig: Figure) -> dict[str, object]:
-    assert fig.judge is not None
-    rows = latest_rows(read_rows(REFERENCE / fig.directory / fig.csv_name))
-    return verdict(fig.judge(fig, plot.summarize(fig, rows), rows))
+def test_every_figure_declares_its_sources_claims_or_says_why_not() -> None:
+    """A figure without a claim is unjudged: its notes say the source states nothing it can test."""
+    for fig in expts.all_figures():
+        assert fig.claims or fig.annotate is not None, fig.full_name
 
 
 @pytest.mark.parametrize("fig", stored_figures(), ids=lambda f: f.full_name)
-def test_every_stored_result_has_a_verdict(fig: Figure) -> None:
+def test_every_stored_result_is_judged_claim_by_claim(fig: Figure) -> None:
     judged = judge_stored(fig)
-    assert judged["verdict"] in ("agrees", "partly", "differs") and judged["checks"], judged
+    assert judged["verdict"] in VERDICTS
+    assert [c["quote"] for c in judged["claims"]] == [c.quote for c in fig.claims]
+    for c in judged["claims"]:
+        assert c["outcome"] in OUTCOMES and c["evidence"], c
+        assert c["trials_needed"] is None or c["outcome"] == "undecided", c
+    assert judged["verdict"] != "unjudged" or all(c["outcome"] == "set by design" for c in judged["claims"])
 
 
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("iw/fig2", "agrees"),  # 3->10 30 %, 3->26 42 %, 26->42 0 %
-        ("iw/fig5b", "agrees"),  # the largest IW 26 gain at the highest rate
-        ("cubicplus/fig3", "agrees"),  # CUBIC+ better beyond noise at 6, 8, 10 % loss
-        ("cubicplus/fig5", "differs"),  # the small page gains 29 to 42 %, not "little"
-        ("cubicplus/fig9", "differs"),  # CUBIC not better under delay for the large page
-        ("cubicplus/fig10", "partly"),  # the variants alike, but the window matters (48 %)
-        ("spdy/betatable", "agrees"),  # all twelve rows of seed 003's table, read back from the kernel
-        ("newcwv/fig9", "agrees"),  # newCWV loses more segments than NewReno+SACK
-    ],
-)
-def test_the_stored_verdicts_are_those_the_readme_states(name: str, expected: str) -> None:
-    assert judge_stored(expts.find(name))["verdict"] == expected
-
-
-def test_a_figure_prints_its_checks_as_it_judges_them() -> None:
-    """The caption's verdict sentences are the checks' notes: one computation, not two."""
-    fig = expts.find("cubicplus/fig10")
-    rows = latest_rows(read_rows(REFERENCE / fig.directory / fig.csv_name))
-    points = plot.summarize(fig, rows)
-    assert fig.annotate is not None and fig.judge is not None
-    notes = fig.annotate(fig, points, rows, None)
-    assert [c.note for c in fig.judge(fig, points, rows)] == notes[-2:]
+@pytest.mark.parametrize("fig", stored_figures(), ids=lambda f: f.full_name)
+def test_the_stored_manifest_holds_the_claims_judgement_of_its_rows(fig: Figure) -> None:
+    """The stored figure was re-judged with the claims as committed: a claim changed since would show here."""
+    manifest = json.loads((REFERENCE / fig.directory / f"{fig.name}.manifest.json").read_text())
+    stored = manifest["verdict"]
+    judged = judge_stored(fig)
+    assert stored["verdict"] == judged["verdict"], fig.full_name
+    assert [(c["quote"], c["outcome"]) for c in stored["claims"]] == [
+        (c["quote"], c["outcome"]) for c in judged["claims"]
+    ]
 
 
 @pytest.mark.parametrize("fig", expts.all_figures(), ids=lambda f: f.full_name)
-def test_a_judge_copes_with_a_quick_run_and_with_no_rows(fig: Figure) -> None:
-    """A quick run has fewer levels and series, a failed one no rows: the judge says what it can, and
-    never stops the run (the manifest is written after it)."""
-    assert fig.judge is not None
+def test_claims_cope_with_a_quick_run_and_with_no_rows(fig: Figure) -> None:
+    """A quick run has fewer levels and series, a failed one no rows: the claims say what they can (undecided
+    where the trials are missing), and never stop the run (the manifest is written after them)."""
     path = REFERENCE / fig.directory / fig.csv_name
     rows = latest_rows(read_rows(path)) if path.exists() else []
     quick = {str(p[fig.x]) for p in fig.grid(quick=True)}
     series = {str(p.get("series", "")) for p in fig.grid(quick=True)}
-    subsets = [[r for r in rows if r.get(fig.x) in quick and r.get("series", "") in series], []]
-    for subset in subsets:
-        points = plot.summarize(fig, subset)
-        judged = verdict(fig.judge(fig, points, subset))
-        assert judged["verdict"] in (*VERDICTS, "unjudged")
+    for subset in ([r for r in rows if r.get(fig.x) in quick and r.get("series", "") in series], []):
+        judged = judgement_of(fig, plot.summarize(fig, subset), subset)
+        assert judged["verdict"] in VERDICTS
+        if not subset:
+            assert all(c["outcome"] in ("undecided", "set by design") for c in judged["claims"]), judged
+        assert judgement_lines(judged)[0].startswith("verdict: ")
+
+
+def test_the_verdict_lines_quote_each_claim_and_say_when_trials_were_replays() -> None:
+    fig = expts.find("cubicplus/fig3")
+    judged = judge_stored(fig)
+    lines = judgement_lines(judged)
+    assert lines[0].startswith(f"verdict: {judged['verdict']} (")
+    assert all(f'"{c.quote}"' in "\n".join(lines) for c in fig.claims)
+    assert judged["trials"]["without_draw"] == judged["trials"]["ok"] > 0  # stored before trials drew their own
+    assert "near replays" in lines[-1]
