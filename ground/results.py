@@ -20,6 +20,7 @@ import os
 import platform
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -128,9 +129,13 @@ def git_state() -> dict[str, Any]:
 
 def code_version() -> str:
     """The commit the code runs from, short, with `+dirty` for uncommitted changes (recorded in every trial row)."""
-    state = git_state()
-    commit = str(state["commit"] or "")
-    return (commit[:12] + ("+dirty" if state["dirty"] else "")) if commit else "unknown"
+    return version_of(git_state())
+
+
+def version_of(state: Mapping[str, Any]) -> str:
+    """A git_state() as code_version writes it: the short commit, `+dirty`, or `unknown`."""
+    commit = str(state.get("commit") or "")
+    return (commit[:12] + ("+dirty" if state.get("dirty") else "")) if commit else "unknown"
 
 
 def code_fingerprint() -> str:

@@ -10,17 +10,26 @@ or timed-out trial is kept as a row and run again, so one trial may have
 several rows, of which the latest counts (`latest_rows`).  When a later row
 brings a column the file does not have yet, the file is rewritten with the
 wider header (atomically), so every row stays readable by any CSV reader.
+
+Each trial also draws what makes it an independent sample rather than a
+replay of the trial before (`trial_draw`): the seed of the emulated loss
+and jitter, and the phase at which its workload starts.  The draw is a hash
+of the trial's key and the run's seed, so a re-run of a trial draws the
+same, and a trial's row records it (`draw_seed`, `loss_seed`,
+`start_offset_ms`; rows written before these columns came have none).
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import logging
 import os
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +44,42 @@ DEFAULT_SEED = 1  # the seed of rows written before rows recorded theirs
 def trial_key(params: Mapping[str, Any], trial: int) -> str:
     """A stable name for one trial of one parameter setting."""
     return json.dumps({"params": {k: params[k] for k in sorted(params)}, "trial": trial}, sort_keys=True, default=str)
+
+
+# The start offset spans a round trip of the trial's path, and at least this on a shorter one.
+START_OFFSET_FLOOR_S = 0.010
+# loss_seed is below this: the lab seeds its stages loss_seed + 0, 1, 2, ... (one per emulated direction),
+# which stays far inside what the delay line's `seed=` and netem's `seed` take (an unsigned 64-bit
+# integer both), and a number this size is exact in a float (a spreadsheet, JSON in JavaScript).
+LOSS_SEED_LIMIT = 2**48
+
+
+@dataclass(frozen=True)
+class TrialDraw:
+    """What one trial draws at random: the same for the same trial key and run seed, another for another.
+
+    `draw_seed`: 63 bits of the hash, the draw's name; `loss_seed`: the seed the lab's emulated loss
+    and jitter restart from for this trial (Lab.reseed), 0 <= loss_seed < LOSS_SEED_LIMIT; `phase`:
+    in [0, 1), where in a round trip the trial's workload starts (`start_offset_s`).
+    """
+
+    draw_seed: int
+    loss_seed: int
+    phase: float
+
+    def start_offset_s(self, rtt_s: float) -> float:
+        """How long the trial waits before its workload starts: the phase of one round trip of its path
+        (of START_OFFSET_FLOOR_S where the RTT is shorter), so 0 <= offset < max(rtt, floor)."""
+        return self.phase * max(rtt_s, START_OFFSET_FLOOR_S)
+
+
+def trial_draw(key: str, seed: int) -> TrialDraw:
+    """The draw of the trial `key` (trial_key) in a run of `seed`: sha256 of both, cut in three."""
+    digest = hashlib.sha256(f"netrepro trial draw\0{int(seed)}\0{key}".encode()).digest()
+    draw_seed = int.from_bytes(digest[0:8], "big") >> 1  # 63 bits: a signed 64-bit integer holds it
+    loss_seed = int.from_bytes(digest[8:16], "big") % LOSS_SEED_LIMIT
+    phase = (int.from_bytes(digest[16:24], "big") >> 11) / 2**53  # 53 bits: exact, and below 1
+    return TrialDraw(draw_seed=draw_seed, loss_seed=loss_seed, phase=phase)
 
 
 def row_seed(row: Mapping[str, str]) -> int | None:

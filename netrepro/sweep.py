@@ -42,11 +42,11 @@ from ground.errors import SetupError, TrialError, UserError
 from ground.ledger import Ledger
 from ground.proc import CommandError
 from ground.progress import Progress
-from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_key
-from netrepro import plot, preflight, shards
+from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_draw, trial_key
+from netrepro import claims, plot, preflight, shards
 from netrepro.session import Session
 from netrepro.shards import Shard
-from netrepro.spec import Figure, Params, Point, Rows, trial_path, verdict
+from netrepro.spec import Figure, Params, Point, Rows, trial_path
 from netrepro.verify import verify
 from netrepro.workloads import WORKLOADS
 from topologies.lab import Lab
@@ -196,6 +196,7 @@ def run_trials(
                 if path != lab.path:
                     lab.reconfigure(path)
                 if str(path) not in verifications:
+                    lab.reseed(opts.seed)  # a path is verified with the run's seed, whichever trial came before
                     v = verify(lab)
                     verifications[str(path)] = {"path": path.describe(), **v.as_dict()}
                     verifications[str(path)]["switch"] = lab.switch_kind
@@ -210,17 +211,25 @@ def run_trials(
                     if opts.strict and not v.ok:
                         raise VerificationFailed(f"{path}: " + "; ".join(c.line() for c in v.failed()))
                 v_cols = _verification_columns_from(verifications[str(path)])
+                key = trial_key(params, index)
+                # The trial's own draw (a re-run of it draws the same): its loss and jitter seed, its start.
+                draw = trial_draw(key, opts.seed)
+                offset_s = draw.start_offset_s(path.rtt.seconds)
                 row: dict[str, Any] = {
-                    "trial_key": trial_key(params, index),
+                    "trial_key": key,
                     "figure": fig.full_name,
                     "trial": index,
                     **_cell_params(params),
                     "backend": lab.backend,
+                    "switch": lab.switch_kind,
                     "code": code,
                     "host": machine["host"],  # where it ran: a figure's trials may come from several machines
                     "kernel": machine["kernel"],
                     "loss_seeded": lab.loss_repeatable,
                     "seed": opts.seed,
+                    "draw_seed": draw.draw_seed,
+                    "loss_seed": draw.loss_seed,
+                    "start_offset_ms": round(offset_s * 1e3, 3),
                 }
                 began = time.monotonic()
                 session.trial_key = row["trial_key"]
@@ -228,8 +237,12 @@ def run_trials(
                 row.update(session.congestion_control(params))
                 session.apply_hosts(params)
                 repairs_before = session.ss_repairs(params)
+                lab.reseed(draw.loss_seed)
                 try:
-                    with time_limit(fig.trial_timeout(params)):
+                    # The workload starts at the trial's phase of a round trip: before any of its timers,
+                    # outside what it measures, and on top of its time limit, not out of it.
+                    with time_limit(fig.trial_timeout(params) + offset_s):
+                        time.sleep(offset_s)
                         metrics = workload(session, params)
                     row.update(metrics, status="ok", error="")
                     row.update(_initcwnd_check(params, metrics))
@@ -307,10 +320,14 @@ def figure_manifest(
     """What a reviewer needs beside the figure: provenance, the design, what the rows ran on, the result.
 
     `rows` are the latest row of each trial; `failed_attempts` counts every failed row the CSV
-    holds for them (retried ones included).
+    holds for them (retried ones included).  The machine that ran the rows (`*_of_rows`, from the
+    rows) is told apart from the one that drew the figure and wrote the manifest (`drawn_by`, and
+    the provenance at the top).
     """
+    made = results.provenance()
     return {
-        **results.provenance(),
+        **made,
+        "drawn_by": {"host": made["host"], "kernel": made["kernel"], "commit": results.version_of(made["git"])},
         "figure": fig.full_name,
         "title": fig.heading,
         # a derived figure: the declared one it comes from, and what differs
@@ -330,6 +347,8 @@ def figure_manifest(
         "code_of_rows": sorted({r.get("code") or "unrecorded" for r in rows}),
         "hosts_of_rows": sorted({r.get("host") or "unrecorded" for r in rows}),
         "kernels_of_rows": sorted({r.get("kernel") or "unrecorded" for r in rows}),
+        "switches_of_rows": sorted({r.get("switch") or "unrecorded" for r in rows}),
+        "cc_impls_of_rows": sorted({r.get("cc_impl") or "unrecorded" for r in rows}),
         "shaper": sorted({r.get("backend", "") for r in rows}),
         # ovs or bridge ("none": a chain has no switch); runs before Open vSwitch came all had the bridge
         "switch": sorted({v.get("switch", "bridge") for v in verifications.values()}),
@@ -439,6 +458,8 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     png = out_dir / f"{fig.name}.png"
     draw = fig.drawing or plot.draw
     notes = draw(fig, points, rows, png, quick=opts.quick, reference=reference.points if reference else None)
+    judgement = judgement_of(fig, points, rows)  # once: the caption, the manifest and the terminal show it
+    plot.add_to_caption(png, judgement_lines(judgement))
     for drawn in (png, png.with_suffix(".svg"), png.with_name(f"{png.stem}.caption.txt")):
         if drawn.exists():
             results.hand_back(drawn, opts.out)
@@ -447,8 +468,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
     )
     manifest["engine"] = engine
-    # judged apart from the drawing, on the same points and rows
-    manifest["verdict"] = verdict(fig.judge(fig, points, rows) if fig.judge is not None else [])
+    manifest["verdict"] = judgement
     results.write_json(
         manifest_path,
         {
@@ -464,11 +484,36 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         print(f"reference: {reference.describe()}")
     for note in notes:
         print(f"note: {note}")
-    judged = manifest["verdict"]
-    print(f"verdict: {judged['verdict']}" + "".join(f"\n  {c['claim']}: {'holds' if c['holds'] else 'does not hold'} "
-                                                    f"({c['evidence']})" for c in judged["checks"]))  # fmt: skip
+    for line in judgement_lines(judgement):
+        print(line)
     print(f"wrote {csv_path}, {png.name} (and .svg, .caption.txt), {fig.name}.manifest.json")
     log.debug("%s: wrote %s, %s, %s", fig.full_name, csv_path, png, manifest_path)
+
+
+def judgement_of(fig: Figure, points: list[Point], rows: Rows) -> dict[str, Any]:
+    """The figure's verdict on its rows: its claims judged (netrepro.claims), and how many of its trials ran
+    before each trial drew its own loss seed and start phase (ground.trials.trial_draw)."""
+    judgement = claims.verdict(claims.judge(fig.claims, fig, rows))
+    ok = [r for r in rows if r.get("status") == "ok"]
+    judgement["trials"] = {"ok": len(ok), "without_draw": sum(1 for r in ok if not r.get("draw_seed"))}
+    return judgement
+
+
+def judgement_lines(judgement: Mapping[str, Any]) -> list[str]:
+    """The verdict and each claim as the caption and the terminal show them."""
+    counts = judgement["counts"]
+    head = f"verdict: {judgement['verdict']} (" + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + ")"
+    if not judgement["claims"]:
+        head = "verdict: unjudged (the figure states no claim of its source)"
+    lines = [head, *(f"  {claims.line_of(c)}" for c in judgement["claims"])]
+    trials = judgement.get("trials") or {}
+    if trials.get("without_draw"):
+        lines.append(
+            f"  note: {trials['without_draw']} of {trials['ok']} trials ran before each trial drew its own loss "
+            "seed and start phase: near replays of one another, whose intervals understate the spread of "
+            "independent trials"
+        )
+    return lines
 
 
 @dataclass

@@ -13,7 +13,7 @@ One object serves all the stages of one node, each named by its direction
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ground import kernel
@@ -53,6 +53,7 @@ class DelayLossStage(Protocol):
 
     def install(self) -> None: ...
     def set(self, direction: str, delay: Duration, loss: Probability, jitter: Duration = Duration(0)) -> None: ...
+    def reseed(self, direction: str, seed: int) -> None: ...
     def settle(self) -> None: ...
     def counters(self) -> dict[str, object]: ...
     def remove(self) -> None: ...
@@ -127,6 +128,11 @@ class NetemStage:
         s = self.stages[direction]
         run(shaping.netem_qdisc(s.ifb, delay, loss, self._seed(s)), self.node)
 
+    def reseed(self, direction: str, seed: int) -> None:
+        """The seed the direction's next set() gives netem (a change of its qdisc with `seed` restarts
+        its loss PRNG; where netem takes no seed, the kernel draws one at each change)."""
+        self.stages[direction] = replace(self.stages[direction], seed=seed)
+
     def settle(self) -> None:
         """Nothing to wait for: netem sends each packet at its own due time (its queue is ordered by
         it), so a packet sent after a delay decrease never waits behind one held under the old delay."""
@@ -168,6 +174,11 @@ class DelayLineStage:
         self.delays[direction] = delay
         if before is not None and delay.seconds < before.seconds:
             self.shortened[s.queue_num] = max(self.shortened.get(s.queue_num, 0.0), before.seconds)
+
+    def reseed(self, direction: str, seed: int) -> None:
+        """The seed the direction's next set() gives the delay line (its `seed=` restarts the queue's
+        two PRNGs, loss and jitter)."""
+        self.stages[direction] = replace(self.stages[direction], seed=seed)
 
     def settle(self) -> None:
         """Return once what the line held under a longer delay than the one now set has left.

@@ -141,6 +141,7 @@ class Lab:
         self._handles: dict[str, Netns] = {}  # each node's namespace, held from the moment it exists
         self.stages: dict[str, DelayLossStage] = {}  # by the node they live in
         self._stage_of: dict[str, str] = {}  # direction name -> node
+        self._seed_offset: dict[str, int] = {}  # direction name -> its stage's seed, less the lab's
         self._ports: dict[tuple[str, str], str] = {}  # (node, link name) -> interface
         self.addresses: dict[tuple[str, str], str] = {}
         self.base_rtts: dict[Pair, Duration] = {}  # measured by start()
@@ -310,6 +311,7 @@ class Lab:
             stages.append(Stage(d.name, self.port_of(d, d.dst), queue_num=k, ifb=f"ifb{k}", seed=self.seed + i,
                                 bridged=bridged))  # fmt: skip
             self._stage_of[d.name] = d.dst
+            self._seed_offset[d.name] = i
         for node, stages in by_node.items():
             stage: DelayLossStage
             if self.backend == "netem":
@@ -398,6 +400,27 @@ class Lab:
             stage.settle()  # a packet sent from now on meets the new path, not the old one's queue
         self.path, self.network = path, network
         log.info("path: %s (%s)", path, self.backend)
+
+    def reseed(self, seed: int) -> None:
+        """Restart the emulated loss and jitter from `seed`, in place: delays, losses and what the
+        stages hold are left as they are (sweep.run_trials gives each trial a seed of its own).
+
+        Each direction's stage gets `seed` plus its place in the order start() numbered them (as it
+        gave them the lab's first seed).  The delay line's `seed=` restarts the direction's two PRNGs
+        (loss, jitter); netem's qdisc is changed with the seed, which restarts its loss PRNG, where
+        the kernel takes one (`loss_repeatable`); where it takes none there is nothing to restart.
+        """
+        assert self.stages or not self._stage_of, "start() first"
+        if seed < 0 or seed + len(self._seed_offset) >= 2**64:
+            raise ValueError(f"seed {seed}: the stages take unsigned 64-bit seeds")
+        self.seed = seed
+        for d in self.network.directions():
+            if d.emulated:
+                stage = self.stages[self._stage_of[d.name]]
+                stage.reseed(d.name, seed + self._seed_offset[d.name])
+                if stage.seeded:
+                    stage.set(d.name, self.hold(d), d.loss, d.jitter)
+        log.debug("emulated loss and jitter restarted from seed %d", seed)
 
     def hold(self, direction: Direction) -> Duration:
         """What a direction's stage delays: its delay, less half the lab's own round trip where a

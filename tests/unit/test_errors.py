@@ -109,6 +109,9 @@ class _Lab:
     def __init__(self, path: Any, *args: Any, **kwargs: Any) -> None:
         self.path = path
 
+    def reseed(self, seed: int) -> None:
+        pass
+
     def __enter__(self) -> _Lab:
         return self
 

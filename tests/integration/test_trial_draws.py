@@ -1,0 +1,131 @@
+"""The trials of one cell are independent samples, not replays, and each is reproducible.
+
+Each trial draws (ground.trials.trial_draw, from its key and the run's seed) the seed its emulated
+loss and jitter restart from and the phase of a round trip at which its workload starts; the row
+records the draw.  Here: the lab restarts its loss and jitter draws from a seed (Lab.reseed), and
+two trials of one cell of iw/fig2 and of newcwv/fig8 (derived, quick, two trials) drew differently,
+each what its key and seed give.
+"""
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from ground.ledger import Ledger
+from ground.path import PathSpec
+from ground.proc import run
+from ground.results import REPO
+from ground.trials import read_rows, trial_draw
+from ground.units import parse_duration
+from topologies.lab import Lab
+
+pytestmark = pytest.mark.root
+
+PINGS = 40
+
+
+def pings(lab: Lab) -> dict[int, float]:
+    """Echo requests 50 ms apart (far more than the jitter: no draw waits for another): the RTT of
+    each one answered, by sequence number."""
+    out = run(["ping", "-n", "-c", str(PINGS), "-i", "0.05", "-W", "1", lab.ip("server")], lab.client,
+              check=False, timeout=30).stdout  # fmt: skip
+    return {int(seq): float(ms) for seq, ms in re.findall(r"icmp_seq=(\d+) .*?time=([0-9.]+) ms", out)}
+
+
+def test_reseeding_restarts_the_loss_and_jitter_draws(summary_lines: list[str]) -> None:
+    """The same seed drops the same replies and delays each packet by the same draw; another seed
+    drops others.  Only the pings cross the lab, so each queue sees the same packets in each round."""
+    path = PathSpec.parse(rtt="20ms", rate="20mbit", loss="30%", jitter="3ms")
+    with Ledger() as ledger, Lab(path, ledger, shaper="delayline", seed=1) as lab:
+        rounds = []
+        for seed in (211163472745246, 211163472745246, 5):
+            lab.reseed(seed)
+            rounds.append(pings(lab))
+        assert lab.seed == 5
+    first, again, other = rounds
+    assert 0 < len(first) < PINGS, first  # some replies were lost, not all
+    assert set(again) == set(first)  # the same replies lost
+    assert set(other) != set(first)  # another seed, other losses
+    both = set(first) & set(again)
+    # each answered echo drew the same delay (+-3 ms on each way): what is left is the lab's timing noise
+    same = statistics.median(abs(first[s] - again[s]) for s in both)
+    differ = statistics.median(abs(first[s] - other[s]) for s in set(first) & set(other))
+    summary_lines.append(f"reseed: {PINGS - len(first)}, {PINGS - len(again)}, {PINGS - len(other)} of {PINGS} "
+                         f"replies lost (seeds a, a, b); RTT differences per echo, median: {same:.3f} ms between "
+                         f"the rounds of one seed, {differ:.3f} ms between seeds")  # fmt: skip
+    assert same < 0.5 and differ > 1.0, (same, differ)
+
+
+def run_derived(figure: str, out: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "netrepro", figure, "--quick", "--trials", "2", "--out", str(out), *options],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def cells(rows: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
+    """The rows by cell: the trial key less its trial index."""
+    by: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for r in rows:
+        by[json.dumps(json.loads(r["trial_key"])["params"], sort_keys=True)].append(r)
+    return by
+
+
+def check_draws(rows: list[dict[str, str]], seed: int, count: int) -> dict[str, list[dict[str, str]]]:
+    assert len(rows) == count and {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows]
+    for r in rows:
+        assert int(r["seed"]) == seed
+        draw = trial_draw(r["trial_key"], seed)  # what a re-run of the trial draws again
+        assert (int(r["draw_seed"]), int(r["loss_seed"])) == (draw.draw_seed, draw.loss_seed), r["trial_key"]
+        rtt = parse_duration(r["rtt"]).seconds
+        assert float(r["start_offset_ms"]) == pytest.approx(draw.start_offset_s(rtt) * 1e3, abs=1e-3)
+        assert 0 <= float(r["start_offset_ms"]) < rtt * 1e3
+        assert r["switch"] in ("bridge", "ovs") and r["cc_impl"] and r["loss_seeded"] == "true"
+    by = cells(rows)
+    for trials in by.values():
+        assert sorted(int(r["trial"]) for r in trials) == [0, 1]
+        a, b = trials
+        for column in ("draw_seed", "loss_seed", "start_offset_ms"):
+            assert a[column] != b[column], (column, a["trial_key"])
+    return by
+
+
+def check_manifest(out: Path, directory: str, name: str, rows: list[dict[str, str]]) -> None:
+    manifest = json.loads((out / directory / f"{name}.manifest.json").read_text())
+    assert manifest["switches_of_rows"] == sorted({r["switch"] for r in rows})
+    assert manifest["cc_impls_of_rows"] == sorted({r["cc_impl"] for r in rows})
+    assert manifest["kernels_of_rows"] == sorted({r["kernel"] for r in rows})
+    drawn = manifest["drawn_by"]
+    assert (drawn["host"], drawn["kernel"]) == (manifest["host"], manifest["kernel"]) and drawn["commit"]
+    assert manifest["hosts_of_rows"] == [drawn["host"]] and manifest["code_of_rows"]  # ran and drawn here
+
+
+def test_two_trials_of_a_cell_are_not_replays(tmp_path: Path, summary_lines: list[str]) -> None:
+    """iw/fig2 at IW 10 and newcwv/fig8 at 80 KB (its quick idle periods, 1 and 5 s), two trials each,
+    in runs of seeds 1 and 2."""
+    run_derived("iw/fig2", tmp_path, "--vary", "initcwnd=10")
+    rows = read_rows(tmp_path / "iw" / "fig2@initcwnd=10" / "fig2.csv")
+    iw = check_draws(rows, 1, 2)
+    check_manifest(tmp_path, "iw/fig2@initcwnd=10", "fig2", rows)
+    for trials in iw.values():
+        shown = ", ".join(f"{r['download_time_ms']} ms (offset {r['start_offset_ms']} ms)" for r in trials)
+        summary_lines.append(f"iw/fig2 IW 10, two trials: {shown}")
+
+    run_derived("newcwv/fig8", tmp_path, "--vary", "burst_kb=80", "--seed", "2")
+    rows = read_rows(tmp_path / "newcwv" / "fig8@burst_kb=80" / "fig8.csv")
+    newcwv = check_draws(rows, 2, 3 * 2)  # three arms, two trials each
+    check_manifest(tmp_path, "newcwv/fig8@burst_kb=80", "fig8", rows)
+    for trials in newcwv.values():
+        shown = ", ".join(f"{r['burst_ms']} ms (offset {r['start_offset_ms']} ms)" for r in trials)
+        summary_lines.append(f"newcwv/fig8 80 KB {trials[0]['series']}, two trials' bursts: {shown}")
