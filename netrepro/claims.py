@@ -625,11 +625,23 @@ class Judged:
         }
 
 
+MANY_TRIALS = 1000
+
+
+def needs_text(trials: int | None) -> str:
+    """What an undecided claim needs, as a reader wants it: about N trials per series, or more than any run
+    would give where the estimate sits at a margin's edge."""
+    if not trials:
+        return "no estimate of the trials that would decide it"
+    if trials > MANY_TRIALS:
+        return f"more than {MANY_TRIALS} trials per series: the estimate sits at the edge of its margin"
+    return f"about {trials} trials per series would decide it"
+
+
 def line_of(judged: Mapping[str, Any]) -> str:
     """A judged claim (as the manifest keeps it) as the caption and the terminal print it: quote, where,
     reading, test, our numbers, outcome, and for an undecided one the trials that would decide it."""
-    needed = judged.get("trials_needed")
-    needs = f" (about {needed} trials per series would decide it)" if needed else ""
+    needs = f" ({needs_text(judged.get('trials_needed'))})" if judged.get("trials_needed") else ""
     reading = f" Read as: {judged['reading']}." if judged.get("reading") else ""
     return (
         f'"{judged["quote"]}" ({judged["where"]}).{reading} Test: {judged["test"]}. '

@@ -173,7 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=RESULTS,
         help="results directory (default: results/; the project's reference reproduction is results/reference/)",
     )
-    r.add_argument("--seed", type=int, default=1, help="seed of the trial order and the emulated loss")
+    r.add_argument(
+        "--seed", type=int, default=1, help="seed of the trial order and of each trial's draw (loss seed, start phase)"
+    )
     r.add_argument("--strict", action="store_true", help="stop when a path is measured outside tolerance")
     again = r.add_mutually_exclusive_group()
     again.add_argument(

@@ -19,6 +19,7 @@ from typing import Any
 
 from ground import results
 from netrepro import shards
+from netrepro.claims import needs_text
 from netrepro.spec import Figure, Params, path_params
 
 LAB_SECONDS = 10.0
@@ -149,6 +150,6 @@ class Plan:
             needs = ""
             if n:
                 enough = "this run's count would" if n <= self.trials_per_setting else "more than this run's count"
-                needs = f": about {n} trials per series would decide it ({enough})"
+                needs = f": {needs_text(n)} ({enough})"
             lines.append(f'    {c.where}: "{words}": {outcome}{needs}')
         return lines

@@ -26,7 +26,7 @@ from typing import Any
 
 import expts
 from ground import results
-from netrepro.claims import OUTCOMES, VERDICTS
+from netrepro.claims import OUTCOMES, VERDICTS, needs_text
 from netrepro.spec import Figure
 
 STYLE = """
@@ -102,7 +102,7 @@ def _caveat(manifest: dict[str, Any]) -> str:
 
 
 def _claim_row(c: dict[str, Any]) -> str:
-    needed = f" (about {c['trials_needed']} trials per series would decide it)" if c.get("trials_needed") else ""
+    needed = f" ({needs_text(c['trials_needed'])})" if c.get("trials_needed") else ""
     reading = f"<br><span class='small'>read as: {_e(c.get('reading'))}</span>" if c.get("reading") else ""
     return (
         f"<tr><td><q>{_e(c.get('quote'))}</q><br><span class='small'>{_e(c.get('where'))}</span>{reading}</td>"
@@ -221,7 +221,7 @@ def findings(entries: list[Entry]) -> str:
         if caveat := _caveat(e.manifest):
             lines += [f"Note: {caveat}.", ""]
         for c in judged:
-            needed = f" About {c['trials_needed']} trials per series would decide it." if c.get("trials_needed") else ""
+            needed = f" {needs_text(c['trials_needed']).capitalize()}." if c.get("trials_needed") else ""
             lines += [
                 f"- > {c.get('quote')}",
                 "",
