@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from netrepro.spec import Figure, Rows
 
 HOLDS, DIFFERS, UNDECIDED, BY_DESIGN = "holds", "differs", "undecided", "set by design"
+ALL_LEVELS = "all levels"  # where a finding over the whole figure (a trend, a reading) stands
 OUTCOMES = (HOLDS, DIFFERS, UNDECIDED, BY_DESIGN)
 VERDICTS = ("agrees", "partly", "differs", "undecided", "unjudged")
 
@@ -68,7 +69,7 @@ class Finding:
     """A test's outcome at one level (or over all its levels, for a trend), with its numbers."""
 
     outcome: str
-    at: str  # the level, "all levels" for a trend
+    at: str  # the level, ALL_LEVELS for a trend
     estimate: str  # our numbers: the statistic, its interval, the trials it rests on
     trials_needed: int | None = None  # undecided: trials per series that would decide it, at the measured spread
 
@@ -416,7 +417,7 @@ class Trend:
             xs.append(position(level))
             samples += cells
         if len(xs) < 2:
-            return [Finding(UNDECIDED, "all levels", f"trials at {len(xs)} level(s): a trend needs two")]
+            return [Finding(UNDECIDED, ALL_LEVELS, f"trials at {len(xs)} level(s): a trend needs two")]
         x = np.array(xs, dtype=float)
         xc = x - x.mean()
 
@@ -449,12 +450,12 @@ class Trend:
         interval = f" [{_fmt(float(low))}, {_fmt(float(high))}]" if spread and n >= MIN_BOOTSTRAP_TRIALS else ""
         text = f"slope {_fmt(point)}{interval} {unit} of the level over {len(xs)} levels, n >= {n} per cell"
         if not spread:
-            return [Finding(UNDECIDED, "all levels", text + "; no spread among trials: no interval")]
+            return [Finding(UNDECIDED, ALL_LEVELS, text + "; no spread among trials: no interval")]
         if n < MIN_BOOTSTRAP_TRIALS:
             return [
                 Finding(
                     UNDECIDED,
-                    "all levels",
+                    ALL_LEVELS,
                     text + f"; a bootstrap needs {MIN_BOOTSTRAP_TRIALS} trials a "
                     "cell: resampling two gives no spread to speak of",
                     MIN_BOOTSTRAP_TRIALS,
@@ -462,10 +463,10 @@ class Trend:
             ]
         up, down = low > 0, high < 0
         if (up and self.rises) or (down and not self.rises):
-            return [Finding(HOLDS, "all levels", text)]
+            return [Finding(HOLDS, ALL_LEVELS, text)]
         if up or down:
-            return [Finding(DIFFERS, "all levels", text)]
-        return [Finding(UNDECIDED, "all levels", text)]
+            return [Finding(DIFFERS, ALL_LEVELS, text)]
+        return [Finding(UNDECIDED, ALL_LEVELS, text)]
 
 
 @dataclass(frozen=True)
@@ -482,9 +483,9 @@ class Exact:
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         got = self.check(fig, rows)
         if got is None:
-            return [Finding(UNDECIDED, "all levels", "nothing to read in the rows")]
+            return [Finding(UNDECIDED, ALL_LEVELS, "nothing to read in the rows")]
         holds, text = got
-        return [Finding(HOLDS if holds else DIFFERS, "all levels", text)]
+        return [Finding(HOLDS if holds else DIFFERS, ALL_LEVELS, text)]
 
 
 @dataclass(frozen=True)
@@ -531,7 +532,7 @@ class ByDesign:
         return f"set by design: {self.reason}" + (f"; {self.could_fail}" if self.could_fail else "")
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
-        return [Finding(BY_DESIGN, "all levels", self.reason)]
+        return [Finding(BY_DESIGN, ALL_LEVELS, "not tested: the setup decides it (above)")]
 
 
 def unchanged(**values: str | None) -> Callable[[Figure], bool]:
@@ -570,7 +571,6 @@ class Regrouped:
         return [dataclasses.replace(f, at=self.at.format(f.at)) for f in self.test.decide(view, rows)]
 
 
-ALL_LEVELS = "all levels"
 _VIEW_KEY = "__level__"
 
 
@@ -603,8 +603,10 @@ class Judged:
         return max((f.trials_needed for f in self.findings if f.trials_needed), default=None)
 
     def evidence(self) -> str:
+        """Our numbers, place by place; each place's outcome where there are several."""
+        several = len(self.findings) > 1
         return "; ".join(
-            f"{f.at}: {f.estimate}: {f.outcome}" if f.at != "all levels" else f"{f.estimate}: {f.outcome}"
+            (f"{f.at}: " if f.at != ALL_LEVELS else "") + f.estimate + (f": {f.outcome}" if several else "")
             for f in self.findings
         )
 
