@@ -606,7 +606,7 @@ class Judged:
         """Our numbers, place by place; each place's outcome where there are several."""
         several = len(self.findings) > 1
         return "; ".join(
-            (f"{f.at}: " if f.at != ALL_LEVELS else "") + f.estimate + (f": {f.outcome}" if several else "")
+            (f"{f.at}: " if f.at != ALL_LEVELS else "") + f.estimate + (f" => {f.outcome}" if several else "")
             for f in self.findings
         )
 
