@@ -8,10 +8,16 @@ the ones it loaded, so it changes nothing on the machine.  Open vSwitch's
 datapath is looked up among the generic netlink families (a dump, which
 loads nothing), and only where it is absent is its module loaded and
 unloaded again.
+
+Where modules can load, a probe runs under the machine lock with a ledger
+of its own (`ground.ledger.module_probe`): what was loaded before it is
+recorded first, so that `clean` unloads what a probe killed midway left, and
+a module another live run may hold is never unloaded by a probe.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -20,7 +26,7 @@ import shutil
 import socket
 import struct
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,18 +43,36 @@ PROC_MODULES = Path("/proc/modules")
 MODULE_SETTLE_SECONDS = 2.0
 
 
+@contextlib.contextmanager
+def _journaled(cause: str) -> Iterator[Callable[[], str] | None]:
+    """Around a probe that may load modules: None where the kernel loads none; else, under the
+    machine lock and in a ledger of the probe's own, a function that gives what to keep loaded
+    after the probe (/proc/modules before it, with the modules other live runs may hold)."""
+    before = _read_proc_modules()
+    if before is None:
+        yield None
+        return
+    if os.geteuid() != 0:  # loads nothing (nor unloads): no machine lock, no ledger to keep
+        yield lambda: before
+        return
+    from ground import ledger  # the ledger imports this module
+
+    with ledger.module_probe(cause) as kept:
+        yield kept
+
+
 @functools.cache
 def works_in_scratch_netns(*argv: str) -> bool:
     """Does argv succeed in a fresh, empty network namespace?  (Modules it loaded are unloaded.)"""
-    before = _read_proc_modules()
-    try:
-        done = proc.run(["unshare", "--net", "--", *argv], check=False, timeout=10)
-    except (OSError, proc.CommandError):  # missing, or timed out
-        return False
-    finally:
-        if before is not None:
-            unload_modules_loaded_since(before)
-    return done.returncode == 0
+    with _journaled("probe: " + " ".join(argv)) as kept:
+        try:
+            done = proc.run(["unshare", "--net", "--", *argv], check=False, timeout=10)
+        except (OSError, proc.CommandError):  # missing, or timed out
+            return False
+        finally:
+            if kept is not None:
+                unload_modules_loaded_since(kept())
+        return done.returncode == 0
 
 
 @dataclass(frozen=True)
@@ -102,10 +126,14 @@ def proc_modules() -> str | None:
     return _read_proc_modules()
 
 
+def as_proc_modules(names: Collection[str]) -> str:
+    """Names as lines of /proc/modules, for `unload_modules_loaded_since`'s `before` (kept loaded)."""
+    return "".join(f"{name} 0 0 - Live 0x0\n" for name in names)
+
+
 def unload_modules_not_in(kept: Collection[str], settle: float = MODULE_SETTLE_SECONDS) -> None:
     """rmmod what was loaded since a moment when only `kept` were, and nothing holds now."""
-    before = "".join(f"{name} 0 0 - Live 0x0\n" for name in kept)
-    unload_modules_loaded_since(before, settle)
+    unload_modules_loaded_since(as_proc_modules(kept), settle)
 
 
 def _read_proc_modules() -> str | None:
@@ -238,18 +266,19 @@ def openvswitch_datapath_works() -> bool:
     except OSError as e:
         log.debug("generic netlink family dump: %s", e)
         return False
-    before = _read_proc_modules()
-    if before is None:
+    if _read_proc_modules() is None:
         return False
-    try:
+    with _journaled("probe: modprobe openvswitch") as kept:
         try:
-            loaded = proc.run(["modprobe", "openvswitch"], check=False, timeout=30).returncode == 0
-        except (OSError, proc.CommandError) as e:
-            log.debug("modprobe openvswitch: %s", e)
-            return False
-        return loaded and OVS_DATAPATH_FAMILY in genetlink_families()
-    finally:
-        unload_modules_loaded_since(before)
+            try:
+                loaded = proc.run(["modprobe", "openvswitch"], check=False, timeout=30).returncode == 0
+            except (OSError, proc.CommandError) as e:
+                log.debug("modprobe openvswitch: %s", e)
+                return False
+            return loaded and OVS_DATAPATH_FAMILY in genetlink_families()
+        finally:
+            if kept is not None:
+                unload_modules_loaded_since(kept())
 
 
 def modules_supported() -> bool:

@@ -3,9 +3,18 @@
 Each entry is written (and synced) to a file under /run/netrepro/ledger
 before its change is made (`Ledger.change`), with the run's signals held
 off around the pair, so that a run killed at any moment has recorded all it
-did, and at worst an intent it never carried out.  Undoing is idempotent:
-each step checks that its object is still there, so the normal teardown, a
-repeated `clean` and an intent never carried out are all harmless.
+did, and at worst an intent it never carried out.  An entry is written
+whole or not at all: a write cut short (a full disk) is cut off the file
+again and the change is refused (LedgerError).  The file appears under its
+name with its owner line already in it, so there is never a ledger without
+one.  Undoing is idempotent: each step checks that its object is still
+there, so the normal teardown, a repeated `clean` and an intent never
+carried out are all harmless.
+
+A namespace is recorded with its cookie and the boot's id (the inode alone
+is given to another namespace as soon as the first dies): a namespace is
+acted on only when it is provably the run's, else it is left alone and said
+so.  A ledger from an earlier boot has only its files undone.
 
 A run unwinds its own ledger when it ends, whatever the reason; `run.sh
 clean` unwinds the ledgers of runs that died without doing so (SIGKILL,
@@ -18,35 +27,44 @@ while a process that pins it lives.
 What is machine-wide (the allowed congestion controls, a sysctl, the
 tracefs mount, a registered algorithm) is changed under one machine lock,
 and undone only when no other live run holds the same thing: two runs, or
-a run and `clean`, never undo each other's state.
+a run and `clean`, never undo each other's state.  A module is unloaded only
+if no other live ledger may hold it: one it names, or one loaded since
+another's `modules_loaded` recorded what was loaded before it.
 
 Entry kinds:
-  owner        {pid, start, purpose?}  the run itself
+  owner        {pid, start, boot, purpose?}  the run itself (boot: /proc/sys/kernel/random/boot_id)
   cgroup       {path, origin}          kill the run's cgroup (every process in it) and remove it
   process      {pid, start, argv}      end the process group, if still the same process
-  namespace    {inode, name}           close its sockets, end what still runs in it, wait for it to go
+  namespace    {inode, name, cookie, boot}  close its sockets, end what still runs in it, wait for it to go
+                                       (only if the namespace with that inode has that cookie, this boot)
   sysctl       {key, old, added}       write the old value back (root namespace)
   cc_allowed   {name, added}           remove the name from tcp_allowed_congestion_control
   link         {name}                  delete the root-namespace interface
   netns        {name}                  delete the named namespace
   struct_ops   {name}                  unregister the BPF struct_ops map
   module       {name}                  remove the kernel module
-  modules_loaded {cause, before}       remove the modules loaded since (`before`: the names then) that
+  modules_loaded {cause, before, loaded?}  remove the modules loaded since (`before`: the names then) that
                                        nothing holds: what loading `cause` brought, and what its users did
+                                       (never one that another live ledger may hold); `loaded`, recorded
+                                       again after the load: what the load itself brought
+  module_param {module, name, old, added}  write the old value back to /sys/module/<module>/parameters/<name>
   tracefs      {path}                  remove a tracefs instance directory
   trace_enable {path, old}             write the old value of a tracefs control file
   mount        {path, added}           unmount a filesystem a run mounted (tracefs)
   path         {path}                  remove a file or directory tree this run made
   cancel       {cancels}               the change of entry number `cancels` was not made after all
+                                       (or was undone already by the code that made it)
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -81,7 +99,18 @@ def _write_sysctl(key: str, value: str) -> None:
 
 
 class LedgerError(SetupError):
-    """Some undo steps failed; the message lists each."""
+    """The ledger could not be written (the change is not made), or some undo steps failed (listed)."""
+
+
+class LeftAlone(Exception):
+    """An undo step found its object not provably the run's: nothing was done, and the message says why."""
+
+
+SYS_MODULE = Path("/sys/module")
+
+
+def module_param_path(module: str, name: str) -> Path:
+    return SYS_MODULE / module / "parameters" / name
 
 
 def _private_dir(directory: Path) -> None:
@@ -138,9 +167,21 @@ class LedgerFile:
         return next((e for e in self.entries if e.get("kind") == "owner"), None)
 
     @property
+    def earlier_boot(self) -> bool:
+        """Made in an earlier boot: its pids, start times, namespaces and modules are not this boot's."""
+        owner = self.owner
+        boot = owner.get("boot") if owner else None
+        return boot is not None and boot != proc.boot_id()
+
+    @property
     def alive(self) -> bool:
         owner = self.owner
-        return owner is not None and owner.get("start") is not None and proc.is_alive(owner["pid"], owner["start"])
+        if owner is None:  # nothing readable: the name says whose it is
+            named = owner_from_name(self.path.name)
+            return named is not None and proc.is_alive(*named)
+        if self.earlier_boot:
+            return False
+        return owner.get("start") is not None and proc.is_alive(owner["pid"], owner["start"])
 
     @property
     def purpose(self) -> str:
@@ -183,6 +224,15 @@ def read(path: Path) -> LedgerFile:
     return found
 
 
+LEDGER_NAME = re.compile(r"(?:tmp-)?run-(\d+)-(-?\d+)(?:-[0-9a-f]+)?\.jsonl")
+
+
+def owner_from_name(name: str) -> tuple[int, int] | None:
+    """(pid, start) of the run a ledger file's name says made it (`run-<pid>-<start>-<token>.jsonl`)."""
+    m = LEDGER_NAME.fullmatch(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def ledger_files(directory: Path | None = None) -> list[LedgerFile]:
     directory = directory or LEDGER_DIR
     if not directory.is_dir():
@@ -197,6 +247,8 @@ def _identity(e: Entry) -> tuple[str, str] | None:
         return (kind, str(e.get("name")))
     if kind in ("sysctl",):
         return (kind, str(e.get("key")))
+    if kind == "module_param":
+        return (kind, f"{e.get('module')}/{e.get('name')}")
     if kind in ("mount",):
         return (kind, str(e.get("path")))
     if kind in ("struct_ops", "module"):
@@ -231,6 +283,8 @@ def held_elsewhere(e: Entry, exclude: Path, directory: Path) -> LedgerFile | Non
 def _inherited(ident: tuple[str, str], exclude: Path, directory: Path) -> Entry | None:
     """An entry of another ledger (live or dead) that made this state what it is now."""
     for other in _others(exclude, directory):
+        if other.earlier_boot:
+            continue
         for o in other.effective():
             for x in _names(o):
                 if _identity(x) == ident and x.get("added"):
@@ -238,67 +292,211 @@ def _inherited(ident: tuple[str, str], exclude: Path, directory: Path) -> Entry 
     return None
 
 
+def modules_held_elsewhere(
+    names: Iterable[str], exclude: Path, directory: Path, mine: Iterable[str] = ()
+) -> dict[str, str]:
+    """Of the modules `names`, those another live run (or `cc load`) may hold, each with that ledger's
+    name: a module it names (a `module` entry, a `modules_loaded` cause or what its load `loaded`,
+    read under the machine lock), or, unless it is one of `mine` (what this ledger's own loads
+    loaded), one loaded since its `modules_loaded` recorded what was loaded before (by its own
+    processes, for all we know)."""
+    wanted, own = set(names), set(mine)
+    held: dict[str, str] = {}
+    for other in _others(exclude, directory):
+        if not other.holding:
+            continue
+        for o in other.effective():
+            kind = o.get("kind")
+            if kind == "module":
+                claimed = wanted & {str(o.get("name"))}
+            elif kind == "modules_loaded":
+                named = {str(o.get("cause")), *(str(n) for n in o.get("loaded", []))}
+                before = {str(n) for n in o.get("before", [])}
+                claimed = {n for n in wanted if n in named or (n not in before and n not in own)}
+            else:
+                continue
+            for name in claimed:
+                held.setdefault(name, other.path.name)
+    return held
+
+
+def _loaded_by(entries: Iterable[Entry]) -> set[str]:
+    """What a ledger's own loads loaded (`modules_loaded` entries' `loaded`, read under the machine lock)."""
+    return {str(n) for e in entries if e.get("kind") == "modules_loaded" for n in e.get("loaded", [])}
+
+
 # -- the ledger of this run ------------------------------------------------------
+
+
+def _write_whole(fd: int, data: bytes) -> None:
+    """Write all of data (os.write may write less than asked: a full disk, a signal)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, "the write wrote nothing")
+        view = view[written:]
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _link_unnamed(fd: int, path: Path) -> None:
+    """Give the unnamed file `fd` (O_TMPFILE) its name: linkat through /proc/self/fd, following the
+    link (os.link follows only when given a directory descriptor)."""
+    fds = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.link(str(fd), path, src_dir_fd=fds, follow_symlinks=True)
+    finally:
+        os.close(fds)
+
+
+def _why(e: OSError) -> str:
+    name = errno.errorcode.get(e.errno, str(e.errno)) if e.errno is not None else "?"
+    return f"{name}: {e.strerror or e}"
 
 
 class Ledger:
     """The journal of one run, backed by one file."""
 
-    def __init__(self, directory: Path | None = None, purpose: str = "", contain: bool | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path | None = None,
+        purpose: str = "",
+        contain: bool | None = None,
+        *,
+        name_stale: bool = True,
+    ) -> None:
         """`purpose` names a ledger meant to outlive its process (`cc load NAME`).
 
         `contain`: put this process, and so every process it starts from now
         on, into a cgroup of the run's own (default: where this process may,
-        and the ledger is not one with a purpose).
+        and the ledger is not one with a purpose).  `name_stale`: warn of the
+        ledgers dead runs left (a run's own; not a probe's).
         """
         directory = directory or LEDGER_DIR
         _private_dir(directory)
         self.directory = directory
         me = os.getpid()
         self.owner: Entry = {"pid": me, "start": proc.start_time(me)}
+        boot = proc.boot_id()
+        if boot is not None:
+            self.owner["boot"] = boot
         if purpose:
             self.owner["purpose"] = purpose
         self.file = directory / f"run-{me}-{self.owner['start']}-{secrets.token_hex(3)}.jsonl"
-        self._fd = os.open(
-            self.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
         self._entries: list[Entry] = []
         self._seq = 0
-        self._append({"kind": "owner", **self.owner, "time": time.time()})
+        self._broken = ""  # why no more entries can be written, once that is so
+        self._fd: int | None = self._create({"kind": "owner", **self.owner, "time": time.time()})
         self.cgroup: Path | None = None
-        if not purpose:
+        if not purpose and name_stale:
             _name_stale_ledgers(directory)
         if contain if contain is not None else (not purpose and cgroups.usable()):
             self._contain()
 
     # -- recording ---------------------------------------------------------
 
+    def _create(self, owner: Entry) -> int:
+        """The ledger file, which appears under its name with its owner line whole and synced in it:
+        written into an unnamed file (O_TMPFILE), or a temporary name, then linked into place."""
+        data = (json.dumps(owner) + "\n").encode()
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+        temporary: Path | None = None
+        linked = False
+        try:
+            try:
+                fd = os.open(self.directory, flags | os.O_TMPFILE, 0o600)
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                    raise
+                temporary = self.directory / f"tmp-{self.file.name}"  # a filesystem without unnamed files
+                fd = os.open(temporary, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except OSError as e:
+            raise LedgerError(
+                f"the run's ledger {self.file} could not be made ({_why(e)}): nothing is changed without one"
+            ) from e
+        try:
+            try:
+                _write_whole(fd, data)
+                os.fsync(fd)
+                if temporary is None:
+                    _link_unnamed(fd, self.file)
+                else:
+                    os.link(temporary, self.file, follow_symlinks=False)
+                linked = True
+                _fsync_dir(self.directory)
+            except OSError as e:
+                if linked:
+                    self.file.unlink(missing_ok=True)
+                raise LedgerError(
+                    f"the run's ledger {self.file} could not be made ({_why(e)}): nothing is changed without one"
+                ) from e
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            if temporary is not None:
+                temporary.unlink(missing_ok=True)
+        return fd
+
     def _append(self, entry: Entry) -> None:
-        os.write(self._fd, (json.dumps(entry) + "\n").encode())
-        os.fsync(self._fd)
+        """Write one entry whole and sync it, or leave the file as it was and raise LedgerError."""
+        if self._fd is None or self._broken:
+            raise LedgerError(f"the ledger {self.file}: {self._broken or 'the run has unwound it'}; not recording more")
+        fd = self._fd
+        size = os.fstat(fd).st_size
+        try:
+            _write_whole(fd, (json.dumps(entry) + "\n").encode())
+            os.fsync(fd)
+        except OSError as e:
+            why = _why(e)
+            try:
+                os.ftruncate(fd, size)  # the torn bytes go: the file stays one entry a line
+                os.fsync(fd)
+            except OSError as cut:
+                self._broken = f"a torn entry could not be cut off after {why} ({_why(cut)})"
+                log.error("ledger %s: %s", self.file, self._broken)
+            raise LedgerError(
+                f"the ledger {self.file} could not record a {entry.get('kind')} entry ({why}): the change is not made"
+            ) from e
 
     def record(self, entry: Entry) -> int:
         """Record a change (about to be made, or just made by a call that
-        cannot say beforehand, such as a process start); return its number."""
+        cannot say beforehand, such as a process start); return its number.
+        Raises LedgerError, with nothing recorded, when the entry cannot be written whole."""
         if entry["kind"] not in UNDO_STEPS:
             raise ValueError(f"unknown ledger entry kind {entry['kind']!r}")
-        self._seq += 1
-        entry = {**entry, "seq": self._seq}
-        self._entries.append(entry)
+        entry = {**entry, "seq": self._seq + 1}
         self._append(entry)
+        self._seq += 1
+        self._entries.append(entry)
         return self._seq
 
     @contextlib.contextmanager
     def change(self, entry: Entry) -> Iterator[None]:
         """Record the intent, then make the change in the body, with signals held off
-        around the pair; a change that fails is marked as not made."""
+        around the pair; a change that fails is marked as not made.  An intent that
+        cannot be recorded raises LedgerError before the body: the change is never made."""
         with proc.signals_held():
             seq = self.record(entry)
             try:
                 yield
             except BaseException:
-                self.record({"kind": "cancel", "cancels": seq})
+                self._cancel(seq)
                 raise
+
+    def _cancel(self, seq: int) -> None:
+        try:
+            self.record({"kind": "cancel", "cancels": seq})
+        except LedgerError as e:  # the run's own unwind still knows; `clean` would undo it, harmlessly
+            log.warning("%s", e)
+            self._entries.append({"kind": "cancel", "cancels": seq})
 
     def _contain(self) -> None:
         path = cgroups.group_path(f"run-{self.owner['pid']}-{self.owner['start']}-{self.file.stem[-6:]}")
@@ -336,15 +534,38 @@ class Ledger:
         return self.record({"kind": "process", "pid": pid, "start": start, "argv": argv})
 
     def modprobe(self, module: str, before: Iterable[str]) -> None:
-        """Load `module`, with whatever it brings, given the modules loaded before: the run removes, when
-        it ends, every module loaded since that nothing holds."""
-        with self.change({"kind": "modules_loaded", "cause": module, "before": sorted(before)}):
-            proc.run(["modprobe", module])
+        """Load `module`, with whatever it brings, given the modules loaded before, under the machine
+        lock: the run removes, when it ends, every module loaded since that nothing holds and no other
+        live run may hold (those loaded meanwhile, read again under the lock, count as loaded before)."""
+        with machine_lock(self.directory):
+            now = kernel.proc_modules()
+            names = set(before) | (set(kernel.parse_proc_modules(now)) if now is not None else set())
+            entry = {"kind": "modules_loaded", "cause": module, "before": sorted(names)}
+            with self.change(entry):
+                proc.run(["modprobe", module])
+            after = kernel.proc_modules()
+            if after is not None:  # what the load itself brought: this run's alone (no other loads meanwhile)
+                self.record({**entry, "loaded": sorted(set(kernel.parse_proc_modules(after)) - names)})
+
+    def set_module_parameter(self, module: str, name: str, value: str) -> None:
+        """Write a module's parameter (/sys/module/<module>/parameters/<name>); the value before any
+        run changed it is written back when the last run holding it ends."""
+        path = module_param_path(module, name)
+        with machine_lock(self.directory):
+            old = path.read_text().strip()
+            first = _inherited(("module_param", f"{module}/{name}"), self.file, self.directory)
+            entry = {"kind": "module_param", "module": module, "name": name, "old": first["old"] if first else old}
+            entry["added"] = bool(first) or old != value
+            with self.change(entry):
+                if old != value:
+                    log.debug("[root] %s=%s (was %s)", path, value, old)
+                    path.write_text(f"{value}\n")
 
     def namespace(self, ns: proc.Netns) -> None:
-        """Record a namespace the run made (by inode), so that whatever lives in it ends with the run."""
+        """Record a namespace the run made, by inode and by what no other namespace can have (its
+        cookie, this boot's id), so that whatever lives in it ends with the run, and only that."""
         if ns.inode is not None:
-            self.record({"kind": "namespace", "inode": ns.inode, "name": ns.name})
+            self.record({"kind": "namespace", "inode": ns.inode, "name": ns.name, **namespace_identity(ns)})
 
     def set_sysctl(self, key: str, value: str) -> None:
         """Change a root-namespace sysctl; the value before any run changed it is restored last."""
@@ -373,16 +594,26 @@ class Ledger:
     # -- undoing -----------------------------------------------------------
 
     def unwind(self) -> None:
-        """Undo every entry, in phases, then drop the file; a file whose undo failed stays for `clean`."""
-        if self.cgroup is not None:
-            origin = next(e["origin"] for e in self._entries if e["kind"] == "cgroup")
-            cgroups.leave(self.cgroup, Path(origin))
-        mine = LedgerFile(self.file, [{"kind": "owner", **self.owner}, *self._entries])
-        errors = unwind_entries(mine.effective(), self.file, self.directory)
-        self._entries.clear()
+        """Undo every entry, in phases, then drop the file; a file whose undo failed stays for `clean`.
+        Once only: a second call does nothing."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            if self.cgroup is not None:
+                origin = next(e["origin"] for e in self._entries if e["kind"] == "cgroup")
+                cgroup, self.cgroup = self.cgroup, None
+                cgroups.leave(cgroup, Path(origin))
+            mine = LedgerFile(self.file, [{"kind": "owner", **self.owner}, *self._entries])
+            notes: list[str] = []
+            errors = unwind_entries(mine.effective(), self.file, self.directory, notes)
+            self._entries.clear()
+            for note in notes:
+                log.warning("%s", note)
+        finally:
+            os.close(fd)
         if errors:
             raise LedgerError("; ".join(errors) + f" (left in {self.file}: `run.sh clean` tries again)")
-        os.close(self._fd)
         self.file.unlink(missing_ok=True)
 
     def __enter__(self) -> Ledger:
@@ -390,6 +621,47 @@ class Ledger:
 
     def __exit__(self, *exc: object) -> None:
         self.unwind()
+
+
+def namespace_identity(ns: proc.Netns) -> Entry:
+    """What tells this namespace from any other that gets its inode number later: its cookie
+    (none before Linux 5.14) and the boot's id."""
+    found: Entry = {}
+    cookie = proc.netns_cookie(ns.fd) if ns.fd is not None else None
+    boot = proc.boot_id()
+    if cookie is not None and boot is not None:
+        found = {"cookie": cookie, "boot": boot}
+    return found
+
+
+@contextlib.contextmanager
+def module_probe(cause: str, directory: Path | None = None) -> Iterator[Callable[[], str]]:
+    """Around a kernel probe that may load modules (ground.kernel): the machine lock held, and a
+    ledger of the probe's own recording what was loaded before it, so that `clean` unloads what a
+    probe killed midway loaded.  Yields a function giving what to keep loaded after the probe: the
+    modules loaded before, and those another live run may hold.  The probe unloads the rest itself
+    (then the entry is marked done)."""
+    directory = directory or LEDGER_DIR
+    with machine_lock(directory):
+        led = Ledger(directory, contain=False, name_stale=False)
+        try:
+            before = kernel.proc_modules() or ""
+            names = set(kernel.parse_proc_modules(before))
+            seq = led.record({"kind": "modules_loaded", "cause": cause, "before": sorted(names)})
+
+            def kept() -> str:
+                # Under the lock no run loads a module on purpose: what came since is the probe's,
+                # but for what another live run names.
+                since = set(kernel.parse_proc_modules(kernel.proc_modules() or "")) - names
+                spared = modules_held_elsewhere(since, led.file, directory, mine=since)
+                for name, holder in sorted(spared.items()):
+                    log.info("module %s: another live run (%s) may hold it; the probe leaves it loaded", name, holder)
+                return before + kernel.as_proc_modules(sorted(spared))
+
+            yield kept
+            led._cancel(seq)
+        finally:
+            led.unwind()
 
 
 def _name_stale_ledgers(directory: Path) -> None:
@@ -407,27 +679,57 @@ def _name_stale_ledgers(directory: Path) -> None:
 
 @dataclass(frozen=True)
 class Context:
-    """What an undo step may need to know: which ledger it undoes, where the others are,
-    and the namespaces it holds on to while their processes end."""
+    """What an undo step may need to know: which ledger it undoes (and its entries), where the
+    others are, the namespaces it holds on to while their processes end (those provably the run's),
+    why it refused the others, and the notes for the report (what was left alone, and why)."""
 
     file: Path
     directory: Path
+    entries: list[Entry] = field(default_factory=list)
     held: dict[int, proc.Netns] = field(default_factory=dict)
+    refused: dict[int, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _the_runs(e: Entry, ns: proc.Netns, ctx: Context) -> str:
+    """Nothing ("") if the namespace `ns` (which has e's inode) is provably the one e recorded, else why not.
+
+    Proof: the cookie e recorded, in this boot; or, for an entry without one (an older ledger), a
+    process the run recorded (its pid and start time still matching) living in that namespace."""
+    if "cookie" in e:
+        if e.get("boot") != proc.boot_id():
+            return "recorded in an earlier boot; left alone"
+        if proc.netns_cookie(ns.fd) != e["cookie"]:
+            return "another namespace holds that number now; left alone"
+        return ""
+    for p in ctx.entries:
+        if p.get("kind") != "process" or not proc.is_alive(p["pid"], p["start"]):
+            continue
+        if proc.netns_inode(p["pid"]) == ns.inode and proc.is_alive(p["pid"], p["start"]):
+            return ""  # while we hold ns, no other namespace can have its inode
+    return "its identity was not recorded (an older ledger) and no process of the run is in it; left alone"
 
 
 def _hold_namespace(e: Entry, ctx: Context) -> None:
     """Take a handle on a namespace while a process still lets us in, so that its sockets can be
     closed after its processes are gone (their last FINs would otherwise retransmit into a dead
-    namespace for minutes, holding their congestion control)."""
+    namespace for minutes, holding their congestion control) -- if it is provably the run's:
+    a handle held keeps its inode number from going to another namespace meanwhile."""
     for pid in proc.processes_in_netns([e["inode"]]):
         try:
             ns = proc.Netns.open(str(e.get("name", "lab host")), pid)
         except proc.NamespaceError:
             continue
-        if ns.inode == e["inode"]:
+        if ns.inode != e["inode"]:  # the process moved, or died and its pid went to another
+            ns.close()
+            continue
+        why = _the_runs(e, ns, ctx)
+        if not why:
             ctx.held[e["inode"]] = ns
             return
         ns.close()
+        ctx.refused[e["inode"]] = why
+        return  # one namespace has that inode at a time
 
 
 def _undo_process(e: Entry, ctx: Context) -> None:
@@ -439,19 +741,27 @@ def _undo_cgroup(e: Entry, ctx: Context) -> None:
 
 
 def _undo_namespace(e: Entry, ctx: Context) -> None:
-    """Whatever still runs inside (found by the namespace's inode) is ended, its sockets are
-    closed (`ss -K`), and the handle goes, and with it the namespace."""
-    killed = proc.kill_netns_processes([e["inode"]])
-    if killed:
-        log.info("ended %d process(es) still inside %s", len(killed), e.get("name", "a lab namespace"))
-    held = ctx.held.pop(e["inode"], None)
-    if held is not None:
-        try:
-            proc.run(["ss", "-K", "-t", "-a"], held, check=False, timeout=10)
-        finally:
-            held.close()
-    if proc.processes_in_netns([e["inode"]]):
-        raise LedgerError(f"processes still inside namespace {e.get('name')} (inode {e['inode']})")
+    """In a namespace provably the run's (held since the first phase): whatever still runs inside
+    (found by the inode, which the handle keeps its own) is ended, its sockets are closed
+    (`ss -K`), and the handle goes, and with it the namespace.  Any other namespace with that
+    inode is left alone, and said so."""
+    inode = e["inode"]
+    held = ctx.held.pop(inode, None)
+    if held is None:
+        if proc.processes_in_netns([inode]):
+            why = ctx.refused.get(inode, "another namespace holds that number now; left alone")
+            raise LeftAlone(f"namespace inode {inode} ({e.get('name', 'a lab namespace')}): {why}")
+        return  # gone, or nothing runs in it any more
+    try:
+        killed = proc.kill_netns_processes([inode])
+        if killed:
+            log.info("ended %d process(es) still inside %s", len(killed), e.get("name", "a lab namespace"))
+        proc.run(["ss", "-K", "-t", "-a"], held, check=False, timeout=10)
+        left = proc.processes_in_netns([inode])
+    finally:
+        held.close()
+    if left:
+        raise LedgerError(f"processes still inside namespace {e.get('name')} (inode {inode})")
 
 
 def _quiet(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -515,7 +825,20 @@ def _undo_module(e: Entry, ctx: Context, settle: float = 30.0) -> None:
 
 
 def _undo_modules_loaded(e: Entry, ctx: Context) -> None:
-    kernel.unload_modules_not_in(e["before"], settle=10.0)
+    """Unload what was loaded since e's `before` that nothing holds, but never a module another
+    live ledger may hold (under the machine lock: `_shared`)."""
+    before = [str(n) for n in e.get("before", [])]
+    since = set(kernel.parse_proc_modules(kernel.proc_modules() or "")) - set(before)
+    spared = modules_held_elsewhere(since, ctx.file, ctx.directory, _loaded_by(ctx.entries))
+    for name, holder in sorted(spared.items()):
+        log.info("module %s: another live run (%s) may hold it; left loaded", name, holder)
+    kernel.unload_modules_not_in([*before, *sorted(spared)], settle=10.0)
+
+
+def _undo_module_param(e: Entry, ctx: Context) -> None:
+    path = module_param_path(e["module"], e["name"])
+    if e.get("added", True) and path.exists() and path.read_text().strip() != e["old"]:
+        path.write_text(f"{e['old']}\n")
 
 
 def _undo_cc_allowed(e: Entry, ctx: Context) -> None:
@@ -569,6 +892,7 @@ PHASES: tuple[tuple[str, dict[str, Step]], ...] = (
     (
         "congestion control",
         {
+            "module_param": _shared(_undo_module_param),
             "cc_allowed": _shared(_undo_cc_allowed),
             "struct_ops": _shared(_undo_struct_ops),
             "module": _shared(_undo_module),
@@ -583,15 +907,20 @@ PHASES: tuple[tuple[str, dict[str, Step]], ...] = (
 UNDO_STEPS = {"owner", "cancel", *(kind for _, steps in PHASES for kind in steps)}
 
 
-def unwind_entries(entries: list[Entry], file: Path, directory: Path | None = None) -> list[str]:
-    """Undo entries phase by phase, newest first within each; return a message per step that failed."""
-    ctx = Context(file, directory or LEDGER_DIR)
+def unwind_entries(
+    entries: list[Entry], file: Path, directory: Path | None = None, notes: list[str] | None = None
+) -> list[str]:
+    """Undo entries phase by phase, newest first within each; return a message per step that failed,
+    and add to `notes` one per step that left its object alone (not provably the run's)."""
+    ctx = Context(file, directory or LEDGER_DIR, entries)
     errors: list[str] = []
     try:
         _unwind_phases(entries, ctx, errors)
     finally:
         for held in ctx.held.values():
             held.close()
+        if notes is not None:
+            notes.extend(ctx.notes)
     unknown = sorted({str(e.get("kind")) for e in entries} - UNDO_STEPS)
     if unknown:
         errors.append(f"entries of unknown kind {', '.join(unknown)} not undone")
@@ -606,6 +935,8 @@ def _unwind_phases(entries: list[Entry], ctx: Context, errors: list[str]) -> Non
                 continue
             try:
                 undo(entry, ctx)
+            except LeftAlone as e:
+                ctx.notes.append(str(e))
             except Exception as e:  # keep undoing the rest, then report all
                 errors.append(f"{phase}: {entry['kind']} {_describe(entry)}: {e}")
 
@@ -629,31 +960,60 @@ def with_purpose(purpose: str) -> Callable[[LedgerFile], bool]:
     return lambda found: found.purpose == purpose
 
 
+FILES_ONLY = ("owner", "path")  # what a ledger of an earlier boot still has on this machine
+
+
 def clean(directory: Path | None = None, only: Callable[[LedgerFile], bool] | None = None) -> list[str]:
     """Undo what dead runs left (those `only` selects); return a line per ledger handled.
 
     A ledger whose undo failed in part, or that has lines it cannot read, is
-    kept (and said so): what it records may still be on the machine.
+    kept (and said so): what it records may still be on the machine.  What is
+    not provably the run's (a namespace whose inode another now has) is left
+    alone and named.  A ledger in which nothing can be read holds no change
+    that can be undone: it is removed, and said so.
     """
-    report = []
+    report = [*_remove_unfinished(directory or LEDGER_DIR)] if only is None else []
     for found in stale_ledgers(directory):
         if only is not None and not only(found):
             continue
         name = found.path.name
         if found.owner is None:
-            report.append(
-                f"{name}: kept, failed: no owner line, cannot tell whose it is ({'; '.join(found.unreadable)})"
-            )
+            if found.entries:
+                report.append(
+                    f"{name}: kept, failed: no owner line, cannot tell whose it is ({'; '.join(found.unreadable)})"
+                )
+                continue
+            found.path.unlink(missing_ok=True)
+            what = "; ".join(found.unreadable) or (f"only {found.torn!r}, cut short" if found.torn else "empty")
+            report.append(f"{name}: removed, no change could be read in it ({what}); its run died")
             continue
         entries = found.effective()
-        errors = unwind_entries(entries, found.path, directory)
-        changes = sum(1 for e in entries if e.get("kind") != "owner")
+        notes: list[str] = []
+        if found.earlier_boot:
+            entries = [e for e in entries if e.get("kind") in FILES_ONLY]
+            notes.append("made in an earlier boot: only its files undone, the rest went with that boot")
+        left_alone: list[str] = []
+        errors = unwind_entries(entries, found.path, directory, left_alone)
+        notes += left_alone
+        changes = sum(1 for e in entries if e.get("kind") != "owner") - len(left_alone)
         if found.unreadable:
             errors.append("unreadable, so not undone: " + "; ".join(found.unreadable))
         if errors:
-            report.append(f"{name}: kept, {len(errors)} step(s) failed: " + "; ".join(errors))
+            report.append(f"{name}: kept, {len(errors)} step(s) failed: " + "; ".join([*errors, *notes]))
         else:
             found.path.unlink(missing_ok=True)
             torn = f" (its last line, {found.torn!r}, was cut by the crash: never carried out)" if found.torn else ""
-            report.append(f"{name}: undid {changes} change(s){torn}")
+            report.append(f"{name}: undid {changes} change(s){torn}" + "".join(f"; {n}" for n in notes))
     return report
+
+
+def _remove_unfinished(directory: Path) -> Iterator[str]:
+    """Ledgers a dead run never finished making (a temporary name, where unnamed files cannot be
+    made): they hold an owner line at most, no change."""
+    if not directory.is_dir():
+        return
+    for path in sorted(directory.glob("tmp-run-*.jsonl")):
+        named = owner_from_name(path.name)
+        if named is not None and not proc.is_alive(*named):
+            path.unlink(missing_ok=True)
+            yield f"{path.name}: removed, a ledger its run never finished making (no change in it)"

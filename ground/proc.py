@@ -8,15 +8,20 @@ before the error goes on.  `Process` owns a long-running child: it records
 it in the run's ledger the moment it exists, with the run's signals held off
 in between, and stops it with SIGINT, then SIGTERM, then SIGKILL, reaping it
 each time.  A namespace is entered through a file descriptor held since it
-was made (`Netns.open`), never through a pid that could be reused.
+was made (`Netns.open`), never through a pid that could be reused.  A
+namespace is told from another by its cookie (`netns_cookie`), which the
+kernel never gives twice in one boot, unlike the inode number.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import signal
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -45,6 +50,60 @@ def netns_inode(pid: int | str = "self") -> int | None:
         return os.stat(f"/proc/{pid}/ns/net").st_ino
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
+
+
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+SO_NETNS_COOKIE = 71  # linux/socket.h, Linux 5.14 and later
+CLONE_NEWNET = 0x40000000
+
+
+def boot_id() -> str | None:
+    """This boot's id: pids, start times, namespace inodes and cookies mean nothing across boots."""
+    try:
+        with open(BOOT_ID, encoding="ascii") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def _own_netns_cookie() -> int:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        (cookie,) = struct.unpack("=Q", sock.getsockopt(socket.SOL_SOCKET, SO_NETNS_COOKIE, 8))
+        return int(cookie)
+
+
+def _setns(fd: int) -> None:
+    setns = getattr(os, "setns", None)  # Python 3.12 and later
+    if setns is not None:
+        setns(fd, CLONE_NEWNET)
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def netns_cookie(fd: int | None = None) -> int | None:
+    """The cookie of the network namespace `fd` refers to (None: this thread's own): a number the
+    kernel gives each namespace once and never again in the same boot (SO_NETNS_COOKIE, Linux
+    5.14+), read from a socket opened inside it, by a thread of its own that enters it and ends.
+    None where the kernel cannot say (an older kernel, a namespace that is gone)."""
+    if fd is None:
+        try:
+            return _own_netns_cookie()
+        except OSError:
+            return None
+    found: list[int] = []
+
+    def inside() -> None:
+        with contextlib.suppress(OSError):
+            _setns(fd)  # this thread only; it ends right after
+            found.append(_own_netns_cookie())
+
+    thread = threading.Thread(target=inside, name="netns-cookie", daemon=True)
+    thread.start()
+    thread.join()
+    return found[0] if found else None
 
 
 @dataclass(frozen=True)

@@ -400,7 +400,10 @@ class LoadedAlgorithm:
                 if current.get(key, self.variant.param(key).default) == value:
                     continue  # some modules take theirs only when loaded (tcp_illinois: no sysfs file)
                 try:
-                    Path(f"/sys/module/{self.variant.module}/parameters/{key}").write_text(f"{value}\n")
+                    if self.ledger is not None:  # the old value is written back when the run ends
+                        self.ledger.set_module_parameter(self.variant.module, key, str(value))
+                    else:
+                        Path(f"/sys/module/{self.variant.module}/parameters/{key}").write_text(f"{value}\n")
                 except OSError as e:
                     raise CongestionControlUnavailable(
                         f"{self.name}: the kernel refused {key}={value} ({self.variant.module}): {e}"

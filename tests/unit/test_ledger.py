@@ -1,5 +1,6 @@
 """The ledger: what is recorded is undone, by the run itself or by `clean`."""
 
+import errno
 import fcntl
 import json
 import os
@@ -13,6 +14,7 @@ import pytest
 
 from ground import cgroups, kernel, proc
 from ground import ledger as ledger_mod
+from ground.errors import SetupError
 from ground.ledger import Entry, Ledger, LedgerError
 from ground.proc import NamespaceError, Netns, Process, is_alive, start_time, terminate
 
@@ -57,10 +59,20 @@ def test_unknown_kind_is_refused(tmp_path: Path) -> None:
 
 
 def test_undo_is_idempotent(tmp_path: Path) -> None:
+    """Unwinding twice: the second undoes nothing again (the same path, made anew since, is not the
+    run's) and raises nothing."""
+    made = tmp_path / "made"
+    made.mkdir()
     led = Ledger(tmp_path, contain=False)
+    led.record({"kind": "path", "path": str(made)})
     led.record({"kind": "path", "path": str(tmp_path / "never-made")})
     led.record({"kind": "process", "pid": 2**22 - 1, "start": 1, "argv": ["gone"]})
     led.unwind()
+    assert not made.exists() and not led.file.exists()
+    made.mkdir()
+    led.unwind()
+    assert made.is_dir(), "undone once only"
+    assert not led.file.exists()
 
 
 def test_failed_steps_are_all_reported(tmp_path: Path) -> None:
@@ -190,11 +202,105 @@ def test_a_malformed_line_is_reported_and_the_ledger_kept(tmp_path: Path) -> Non
     assert stale.exists(), "a ledger with lines it cannot read stays for a look"
 
 
-def test_a_ledger_without_its_owner_line_is_kept(tmp_path: Path) -> None:
-    stale = write_ledger(tmp_path / "run-1-1.jsonl", [], tail='{"kind": "owner", "pi')
+def test_a_ledger_in_which_nothing_can_be_read_is_removed_with_a_note(tmp_path: Path) -> None:
+    """Empty, or only an owner line cut short (a run that died making it, under older code): no
+    change can be undone from it, and keeping it would have `clean` report it for ever.  Whose it
+    is, the name says; one whose run lives is left alone, one with entries but no owner kept."""
+    owner = dead_owner()
+    dead = f"{owner['pid']}-{owner['start']}"
+    empty = write_ledger(tmp_path / f"run-{dead}-aaaaaa.jsonl", [])
+    torn = write_ledger(tmp_path / f"run-{dead}-bbbbbb.jsonl", [], tail='{"kind": "owner", "pi')
+    living = write_ledger(tmp_path / f"run-{os.getpid()}-{start_time(os.getpid())}-cccccc.jsonl", [])
+    ownerless = write_ledger(tmp_path / f"run-{dead}-dddddd.jsonl", [{"kind": "path", "path": "/nonexistent"}])
     report = ledger_mod.clean(tmp_path)
-    assert report and "cannot tell whose" in report[0]
-    assert stale.exists()
+    assert sorted(report) == [
+        f"run-{dead}-aaaaaa.jsonl: removed, no change could be read in it (empty); its run died",
+        f"run-{dead}-bbbbbb.jsonl: removed, no change could be read in it "
+        '(only \'{"kind": "owner", "pi\', cut short); its run died',
+        f"run-{dead}-dddddd.jsonl: kept, failed: no owner line, cannot tell whose it is ()",
+    ]
+    assert not empty.exists() and not torn.exists()
+    assert living.exists() and ownerless.exists()
+
+
+def test_a_short_write_refuses_the_change_and_leaves_the_ledger_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk: the entry's first half is written, then ENOSPC.  The change is never made, the
+    error names the file and the errno, and the half entry is cut off again: the file reads as
+    before, and the next entry is not glued onto a torn one."""
+    led = Ledger(tmp_path, contain=False)
+    real_write = os.write
+    writes: list[int] = []
+
+    def full_disk(fd: int, data: Any) -> int:
+        if fd != led._fd:
+            return real_write(fd, data)
+        writes.append(len(data))
+        if len(writes) == 1:
+            return real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full_disk)
+    made: list[str] = []
+    target = tmp_path / "never"
+    with pytest.raises(SetupError) as raised, led.change({"kind": "path", "path": str(target)}):
+        made.append("changed")
+        target.mkdir()
+    monkeypatch.setattr(os, "write", real_write)
+    assert made == [] and not target.exists(), "the change is not made"
+    assert str(led.file) in str(raised.value) and "ENOSPC" in str(raised.value)
+    assert len(writes) == 2, "the rest of a short write is tried before giving up"
+    found = ledger_mod.read(led.file)
+    assert not found.torn and not found.unreadable
+    assert [e["kind"] for e in found.entries] == ["owner"]
+    later = tmp_path / "later"
+    with led.change({"kind": "path", "path": str(later)}):
+        later.mkdir()
+    found = ledger_mod.read(led.file)
+    assert [e["kind"] for e in found.entries] == ["owner", "path"] and not found.unreadable
+    assert found.entries[1]["seq"] == 1, "the refused entry took no number"
+    led.unwind()
+    assert not later.exists() and not led.file.exists()
+
+
+def test_a_ledger_file_never_exists_without_its_owner_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file appears under its name with its owner line already written and synced; a failure
+    while making it (here fsync's EIO) leaves no file at all, and says so."""
+    real_write = os.write
+    seen: list[list[Path]] = []
+
+    def watch(fd: int, data: Any) -> int:
+        if b'"kind": "owner"' in bytes(data):
+            seen.append(sorted(tmp_path.glob("*run-*.jsonl")))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", watch)
+    led = Ledger(tmp_path, contain=False)
+    monkeypatch.setattr(os, "write", real_write)
+    assert seen == [[]], "no file under a ledger's name while its owner line is being written"
+    assert [e["kind"] for e in ledger_mod.read(led.file).entries] == ["owner"]
+    assert ledger_mod.read(led.file).owner == {"kind": "owner", **led.owner, "time": ANY_TIME}
+    led.unwind()
+
+    def broken_disk(fd: int) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "fsync", broken_disk)
+    with pytest.raises(SetupError, match="EIO"):
+        Ledger(tmp_path, contain=False)
+    monkeypatch.undo()
+    assert [p.name for p in tmp_path.iterdir() if p.name != "machine.lock"] == [], "no empty ledger left"
+
+
+class _AnyTime(float):
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float)
+
+    __hash__ = float.__hash__
+
+
+ANY_TIME = _AnyTime()
 
 
 def test_clean_keeps_a_ledger_whose_undo_failed_and_says_why(tmp_path: Path) -> None:
@@ -369,3 +475,175 @@ def test_modules_loaded_since_are_removed_unless_another_live_run_holds_them(
     assert kept == [], "another live run holds the datapath: left loaded"
     other.unwind()
     assert kept == [["bridge", "veth"]]
+
+
+class FakeModules:
+    """/proc/modules and rmmod, for a kernel with loadable modules (this machine has none)."""
+
+    def __init__(self, modules: dict[str, tuple[str, ...]]) -> None:
+        self.used_by = dict(modules)  # name -> the modules that use it
+        self.removed: list[str] = []
+
+    def text(self) -> str:
+        return "".join(
+            f"{name} 16384 {len(users)} {','.join(users) or '-'} Live 0x0\n" for name, users in self.used_by.items()
+        )
+
+    def run(self, argv: list[str], *args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        """rmmod NAME, or modprobe NAME (tcp_yeah brings tcp_vegas, which it uses)."""
+        name = argv[1]
+        if argv[0] == "modprobe":
+            if name == "tcp_yeah":
+                self.used_by["tcp_vegas"] = ("tcp_yeah",)
+            self.used_by[name] = ()
+            return subprocess.CompletedProcess(argv, 0, "", "")
+        assert argv[0] == "rmmod", argv
+        assert not self.used_by[name], f"{name} is in use"
+        del self.used_by[name]
+        self.used_by = {m: tuple(u for u in users if u != name) for m, users in self.used_by.items()}
+        self.removed.append(name)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+
+def test_a_runs_end_keeps_the_modules_another_live_run_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This run loaded tcp_yeah (which brought tcp_vegas); another live run then loaded tcp_hybla, a
+    third insmod-ed cubic_plus, and a fourth's processes loaded sch_netem after it recorded what was
+    loaded.  All are unused and loaded since this run's `before`: this run's end removes its own
+    two, and leaves the others' (before, it removed every one of them)."""
+    fake = FakeModules({"veth": ()})
+    monkeypatch.setattr(kernel, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(proc, "run", fake.run)
+    mine = Ledger(tmp_path, contain=False)
+    mine.modprobe("tcp_yeah", ["veth"])
+    hybla = Ledger(tmp_path, contain=False)
+    hybla.modprobe("tcp_hybla", ["veth"])  # read before tcp_yeah came: read again under the lock
+    plus = Ledger(tmp_path, contain=False)
+    with plus.change({"kind": "module", "name": "cubic_plus"}):
+        fake.used_by["cubic_plus"] = ()
+    ovs = Ledger(tmp_path, contain=False)
+    ovs.record({"kind": "modules_loaded", "cause": "openvswitch", "before": sorted(fake.used_by)})
+    fake.used_by["sch_netem"] = ()  # a qdisc one of its processes added, since removed
+    entries = [json.loads(line) for line in hybla.file.read_text().splitlines()][1:]
+
+    mine.unwind()
+    assert fake.removed == ["tcp_yeah", "tcp_vegas"]
+    assert set(fake.used_by) == {"veth", "tcp_hybla", "cubic_plus", "sch_netem"}
+    assert [(e["before"], e.get("loaded")) for e in entries] == [
+        (["tcp_vegas", "tcp_yeah", "veth"], None),
+        (["tcp_vegas", "tcp_yeah", "veth"], ["tcp_hybla"]),
+    ], "the intent first, then what the load brought"
+    hybla.unwind()
+    assert fake.removed[2:] == ["tcp_hybla"], "its own, not what other live runs may hold"
+    ovs.unwind()
+    assert fake.removed[3:] == ["sch_netem"], "cubic_plus was loaded before it recorded"
+    plus.unwind()  # its `module` entry is undone through /sys/module, not faked here
+
+
+def test_a_kernel_probe_records_what_was_loaded_and_spares_what_a_live_run_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probe that loads modules runs under the machine lock with a ledger of its own, written
+    before the probe runs; it unloads what it loaded, not what another live run may hold."""
+    fake = FakeModules({"veth": (), "tcp_hybla": ()})
+    other = Ledger(tmp_path, contain=False)
+    other.record({"kind": "modules_loaded", "cause": "tcp_hybla", "before": ["veth"]})
+    monkeypatch.setattr(kernel, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(ledger_mod, "LEDGER_DIR", tmp_path)
+    seen: list[list[str]] = []
+    locked: list[bool] = []
+
+    def probe(argv: list[str], *args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        if argv[0] == "rmmod":
+            return fake.run(argv)
+        probes = [f for f in ledger_mod.ledger_files(tmp_path) if f.path != other.file]
+        seen.append([e["kind"] for f in probes for e in f.entries])
+        fd = os.open(tmp_path / "machine.lock", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked.append(False)
+        except BlockingIOError:
+            locked.append(True)
+        finally:
+            os.close(fd)
+        fake.used_by["sch_netem"] = ()  # the kernel loaded it for the probe
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(proc, "run", probe)
+    kernel.works_in_scratch_netns.cache_clear()
+    try:
+        assert kernel.works_in_scratch_netns("tc", "qdisc", "add", "dev", "lo", "root", "netem")
+    finally:
+        kernel.works_in_scratch_netns.cache_clear()
+    assert fake.removed == ["sch_netem"] and "tcp_hybla" in fake.used_by
+    assert seen == [["owner", "modules_loaded"]], "recorded before the probe ran"
+    assert locked == [True], "under the machine lock"
+    assert [f.path for f in ledger_mod.ledger_files(tmp_path)] == [other.file], "the probe's ledger is gone"
+    other.unwind()
+
+
+def test_a_module_parameter_is_written_back_when_the_last_run_holding_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/sys/module/<m>/parameters/<p> is machine-wide (built-in tcp_cubic's too): recorded with its
+    old value before the write, and that value written back when the last run that set it ends,
+    or by `clean` for a run that died."""
+    monkeypatch.setattr(ledger_mod, "SYS_MODULE", tmp_path / "sys")
+    beta = tmp_path / "sys/tcp_cubic/parameters/beta"
+    beta.parent.mkdir(parents=True)
+    beta.write_text("717\n")
+    ledgers = tmp_path / "ledgers"
+    first, second = Ledger(ledgers, contain=False), Ledger(ledgers, contain=False)
+
+    real_write_text = Path.write_text
+
+    def write_text(self: Path, data: str, *args: Any, **kwargs: Any) -> int:
+        if self == beta:
+            on_disk = [json.loads(line) for line in first.file.read_text().splitlines()]
+            assert on_disk[-1]["kind"] == "module_param" or self.read_text() == "900\n", "recorded first"
+        return real_write_text(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", write_text)
+    first.set_module_parameter("tcp_cubic", "beta", "900")
+    monkeypatch.setattr(Path, "write_text", real_write_text)
+    second.set_module_parameter("tcp_cubic", "beta", "819")
+    entries = [json.loads(line) for line in second.file.read_text().splitlines()]
+    assert entries[-1] == {
+        "kind": "module_param", "module": "tcp_cubic", "name": "beta", "old": "717", "added": True, "seq": 1
+    }, "the value before either run"  # fmt: skip
+    assert beta.read_text() == "819\n"
+    first.unwind()
+    assert beta.read_text() == "819\n", "still held by the second run"
+    second.unwind()
+    assert beta.read_text() == "717\n"
+
+    beta.write_text("900\n")
+    write_ledger(
+        ledgers / "run-1-1.jsonl",
+        [dead_owner(), {"kind": "module_param", "module": "tcp_cubic", "name": "beta", "old": "717", "added": True}],
+    )
+    assert ledger_mod.clean(ledgers) == ["run-1-1.jsonl: undid 1 change(s)"]
+    assert beta.read_text() == "717\n"
+
+
+def test_a_ledger_of_an_earlier_boot_has_only_its_files_undone(tmp_path: Path) -> None:
+    """Its pids, start times and namespace inodes may all belong to others in this boot."""
+    server = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    server_start = start_time(server.pid)
+    made = tmp_path / "made"
+    made.mkdir()
+    owner = {**dead_owner(), "boot": "00000000-0000-0000-0000-000000000000"}
+    write_ledger(
+        tmp_path / "run-1-1.jsonl",
+        [owner, {"kind": "process", "pid": server.pid, "start": server_start}, {"kind": "path", "path": str(made)}],
+    )
+    try:
+        report = ledger_mod.clean(tmp_path)
+        assert report == [
+            "run-1-1.jsonl: undid 1 change(s); made in an earlier boot: only its files undone, "
+            "the rest went with that boot"
+        ]
+        assert server.poll() is None, "a process of this boot with the pid and start time it recorded lives on"
+        assert not made.exists()
+    finally:
+        server.kill()
+        server.wait()
