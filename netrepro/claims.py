@@ -163,16 +163,19 @@ def welch(a: Sequence[float], b: Sequence[float], confidence: float, ratio: bool
     return Interval(d, low, high, se, (len(a), len(b)), False)
 
 
+def _z(confidence: float) -> float:
+    from scipy import stats
+
+    return float(stats.norm.ppf(0.5 + confidence / 2))
+
+
 def trials_to_decide(iv: Interval, gap: float, confidence: float) -> int | None:
     """Trials per series that would bring the interval's half-width under `gap` (on the interval's own scale:
     log for a ratio) at the spread measured; None where nothing would (no spread, or no gap to clear)."""
     if iv.se == 0 or gap <= 0:
         return None
-    z = 0.5 + confidence / 2
-    from scipy import stats
-
     n = max(iv.n)
-    return max(n + 1, math.ceil(n * (float(stats.norm.ppf(z)) * iv.se / gap) ** 2))
+    return max(n + 1, math.ceil(n * (_z(confidence) * iv.se / gap) ** 2))
 
 
 def _replays(a: Sequence[float], b: Sequence[float]) -> bool:
@@ -466,7 +469,10 @@ class Trend:
             return [Finding(HOLDS, ALL_LEVELS, text)]
         if up or down:
             return [Finding(DIFFERS, ALL_LEVELS, text)]
-        return [Finding(UNDECIDED, ALL_LEVELS, text)]
+        # the interval's half-width, as a standard error, scaled to the trials that would clear zero
+        se = (float(high) - float(low)) / 2 / _z(CONFIDENCE)
+        iv = Interval(point, float(low), float(high), se, (n, n), False)
+        return [Finding(UNDECIDED, ALL_LEVELS, text, trials_to_decide(iv, abs(point), CONFIDENCE))]
 
 
 @dataclass(frozen=True)

@@ -197,3 +197,14 @@ def test_a_derived_figure_that_undoes_the_design_tests_the_sentence_instead() ->
     assert sum("set by design in the declared figure" in d for d in lossy.deviations) == 2
     assert declared.derive({"rate": "10mbit"}).claims == (design, bare)
     assert declared.derive({"queue": "20p"}).claims == (dataclasses.replace(design, test=SAME),)
+
+
+def test_an_undecided_trend_names_the_trials_that_would_decide_it() -> None:
+    levels = ("0%", "2%", "6%")
+    rows = [
+        {"series": "A", "loss": level, "status": "ok", "plt_ms": str(mean + d)}
+        for level, mean in zip(levels, (1000, 1004, 1012), strict=True)
+        for d in (-100, -30, 30, 100)
+    ]
+    judged = outcome(Trend("plt_ms", "A", rises=True), rows, levels)
+    assert judged.outcome == UNDECIDED and judged.trials_needed is not None and judged.trials_needed > 4
