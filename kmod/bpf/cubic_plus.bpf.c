@@ -37,7 +37,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-#include "ss_guard.h"
+#include "port.h"	/* tcp.h's helpers, PORT_CA, the clock, Reno, the guard */
 
 char _license[] SEC("license") = "GPL";
 
@@ -95,12 +95,7 @@ struct cplus_params {
 	__u32 ss_repairs;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cplus_params);
-} cplus_params SEC(".maps");
+PORT_PARAM_MAP(cplus_params, cplus_params)	/* and cplus_params_get() */
 
 /* What one callback works with: validated inputs and derived constants. */
 struct cplus_cfg {
@@ -117,13 +112,6 @@ struct cplus_cfg {
 			RD32(p->field) = (val);			\
 	} while (0)
 
-static __always_inline struct cplus_params *params_map(void)
-{
-	__u32 key = 0;
-
-	return bpf_map_lookup_elem(&cplus_params, &key);
-}
-
 /*
  * Read the map, validate, derive. The map may hold anything (bpftool writes
  * raw bytes), so every input is range-checked and replaced by its default
@@ -131,7 +119,7 @@ static __always_inline struct cplus_params *params_map(void)
  */
 static __always_inline void cfg_load(struct cplus_cfg *c)
 {
-	struct cplus_params *p = params_map();
+	struct cplus_params *p = cplus_params_get();
 	__u32 beta = CP_BETA_DEFAULT, n = CP_N_DEFAULT;
 	__u32 rs = 0, ref = CP_RTT_REF_DEFAULT, bad = 0, v;
 
@@ -208,20 +196,7 @@ static const __u32 bic_scale = 41;
 #define CUBE_RTT_SCALE		(bic_scale * 10)
 #define CUBE_FACTOR		((__u64)(1ULL << (10 + 3 * BICTCP_HZ)) / (bic_scale * 10))
 
-/* The kernel's HZ, read by libbpf from the kernel config at load time;
- * tcp_jiffies32 and tp->lsndtime tick at this rate.
- */
-extern unsigned long CONFIG_HZ __kconfig;
-#define HZ		((__u64)CONFIG_HZ)
 #define HZ_S32		((__s32)CONFIG_HZ)	/* for signed jiffies comparisons */
-#define USEC_PER_SEC	1000000ULL
-#define USEC_PER_MSEC	1000ULL
-
-#define tcp_jiffies32	((__u32)bpf_jiffies64())
-
-/* tcp_slow_start() returns u32 on this kernel (checked with bpftool btf dump) */
-extern __u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked) __ksym;
-extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
 
 /* Per-connection state, in icsk_ca_priv (104 bytes); same layout and
  * meaning as tcp_cubic's struct bictcp.
@@ -248,57 +223,16 @@ struct cplus_ca {
 	struct ss_guard guard;	/* the ssthresh guard's state (ss_guard.h) */
 };
 
-static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
-{
-	return (struct tcp_sock *)sk;
-}
-
+/* tcp_cubic's inet_csk_ca(): the connection's state (port.h's PORT_CA) */
 static __always_inline struct cplus_ca *inet_csk_ca(const struct sock *sk)
 {
-	return (struct cplus_ca *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
+	return PORT_CA(cplus_ca, sk);
 }
-
-static __always_inline bool before(__u32 seq1, __u32 seq2)
-{
-	return (__s32)(seq1 - seq2) < 0;
-}
-#define after(seq2, seq1)	before(seq1, seq2)
-
-static __always_inline bool tcp_in_slow_start(const struct tcp_sock *tp)
-{
-	return tp->snd_cwnd < tp->snd_ssthresh;
-}
-
-/* include/net/tcp.h tcp_is_cwnd_limited() */
-static __always_inline bool tcp_is_cwnd_limited(const struct sock *sk)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-
-	if (BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited))
-		return true;
-	if (tcp_in_slow_start(tp))
-		return tp->snd_cwnd < 2 * tp->max_packets_out;
-	return false;
-}
-
 
 /* The ssthresh guard (ss_guard.h), counted in the parameter map. */
 static __always_inline void ss_guard(struct sock *sk)
 {
-	struct cplus_ca *ca = inet_csk_ca(sk);
-	struct cplus_params *p;
-
-	if (!ss_guard_check(&ca->guard, tcp_sk(sk)))
-		return;
-	p = params_map();
-	if (p)
-		__sync_fetch_and_add(&p->ss_repairs, 1);
-}
-
-/* usecs_to_jiffies() rounds up */
-static __always_inline __u64 usecs_to_jiffies(__u32 us)
-{
-	return ((__u64)us * HZ + USEC_PER_SEC - 1) / USEC_PER_SEC;
+	PORT_GUARD_LAZY(&inet_csk_ca(sk)->guard, sk, cplus_params_get());
 }
 
 static __always_inline void bictcp_reset(struct cplus_ca *ca)
@@ -318,17 +252,12 @@ static __always_inline void bictcp_reset(struct cplus_ca *ca)
 	ca->found = 0;
 }
 
-static __always_inline __u32 bictcp_clock_us(const struct sock *sk)
-{
-	return (__u32)tcp_sk(sk)->tcp_mstamp;
-}
-
 static __always_inline void bictcp_hystart_reset(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct cplus_ca *ca = inet_csk_ca(sk);
 
-	ca->round_start = ca->last_ack = bictcp_clock_us(sk);
+	ca->round_start = ca->last_ack = tcp_clock_us(sk);
 	ca->end_seq = tp->snd_nxt;
 	ca->curr_rtt = ~0U;
 	ca->sample_cnt = 0;
@@ -422,7 +351,7 @@ static __always_inline void bictcp_update(struct sock *sk, struct cplus_ca *ca,
 
 	ca->ack_cnt += acked;	/* count the number of ACKed packets */
 
-	if (ca->last_cwnd == cwnd && (__s32)(now - ca->last_time) <= (__s32)(HZ / 32))
+	if (ca->last_cwnd == cwnd && (__s32)(now - ca->last_time) <= (__s32)(HZ_U64 / 32))
 		return;
 
 	/* The CUBIC function can update ca->cnt at most once per jiffy.
@@ -455,7 +384,7 @@ static __always_inline void bictcp_update(struct sock *sk, struct cplus_ca *ca,
 		 */
 		ca->k_factor = 1024;
 		if (c->rtt_scaled) {
-			struct cplus_params *p = params_map();
+			struct cplus_params *p = cplus_params_get();
 			__u32 rtt = 0;
 
 			ca->k_factor = k_rtt_factor(sk, ca, c, &rtt);
@@ -468,9 +397,9 @@ static __always_inline void bictcp_update(struct sock *sk, struct cplus_ca *ca,
 
 	/* time since epoch start plus one min RTT, in 2^-10 s */
 	t = (__u64)(__s64)(__s32)(now - ca->epoch_start);
-	t += usecs_to_jiffies(ca->delay_min);
+	t += usecs_to_jiffies64(ca->delay_min);
 	t <<= BICTCP_HZ;
-	t /= HZ;
+	t /= HZ_U64;
 	if (ca->k_factor && ca->k_factor != 1024)	/* CUBIC+: t / f */
 		t = (t << 10) / ca->k_factor;
 
@@ -535,7 +464,7 @@ void BPF_PROG(cplus_init, struct sock *sk)
 	 * beta_effective back as soon as one connection has used us
 	 */
 	cfg_load(&c);
-	p = params_map();
+	p = cplus_params_get();
 	if (p)
 		__sync_fetch_and_add(&p->conns, 1);
 
@@ -630,10 +559,8 @@ void BPF_PROG(cplus_state, struct sock *sk, __u8 new_state)
 SEC("struct_ops/cplus_undo_cwnd")
 __u32 BPF_PROG(cplus_undo_cwnd, struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-
 	ss_guard(sk);
-	return tp->snd_cwnd > tp->prior_cwnd ? tp->snd_cwnd : tp->prior_cwnd;
+	return reno_undo_cwnd(tcp_sk(sk));
 }
 
 /* Not in tcp_cubic: called on every ACK before loss recovery runs, it only
@@ -671,7 +598,7 @@ static __always_inline void hystart_update(struct sock *sk, __u32 delay)
 		return;
 
 	if (hystart_detect & HYSTART_ACK_TRAIN) {
-		__u32 now = bictcp_clock_us(sk);
+		__u32 now = tcp_clock_us(sk);
 
 		/* first detection parameter - ack-train detection */
 		if ((__s32)(now - ca->last_ack) <= (__s32)hystart_ack_delta_us) {

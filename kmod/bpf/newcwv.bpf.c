@@ -28,8 +28,9 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
-#include "ss_guard.h"
+#include "port.h"	/* tcp_sk, PORT_CA, before, the clock, Reno, the guard */
 
 char _license[] SEC("license") = "GPL";
 
@@ -73,12 +74,7 @@ struct ncwv_params {
 	__u32 ss_repairs;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ncwv_params);
-} ncwv_params SEC(".maps");
+PORT_PARAM_MAP(ncwv_params, ncwv_params)	/* and ncwv_params_get() */
 
 /* flags */
 #define NC_F_DEFINED	0x1	/* pipeACK has a value */
@@ -108,12 +104,6 @@ struct ncwv_ca {
 	__u8 flags;		/* NC_F_* */
 };
 
-extern unsigned long CONFIG_HZ __kconfig;
-#define HZ		((__u64)CONFIG_HZ)
-#define tcp_jiffies32	((__u32)bpf_jiffies64())
-
-extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
-
 #define RD32(x)		(*(volatile __u32 *)&(x))
 #define WR_IF_CHANGED(p, field, val)				\
 	do {							\
@@ -122,42 +112,30 @@ extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 	} while (0)
 #define COUNT(field)						\
 	do {							\
-		struct ncwv_params *p_ = params_map();		\
+		struct ncwv_params *p_ = ncwv_params_get();	\
 		if (p_)						\
 			__sync_fetch_and_add(&p_->field, 1);	\
 	} while (0)
 
-static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
-{
-	return (struct tcp_sock *)sk;
-}
-
+/* The connection's state (port.h's PORT_CA). A function, not the macro at
+ * each use: inlined in this order, the program compiles to the instructions
+ * it had before it used port.h (with the macro, the same instructions in
+ * another block order).
+ */
 static __always_inline struct ncwv_ca *nc_ca(const struct sock *sk)
 {
-	return (struct ncwv_ca *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
+	return PORT_CA(ncwv_ca, sk);
 }
 
 static __always_inline __u8 ca_state(const struct sock *sk)
 {
-	return ((struct inet_connection_sock *)sk)->icsk_ca_state;
-}
-
-static __always_inline bool before(__u32 seq1, __u32 seq2)
-{
-	return (__s32)(seq1 - seq2) < 0;
-}
-
-static __always_inline struct ncwv_params *params_map(void)
-{
-	__u32 key = 0;
-
-	return bpf_map_lookup_elem(&ncwv_params, &key);
+	return inet_csk(sk)->icsk_ca_state;
 }
 
 /* NVP in jiffies from the map (validated), publishing what is in use. */
 static __always_inline __u32 nvp_jiffies(void)
 {
-	struct ncwv_params *p = params_map();
+	struct ncwv_params *p = ncwv_params_get();
 	__u32 ms = NC_NVP_DEFAULT_MS, pc = 0, bad = 0, v;
 
 	if (p) {
@@ -175,23 +153,22 @@ static __always_inline __u32 nvp_jiffies(void)
 		WR_IF_CHANGED(p, pacing_in_use, pc);
 		WR_IF_CHANGED(p, invalid, bad);
 	}
-	return (__u32)(((__u64)ms * HZ + 999) / 1000);	/* msecs_to_jiffies */
+	return (__u32)msecs_to_jiffies64(ms);
 }
 
 /* The ssthresh guard (ss_guard.h), counted in the parameter map. */
 static __always_inline void ss_guard(struct sock *sk)
 {
-	if (ss_guard_check(&nc_ca(sk)->guard, tcp_sk(sk)))
-		COUNT(ss_repairs);
+	PORT_GUARD_LAZY(&nc_ca(sk)->guard, sk, ncwv_params_get());
 }
 
 /* pipeACK sampling period: max(3 * SRTT, 1 s), in jiffies (4.2) */
 static __always_inline __u32 nc_psp(const struct tcp_sock *tp)
 {
 	__u64 us3 = 3ULL * (tp->srtt_us >> 3);
-	__u32 j = (__u32)((us3 * HZ + 999999) / 1000000);	/* usecs_to_jiffies */
+	__u32 j = (__u32)usecs_to_jiffies64(us3);
 
-	return j > (__u32)HZ ? j : (__u32)HZ;
+	return max(j, HZ);
 }
 
 static __always_inline void nc_reset_pipeack(struct ncwv_ca *nc,
@@ -283,13 +260,13 @@ static __always_inline void nc_update_pipeack(struct ncwv_ca *nc, __u32 now,
 		return;
 	}
 	x = bin_live(&nc->psample[0], nc->pstamp[0], now, psp);
-	m = x > m ? x : m;
+	m = max(x, m);
 	x = bin_live(&nc->psample[1], nc->pstamp[1], now, psp);
-	m = x > m ? x : m;
+	m = max(x, m);
 	x = bin_live(&nc->psample[2], nc->pstamp[2], now, psp);
-	m = x > m ? x : m;
+	m = max(x, m);
 	x = bin_live(&nc->psample[3], nc->pstamp[3], now, psp);
-	m = x > m ? x : m;
+	m = max(x, m);
 	nc->pipeack = m;
 }
 
@@ -324,7 +301,7 @@ static __always_inline void nc_check_phase(struct sock *sk, __u32 now)
 		tp->snd_ssthresh = ss;
 		nc->guard.ss_last = ss;
 		cwnd >>= 1;
-		tp->snd_cwnd = cwnd > nc->iw ? cwnd : nc->iw;
+		tp->snd_cwnd = max(cwnd, nc->iw);
 		tp->snd_cwnd_stamp = now;
 		nc->valid_stamp += nvp;
 		COUNT(nvp_expiries);
@@ -338,7 +315,7 @@ void BPF_PROG(ncwv_init, struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct ncwv_ca *nc = nc_ca(sk);
-	struct ncwv_params *p = params_map();
+	struct ncwv_params *p = ncwv_params_get();
 
 	nvp_jiffies();	/* validate and publish the parameters */
 	nc->flags = NC_F_INIT;
@@ -386,7 +363,7 @@ void BPF_PROG(ncwv_in_ack_event, struct sock *sk, __u32 flags)
 	nc_update_pipeack(nc, now, psp);
 	nc_check_phase(sk, now);
 
-	p = params_map();
+	p = ncwv_params_get();
 	if (p) {
 		WR_IF_CHANGED(p, last_pipeack, nc->pipeack);
 		WR_IF_CHANGED(p, last_cwnd, tp->snd_cwnd);
@@ -418,8 +395,7 @@ __u32 BPF_PROG(ncwv_ssthresh, struct sock *sk)
 		nc->loss_pipeack = nc->pipeack == NC_UNDEF ? 0 : nc->pipeack;
 		nc->loss_retrans = tp->total_retrans;
 		nc->flags |= NC_F_NV_LOSS;
-		used = nc->loss_pipeack > nc->loss_flight ?
-		       nc->loss_pipeack : nc->loss_flight;
+		used = max(nc->loss_pipeack, nc->loss_flight);
 		ss = used >> 1;
 	}
 	if (ss < 2)
@@ -464,15 +440,14 @@ void BPF_PROG(ncwv_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 		 * ssthresh follows (at least 2); pipeACK undefined again
 		 */
 		if (nc->flags & NC_F_NV_LOSS) {
-			__u32 used = nc->loss_pipeack > nc->loss_flight ?
-				     nc->loss_pipeack : nc->loss_flight;
+			__u32 used = max(nc->loss_pipeack, nc->loss_flight);
 			__u32 retrans = tp->total_retrans - nc->loss_retrans;
 			__u32 cwnd = used > retrans ? (used - retrans) >> 1 : 0;
 
 			if (cwnd < 1)
 				cwnd = 1;
 			tp->snd_cwnd = cwnd;
-			tp->snd_ssthresh = cwnd > 2 ? cwnd : 2;
+			tp->snd_ssthresh = max(cwnd, 2U);
 			nc->guard.ss_last = tp->snd_ssthresh;
 			nc->flags &= ~NC_F_NV_LOSS;
 			nc_reset_pipeack(nc, tp);
@@ -489,11 +464,9 @@ void BPF_PROG(ncwv_cwnd_event, struct sock *sk, enum tcp_ca_event ev)
 SEC("struct_ops/ncwv_undo_cwnd")
 __u32 BPF_PROG(ncwv_undo_cwnd, struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-
 	ss_guard(sk);
 	nc_ca(sk)->flags &= ~NC_F_NV_LOSS;
-	return tp->snd_cwnd > tp->prior_cwnd ? tp->snd_cwnd : tp->prior_cwnd;
+	return reno_undo_cwnd(tcp_sk(sk));
 }
 
 SEC(".struct_ops")

@@ -32,6 +32,11 @@
  * loader (kmod/loader.py) writes the defaults and set = 1 right after
  * registering, and later values at any time: every callback reads the map,
  * so a change reaches established connections at their next ACK or loss.
+ *
+ * netrepro's own variants (cubic_plus, newcwv, reno_beta) include this
+ * header too, for the accessors, Reno, the clock and the guard; their maps
+ * keep their own layouts (kmod/README.md), without PORT_COUNTERS' `set`,
+ * and they count a repair with PORT_GUARD_LAZY.
  */
 #ifndef NETREPRO_PORT_H
 #define NETREPRO_PORT_H
@@ -98,6 +103,21 @@ static __always_inline __u32 usecs_to_jiffies(__u32 us)
 static __always_inline __u32 jiffies_to_usecs(__u32 j)
 {
 	return (__u32)((__u64)j * USEC_PER_SEC / HZ);
+}
+
+/* The same in 64 bits, for arithmetic that stays in __u64: HZ_U64 needs no
+ * zero-extension from HZ's __u32 first, and the conversions return __u64
+ * (netrepro's own variants were written, and measured, with these). */
+#define HZ_U64		((__u64)CONFIG_HZ)
+
+static __always_inline __u64 msecs_to_jiffies64(__u64 ms)
+{
+	return (ms * HZ_U64 + MSEC_PER_SEC - 1) / MSEC_PER_SEC;
+}
+
+static __always_inline __u64 usecs_to_jiffies64(__u64 us)
+{
+	return (us * HZ_U64 + USEC_PER_SEC - 1) / USEC_PER_SEC;
 }
 
 /* -- Reno, as the kernel's kfuncs ------------------------------------------ */
@@ -182,6 +202,19 @@ static __always_inline __u32 reno_undo_cwnd(const struct tcp_sock *tp)
 									\
 		if (ss_guard_check((guard), tcp_sk(sk)) && port_p_)	\
 			__sync_fetch_and_add(&port_p_->ss_repairs, 1);	\
+	} while (0)
+
+/* As PORT_GUARD, but `get` (an expression giving the map's pointer, such as
+ * map__get()) is evaluated only when there is a repair to count, so that a
+ * callback looks the map up only then; as netrepro's own variants do. */
+#define PORT_GUARD_LAZY(guard, sk, get)					\
+	do {								\
+		if (ss_guard_check((guard), tcp_sk(sk))) {		\
+			typeof(get) port_p_ = (get);			\
+									\
+			if (port_p_)					\
+				__sync_fetch_and_add(&port_p_->ss_repairs, 1); \
+		}							\
 	} while (0)
 
 /* At init: count the connection and start the guard. */

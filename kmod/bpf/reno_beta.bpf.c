@@ -27,8 +27,9 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
-#include "ss_guard.h"
+#include "port.h"	/* tcp_sk, PORT_CA, Reno's kfuncs and undo, the guard */
 
 char _license[] SEC("license") = "GPL";
 
@@ -55,12 +56,7 @@ struct rbeta_params {
 	__u32 ss_repairs;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct rbeta_params);
-} rbeta_params SEC(".maps");
+PORT_PARAM_MAP(rbeta_params, rbeta_params)	/* and rbeta_params_get() */
 
 /* Per-connection state (icsk_ca_priv): only the guard's memory. */
 struct rbeta_ca {
@@ -74,29 +70,10 @@ struct rbeta_ca {
 			RD32(p->field) = (val);			\
 	} while (0)
 
-extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
-
-static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
-{
-	return (struct tcp_sock *)sk;
-}
-
-static __always_inline struct rbeta_ca *rbeta_ca(const struct sock *sk)
-{
-	return (struct rbeta_ca *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
-}
-
-static __always_inline struct rbeta_params *params_map(void)
-{
-	__u32 key = 0;
-
-	return bpf_map_lookup_elem(&rbeta_params, &key);
-}
-
 /* Validated r (per mille); publishes what is in use back into the map. */
 static __always_inline __u32 r_load(void)
 {
-	struct rbeta_params *p = params_map();
+	struct rbeta_params *p = rbeta_params_get();
 	__u32 r = RB_R_DEFAULT, bad = 0, v;
 
 	if (!p)
@@ -115,26 +92,16 @@ static __always_inline __u32 r_load(void)
 /* The ssthresh guard (ss_guard.h), counted in the parameter map. */
 static __always_inline void ss_guard(struct sock *sk)
 {
-	struct rbeta_params *p;
-
-	if (!ss_guard_check(&rbeta_ca(sk)->guard, tcp_sk(sk)))
-		return;
-	p = params_map();
-	if (p)
-		__sync_fetch_and_add(&p->ss_repairs, 1);
+	PORT_GUARD_LAZY(&PORT_CA(rbeta_ca, sk)->guard, sk, rbeta_params_get());
 }
 
 SEC("struct_ops/rbeta_init")
 void BPF_PROG(rbeta_init, struct sock *sk)
 {
-	struct rbeta_ca *ca = rbeta_ca(sk);
-	struct rbeta_params *p;
+	struct rbeta_ca *ca = PORT_CA(rbeta_ca, sk);
 
 	r_load();	/* publish the values in use for the loader to read */
-	p = params_map();
-	if (p)
-		__sync_fetch_and_add(&p->conns, 1);
-	ss_guard_start(&ca->guard, tcp_sk(sk));
+	PORT_START(&ca->guard, sk, rbeta_params_get());
 }
 
 SEC("struct_ops/rbeta_ssthresh")
@@ -147,7 +114,7 @@ __u32 BPF_PROG(rbeta_ssthresh, struct sock *sk)
 	ss = (__u64)tp->snd_cwnd * (1000 - r_load()) / 1000;
 	if (ss < 2)
 		ss = 2;
-	rbeta_ca(sk)->guard.ss_last = (__u32)ss;	/* the kernel stores what we return */
+	PORT_CA(rbeta_ca, sk)->guard.ss_last = (__u32)ss;	/* the kernel stores what we return */
 	return (__u32)ss;
 }
 
@@ -169,10 +136,8 @@ void BPF_PROG(rbeta_in_ack_event, struct sock *sk, __u32 flags)
 SEC("struct_ops/rbeta_undo_cwnd")
 __u32 BPF_PROG(rbeta_undo_cwnd, struct sock *sk)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-
 	ss_guard(sk);
-	return tp->snd_cwnd > tp->prior_cwnd ? tp->snd_cwnd : tp->prior_cwnd;
+	return reno_undo_cwnd(tcp_sk(sk));
 }
 
 SEC(".struct_ops")
