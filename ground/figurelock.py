@@ -1,123 +1,276 @@
-"""The lock that lets one run at a time write a figure's CSV.
+"""The lock that lets one command at a time write a figure's CSV.
 
 Two runs appending to one CSV would interleave their rows and each resume
-from a file the other is changing, so a run holds an exclusive flock on a
-lock file named after the CSV for as long as it runs.  The lock files live in
-/run/netrepro/locks (NETREPRO_LOCK_DIR overrides it; without root, the
-user's runtime directory); the holder writes its
-pid into its file, so that a refused run can say who holds the figure.  The
-kernel drops a flock when its holder dies, however it dies: a stale lock
-file locks nothing.
+from a file the other is changing; a merge that rewrites the CSV while a run
+appends to it would lose the run's rows.  So every command that writes or
+rewrites a CSV (a run, a resumed run, `merge --into`), root or not, holds an
+exclusive lock on the file beside it, `<figure>.csv.lock`, from before it
+reads the CSV until it is done with it.  A command that only reads it
+(`--plot-only`) holds the lock shared: readers do not exclude one another,
+and a writer excludes them all.  Neither waits: a lock another command holds
+is refused at once (FigureBusy), naming its holder's pid (and host, where it
+is another one).
+
+The lock is an fcntl byte-range lock (`fcntl.lockf`, POSIX `F_SETLK`) of the
+whole file, which NFSv4 honours across hosts, so two machines that share a
+results directory (`--out` on NFS) exclude each other too.  NFSv3 without
+lockd (or a mount with `nolock`, whose locks are local only) is not
+supported: a lock that the filesystem refuses (ENOLCK) stops the command.  A
+POSIX lock belongs to the process, not to the file descriptor, and closing
+*any* descriptor of the file lets go of it: so this module opens a lock file
+only once per process, and a second hold of one CSV within a process is
+refused without opening the file again.
+
+The kernel (or the NFS server, when the client's lease ends) drops a lock
+when its holder dies, however it dies: a stale lock file locks nothing.  The
+exclusive holder writes its pid and host into the file, hands the file back
+to the sudo caller like the results beside it, and unlinks it as it lets go;
+whoever finds, once locked, that the file it locked is no longer the one at
+the path takes the one that is there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
-import hashlib
+import logging
 import os
-import tempfile
-from collections.abc import Iterator
+import platform
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ground.errors import SetupError
+from ground.results import RESULTS, hand_back
 
-DEFAULT_LOCK_DIR = Path("/run/netrepro/locks")
+log = logging.getLogger("netrepro.figurelock")
+
+SUFFIX = ".lock"
 
 
 class FigureBusy(SetupError):
-    """Another run holds this figure's CSV."""
-
-
-def lock_dir() -> Path:
-    """Where the lock files are (read when a lock is taken, so a test can point it elsewhere).
-
-    A run without root (`--plot-only`) cannot write /run/netrepro: its locks
-    are in the user's runtime directory, one the user owns.
-    """
-    if os.environ.get("NETREPRO_LOCK_DIR"):
-        return Path(os.environ["NETREPRO_LOCK_DIR"])
-    if os.geteuid() == 0:
-        return DEFAULT_LOCK_DIR
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    return (
-        Path(runtime, "netrepro", "locks") if runtime else Path(tempfile.gettempdir(), f"netrepro-{os.getuid()}-locks")
-    )
+    """Another command holds this figure's CSV."""
 
 
 def lock_path(csv_path: Path) -> Path:
-    """The lock file of a CSV: named from its resolved path, so every way of naming one file shares one lock."""
-    digest = hashlib.sha256(str(csv_path.resolve()).encode()).hexdigest()[:24]
-    return lock_dir() / f"{digest}.lock"
+    """The lock file of a CSV: beside it, named after it (`fig3.csv.lock`), in its directory as resolved,
+    so that every way of naming one file shares one lock."""
+    csv_path = Path(csv_path)
+    return csv_path.parent.resolve() / f"{csv_path.name}{SUFFIX}"
+
+
+# The lock files this process holds, by path and by (device, inode): see the module's docstring.
+_held: dict[str, tuple[int, int]] = {}
+_held_guard = threading.Lock()
+
+
+def _identity(fd_or_path: int | Path) -> tuple[int, int]:
+    st = os.fstat(fd_or_path) if isinstance(fd_or_path, int) else os.stat(fd_or_path, follow_symlinks=False)
+    return st.st_dev, st.st_ino
+
+
+def _held_here(path: Path) -> bool:
+    if str(path) in _held:
+        return True
+    try:
+        return _identity(path) in _held.values()
+    except OSError:
+        return False
 
 
 def _holder(fd: int) -> str:
-    text = os.pread(fd, 200, 0).decode(errors="replace").split()
-    return text[0] if text else "unknown"
+    """Who holds the lock, as its holder wrote it: `pid 123`, or `pid 123 on host` for another host."""
+    text = os.pread(fd, 400, 0).decode(errors="replace").split()
+    if not text:
+        return "pid unknown"
+    host = text[1] if len(text) > 1 else ""
+    return f"pid {text[0]}" + (f" on {host}" if host and host != platform.node() else "")
+
+
+def _busy(csv_path: Path, fd: int | None, shared: bool) -> FigureBusy:
+    """The refusal: a writer holds the CSV (its pid from the file), or readers do (`--plot-only`)."""
+    if fd is None:  # this very process holds it
+        who = f"pid {os.getpid()}"
+    else:
+        who = _holder(fd)
+        if not shared:
+            try:  # only readers? they let a reader in, and wrote no pid
+                fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                pass
+            else:
+                return FigureBusy(
+                    f"{csv_path} is busy: another command is reading it (--plot-only); "
+                    "wait for it to end, or give this run its own results directory (--out DIR) to run beside it"
+                )
+    return FigureBusy(
+        f"{csv_path} is busy: another run ({who}) is writing it. Wait for it to end, "
+        "or give this run its own results directory (--out DIR) to run beside it"
+    )
+
+
+def _open(path: Path, csv_path: Path, shared: bool) -> int | None:
+    """The lock file, opened to be locked (made if missing); None where a reader can neither make nor open it.
+
+    A writer that may not write the file (another user's: root's, run without sudo) is refused, as busy
+    where its owner holds it now."""
+    flags = os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o644)
+    except PermissionError:
+        if not shared:
+            with contextlib.suppress(OSError):
+                fd = os.open(path, os.O_RDONLY | flags)
+                try:
+                    if not _lock(fd, path, shared=True):
+                        raise _busy(csv_path, fd, shared=True)
+                finally:
+                    os.close(fd)
+            raise SetupError(
+                f"{path}: cannot open the figure's lock file for writing (it, or its directory, is another "
+                "user's): run the command as that user, or give it another --out"
+            ) from None
+    except OSError:
+        if not shared:
+            raise
+    try:  # a reader may lock a file it may only read (F_RDLCK needs no more)
+        return os.open(path, os.O_RDONLY | flags)
+    except OSError as e:
+        log.info("%s: not locked (%s): reading only the complete rows of its CSV", path, e.strerror or e)
+        return None
+
+
+def _lock(fd: int, path: Path, shared: bool) -> bool:
+    """Take the lock without waiting: false when another holds it; SetupError where the filesystem has no locks."""
+    try:
+        fcntl.lockf(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        if e.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+            raise SetupError(
+                f"{path}: this filesystem does not lock files ({os.strerror(e.errno)}): the figure's CSV cannot "
+                "be kept to one writer; results on NFS need NFSv4 (or NFSv3 with lockd): give --out a local "
+                "directory or such a mount"
+            ) from None
+        raise
+    return True
 
 
 @contextlib.contextmanager
-def holding(csv_path: Path) -> Iterator[Path]:
-    """Hold the CSV's lock for the duration of the block, or raise FigureBusy at once."""
+def holding(csv_path: Path, *, shared: bool = False, tree: Path | None = None) -> Iterator[Path]:
+    """Hold the CSV's lock for the duration of the block, or raise FigureBusy at once.
+
+    Exclusive for a command that writes the CSV, taken before it reads it; `shared` for one that
+    only reads it.  `tree` is the results directory up to which a root run hands the lock file (and
+    the directories it made for it) back to the sudo caller (ground.results.hand_back).
+    """
     path = lock_path(csv_path)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755 if os.geteuid() == 0 else 0o700)
-    if path.parent.lstat().st_uid != os.geteuid():  # a directory planted by someone else locks nothing of ours
-        raise SetupError(f"{path.parent} belongs to another user: set NETREPRO_LOCK_DIR to a directory of yours")
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with _held_guard:
+        if _held_here(path):
+            raise _busy(csv_path, None, shared)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(fd)
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            if not shared:
+                raise
+        while True:
+            fd = _open(path, Path(csv_path), shared)
+            if fd is None:  # a reader that cannot lock: it reads what is complete (ground.trials)
+                break
+            try:
+                locked = _lock(fd, path, shared)
+                busy = None if locked else _busy(csv_path, fd, shared)
+            except BaseException:
+                os.close(fd)
+                raise
+            if busy is not None:
+                os.close(fd)
+                raise busy
+            # The previous holder unlinks its file as it lets go: a lock won on a
+            # file no longer at `path` is no lock, so take the one that is there.
+            try:
+                still_there = os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False))
+            except FileNotFoundError:
+                still_there = False
+            if still_there:
+                _held[str(path)] = _identity(fd)
+                break
             os.close(fd)
-            raise FigureBusy(
-                f"{csv_path} is busy: another run (pid {holder}) is writing it. Wait for it to end, "
-                "or give this run its own results directory (--out DIR) to run beside it"
-            ) from None
-        except BaseException:
-            os.close(fd)
-            raise
-        # The previous holder unlinks its file as it lets go: a lock won on a
-        # file no longer at `path` is no lock, so take the one that is there.
-        try:
-            still_there = os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False))
-        except FileNotFoundError:
-            still_there = False
-        if still_there:
-            break
-        os.close(fd)
+    if fd is None:
+        yield csv_path
+        return
     try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {csv_path.resolve()}\n".encode(), 0)
+        if not shared:
+            with contextlib.suppress(OSError):  # whatever the umask: readers of other users may lock it shared
+                os.fchmod(fd, 0o644)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {platform.node()} {Path(csv_path).resolve()}\n".encode(), 0)
+        try:
+            hand_back(path, tree.resolve() if tree is not None else path.parent)
+        except OSError as e:  # the lock holds all the same
+            log.warning("%s: not handed back (%s)", path, e.strerror or e)
         yield csv_path
     finally:
-        path.unlink(missing_ok=True)  # while still held, so that no one can have locked this file meanwhile
+        with _held_guard:
+            _let_go(fd, path, shared)
+            _held.pop(str(path), None)
+
+
+@contextlib.contextmanager
+def reading(csv_path: Path) -> Iterator[Path]:
+    """Hold the CSV's lock shared while reading it (FigureBusy while a command writes it), or nothing more
+    where this process holds it already (a merge reading the CSV it is about to rewrite)."""
+    with _held_guard:
+        mine = _held_here(lock_path(csv_path))
+    if mine:
+        yield csv_path
+        return
+    with holding(csv_path, shared=True):
+        yield csv_path
+
+
+def _let_go(fd: int, path: Path, shared: bool) -> None:
+    """Unlink the lock file while still holding it alone (so that no one can have locked it meanwhile), then
+    close it.  A reader unlinks it only where it is the last holder (its lock made exclusive at once)."""
+    try:
+        if shared:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails, keeping the shared lock, while others read
+            except OSError:
+                return
+        with contextlib.suppress(OSError):
+            if os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False)):
+                path.unlink()
+    finally:
         os.close(fd)
 
 
-def remove_stale() -> list[str]:
-    """Remove the lock files of runs that died (SIGKILL leaves the file, never the lock): each file no
-    live run holds is taken and unlinked while held, as a holder lets go; a held one is left alone."""
-    directory = lock_dir()
-    if not directory.is_dir() or directory.is_symlink() or directory.lstat().st_uid != os.geteuid():
-        return []
+def remove_stale(trees: Iterable[Path] = (RESULTS,)) -> list[str]:
+    """Remove the lock files of commands that died under the results trees (SIGKILL leaves the file, never the
+    lock): each file no live command holds is locked and unlinked while held, as a holder lets go; a held one,
+    and one this process holds, is left alone."""
     removed = []
-    for path in sorted(directory.glob("*.lock")):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:  # gone meanwhile, or a link planted here
+    for tree in trees:
+        if not tree.is_dir():
             continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        try:
-            if os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False)):
-                path.unlink()
-                removed.append(f"removed the stale figure lock {path} ({_holder(fd)})")
-        except FileNotFoundError:
-            pass
-        finally:
-            os.close(fd)
+        for path in sorted(tree.rglob(f"*.csv{SUFFIX}")):
+            if _held_here(path) or path.is_symlink():
+                continue
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:  # gone meanwhile, a link planted here, or another user's
+                continue
+            try:
+                if not _lock(fd, path, shared=False):
+                    continue
+                if os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False)):
+                    holder = _holder(fd)
+                    path.unlink()
+                    removed.append(f"removed the stale figure lock {path} ({holder})")
+            except (FileNotFoundError, SetupError):
+                pass
+            finally:
+                os.close(fd)
     return removed

@@ -117,8 +117,11 @@ def log_file(directory: Path, stem: str) -> Iterator[Path]:
         plain_loggers()  # not configured by the CLI: a MininetLogger's level would drop DEBUG on its way here
     directory.mkdir(parents=True, exist_ok=True)
     path, fd = _create_exclusive(directory, stem)
-    with open(fd, "w", encoding="utf-8", buffering=1) as stream:  # line-buffered: a killed run keeps its lines
-        handler = logging.StreamHandler(stream)
+    # line-buffered: a killed run keeps its lines; closed below, where a full disk may refuse its last line
+    stream = open(fd, "w", encoding="utf-8", buffering=1)  # noqa: SIM115
+    handler = _LogFile(stream)
+    ended = False
+    try:
         handler.setLevel(logging.DEBUG)
         handler.setFormatter(logging.Formatter(FILE_FORMAT))
         top = logging.getLogger(ROOT)
@@ -128,7 +131,33 @@ def log_file(directory: Path, stem: str) -> Iterator[Path]:
         top.addHandler(handler)
         try:
             yield path
+            ended = True
         finally:
             top.removeHandler(handler)
             top.setLevel(level)
             handler.close()
+    finally:
+        try:
+            stream.close()
+        except OSError as e:  # the last lines, which it could not write either
+            handler.failed = handler.failed or e
+    if ended and handler.failed is not None:  # else the run's own error says what is wrong (a full disk)
+        logging.getLogger(ROOT).warning("%s: cut short: %s", path, handler.failed.strerror or handler.failed)
+
+
+class _LogFile(logging.StreamHandler[TextIO]):
+    """A run's log file: a line it cannot write (a full disk) ends its writing, once, instead of a traceback
+    on stderr for every record after it (logging's handleError)."""
+
+    failed: OSError | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.failed is None:
+            super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):
+            self.failed = error
+            return
+        super().handleError(record)

@@ -3,8 +3,11 @@
 A row holds every parameter the trial ran with, its metrics and its
 verification outcome.  Each row is one write of one complete line, synced
 before the next trial starts, so an interrupted figure leaves a valid file;
-a line cut short (a crash or a full disk mid-write) is dropped when the file
-is next opened.  Re-running resumes by skipping the (parameters, trial
+a line cut short (a crash or a full disk mid-write) is dropped when a run
+next opens the file to write it (under its exclusive lock,
+ground.figurelock); a command that only reads it (`--plot-only`, `merge`'s
+reading of its inputs) reads the complete lines and leaves the rest, with a
+warning, as it is.  Re-running resumes by skipping the (parameters, trial
 index) pairs that already have a successful row for the run's seed; a failed
 or timed-out trial is kept as a row and run again, so one trial may have
 several rows, of which the latest counts (`latest_rows`).  When a later row
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ground.errors import SetupError
 from ground.results import hand_back, replace_file, sync_directory
 
 log = logging.getLogger("netrepro.trials")
@@ -126,6 +130,33 @@ def complete_length(data: bytes) -> int:
     return end
 
 
+def _read_all(fd: int) -> bytes:
+    data = b""
+    while chunk := os.read(fd, 1 << 20):
+        data += chunk
+    return data
+
+
+def complete_text(path: Path) -> str:
+    """The CSV's complete lines, as text; a torn last line (a run is writing it, or died mid-row) is left out,
+    with a warning, and the file is left as it is: what a command that only reads a CSV reads."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = _read_all(fd)
+    finally:
+        os.close(fd)
+    keep = complete_length(data)
+    if keep < len(data):
+        log.warning(
+            "%s: its last row is torn (%d bytes: being written, or cut short by a crash): read without it, "
+            "and left as it is: %r",
+            path,
+            len(data) - keep,
+            data[keep:][:200],
+        )
+    return data[:keep].decode("utf-8")
+
+
 class TrialLog:
     """The CSV of one figure.
 
@@ -133,32 +164,37 @@ class TrialLog:
     dated backup beside it) only when the first new row is written, so that a
     run that never gets as far as a trial leaves it as it was.  `tree` is the
     results directory, up to which written files are handed back.
+    `read_only`: a command that only reads the CSV (`--plot-only`): a torn last
+    line is read around, never cut off, and no row may be appended.
     """
 
-    def __init__(self, path: Path, fresh: bool = False, tree: Path | None = None) -> None:
+    def __init__(self, path: Path, fresh: bool = False, tree: Path | None = None, read_only: bool = False) -> None:
         self.path = path
         self.tree = tree
-        self.fresh = fresh
+        self.fresh = fresh and not read_only
+        self.read_only = read_only
         self.backup: Path | None = None  # where --fresh moved the old file
-        self._move_aside_pending = fresh
+        self._move_aside_pending = self.fresh
         self.torn_rows_dropped = 0
         self.columns: list[str] = []
         self.rows: list[dict[str, str]] = []
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if fresh or not path.exists():
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        if self.fresh or not path.exists():
             return
-        self._drop_torn_line()
-        with open(path, newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            self.columns = list(reader.fieldnames or [])
-            self.rows = [{c: row.get(c) or "" for c in self.columns} for row in reader]
+        if read_only:
+            text = complete_text(path)
+        else:
+            self._drop_torn_line()
+            text = path.read_bytes().decode("utf-8")
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        self.columns = list(reader.fieldnames or [])
+        self.rows = [{c: row.get(c) or "" for c in self.columns} for row in reader]
 
     def _drop_torn_line(self) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            data = b""
-            while chunk := os.read(fd, 1 << 20):
-                data += chunk
+            data = _read_all(fd)
             keep = complete_length(data)
             if keep == len(data):
                 return
@@ -185,6 +221,8 @@ class TrialLog:
 
     def append(self, row: Row) -> None:
         """Add one row: one write of one complete line, synced."""
+        if self.read_only:
+            raise RuntimeError(f"{self.path}: opened to be read only, not appended to")
         if self._move_aside_pending:
             self._move_aside()
             self._move_aside_pending = False
@@ -207,9 +245,11 @@ class TrialLog:
                 while written < len(data):  # a short write (rare): the rest, under the figure's lock
                     written += os.write(fd, data[written:])
                 os.fsync(fd)
-            except OSError:
+            except OSError as e:
                 os.ftruncate(fd, size)  # no torn line for the next row to be glued to
-                raise
+                # one line that names the file (a full disk, most often), not a bare OSError
+                raise SetupError(f"{self.path}: cannot append the trial's row: {e.strerror or e}; the file is as "
+                                 "it was before it: run the command again to resume") from e  # fmt: skip
         finally:
             os.close(fd)
         self.rows.append({c: cells.get(c, "") for c in self.columns})
@@ -243,8 +283,8 @@ class TrialLog:
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    """The rows of a CSV's complete lines (complete_text: a torn last line is read around, never cut off)."""
+    return list(csv.DictReader(io.StringIO(complete_text(path), newline="")))
 
 
 def numbers(rows: Iterable[Mapping[str, str]], column: str) -> list[float]:

@@ -367,13 +367,7 @@ class LoadedAlgorithm:
     def _load_kernel_own(self) -> LoadedAlgorithm:
         """The kernel's own algorithm: nothing to load if it is built in or loaded, else its module."""
         assert self.ledger is not None
-        with machine_lock(self.ledger.directory):
-            available, _ = kernel.congestion_controls()
-            before = kernel.proc_modules()
-            if self.name not in available and before is not None:
-                # tcp_yeah brings tcp_vegas: the run removes every module loaded since that nothing holds
-                self.ledger.modprobe(self.variant.module, kernel.parse_proc_modules(before))
-            self.ledger.allow_congestion_control(self.name)
+        load_kernel_own(self.name, self.ledger, self.variant.module)
         return self
 
     # -- parameters -----------------------------------------------------------------
@@ -441,6 +435,19 @@ class LoadedAlgorithm:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "implementation": self.impl, "registered": self.registered, "values": self.read()}
+
+
+def load_kernel_own(name: str, ledger: Ledger, module: str | None = None) -> None:
+    """One of the kernel's own congestion controls (a port's, or one netrepro has no port of: bbr, dctcp,
+    ...), for the run that owns `ledger`: nothing to load where it is built in or loaded, else its module
+    (tcp_<name>) through the ledger, which unloads it when the run ends; allowed in namespaces either way."""
+    with machine_lock(ledger.directory):
+        available, _ = kernel.congestion_controls()
+        before = kernel.proc_modules()
+        if name not in available and before is not None:
+            # tcp_yeah brings tcp_vegas: the run removes every module loaded since that nothing holds
+            ledger.modprobe(module or f"tcp_{name}", kernel.parse_proc_modules(before))
+        ledger.allow_congestion_control(name)
 
 
 def load(name: str, ledger: Ledger, impl: str | None = None) -> LoadedAlgorithm:

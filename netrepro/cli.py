@@ -8,6 +8,7 @@ is netrepro/derive.py; `--vm` hands the whole command to netrepro/vm.py.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -28,7 +29,7 @@ from ground.results import REPO, RESULTS
 from ground.trials import trial_key
 from ground.units import QuantityError
 from kmod import loader
-from netrepro import __version__, derive, doctor, params, preflight, shards, studyfile, sweep, verify
+from netrepro import __version__, checks, derive, doctor, params, plot, preflight, shards, studyfile, sweep, verify
 from netrepro.cluster import Engine
 from netrepro.plan import Plan
 from netrepro.shards import Shard
@@ -202,13 +203,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--hosts",
         metavar="[USER@]VM,...",
         default=None,
-        help="start one: Dask's SSH launcher, the scheduler on the first VM, a worker on each, as root",
+        help="start one: Dask's SSH launcher, the scheduler on the first VM, a worker on each, as root; "
+        "TLS with certificates made for the run, each process bound to its VM's address",
     )
     dask.add_argument(
         "--scheduler",
-        metavar="tcp://HOST:PORT",
+        metavar="tls://HOST:PORT",
         default=None,
-        help="use a running one, whose workers offer the resource lab=1",
+        help="use a running one, whose workers offer the resource lab=1 (tcp:// only to loopback, or --insecure)",
+    )
+    dask.add_argument("--tls-ca-file", type=Path, default=None, metavar="FILE", help="--scheduler: the cluster's CA")
+    dask.add_argument(
+        "--tls-cert", type=Path, default=None, metavar="FILE", help="--scheduler: this client's certificate"
+    )
+    dask.add_argument(
+        "--tls-key", type=Path, default=None, metavar="FILE", help="--scheduler: its key (if not in --tls-cert)"
+    )
+    dask.add_argument(
+        "--insecure",
+        action="store_true",
+        help="--scheduler tcp:// to a host not on loopback: no encryption, no authentication (trusted networks only)",
     )
     dask.add_argument(
         "--ssh-config",
@@ -280,13 +294,16 @@ def _cc_values(args: argparse.Namespace) -> dict[str, int]:
 def _lab(
     args: argparse.Namespace, path: PathSpec, topo: topology.Topology, run_ledger: Ledger, values: dict[str, int]
 ) -> Lab:
-    """The lab of `shell` and `check`, with the variant or port of --cc loaded and tuned first."""
+    """The lab of `shell` and `check`, with the variant or port of --cc loaded and tuned first (the
+    kernel's own, e.g. bbr, its module loaded where it is not)."""
     cc = args.cc
     if args.cc in loader.ALGORITHMS:
         algorithm = loader.load(args.cc, run_ledger, args.impl)
         cc = algorithm.registered
         print(f"*** {args.cc} ({algorithm.impl}, as {cc}): "
               f"{json.dumps(algorithm.set(**values) if values else algorithm.read())}")  # fmt: skip
+    else:
+        loader.load_kernel_own(cc, run_ledger)
     return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=cc, topology=topo, switch=args.switch)
 
 
@@ -311,8 +328,15 @@ def cmd_shell(args: argparse.Namespace) -> int:
         setLogLevel("output")
         print(_describe(lab))
         if args.script is not None:
-            with open(os.devnull, encoding="utf-8") as nothing:
-                CLI(lab.net, stdin=nothing, script=str(args.script))
+            # Mininet's CLI polls its stdin while a node's command runs (waitForNode): one at end of
+            # file (/dev/null, a closed terminal) is always readable, and the poll spins a whole core.
+            # A pipe that stays open and empty never is: the poll waits for the node's output only.
+            read_end, write_end = os.pipe()
+            try:
+                with open(read_end, encoding="utf-8") as nothing:
+                    CLI(lab.net, stdin=nothing, script=str(args.script))
+            finally:
+                os.close(write_end)
         else:
             CLI(lab.net)
     return 0
@@ -365,6 +389,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not args.results.is_dir():
         raise UserError(f"--results {args.results}: no such directory of stored results")
+    checks.writable_page(args.out)
     out, entries = report.write(args.results.resolve(), args.out.resolve())
     print(
         f"wrote {out} and {out.with_name('findings.md').name}: {len(entries)} figures with a stored result "
@@ -415,19 +440,42 @@ def cmd_run(args: argparse.Namespace) -> int:
     declared = studyfile.load(Path(args.figure)) if toml else [expts.find(args.figure)]
     if args.trials is not None and not 1 <= args.trials <= 1000:
         raise QuantityError("--trials", args.trials, "allowed range is 1 to 1000")
-    engine = Engine.parse(args.hosts, args.scheduler, args.ssh_config, args.allow_mixed)
+    engine = Engine.parse(
+        args.hosts, args.scheduler, args.ssh_config, args.allow_mixed,
+        tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key, insecure=args.insecure,
+    )  # fmt: skip
     topo = parse_topology(args) if args.topo != "path" or args.link else None
     figures = [derive.derived_figure(fig, args, topo) for fig in declared]
+    shard = Shard.parse(args.shard) if args.shard else None  # K/N, with --dry-run too
     for fig in figures:
         for setting in fig.grid(args.quick):  # refuse a bad value before anything is built
             trial_path(setting)
+        drawn = plot.drawn_text_problem(fig)  # matplotlib parses a title's $...$ only when it draws
+        if drawn:
+            raise UserError(f"{fig.full_name}: {drawn}")
     if args.dry_run:
         for fig in figures:
             print("\n".join(Plan.of(fig, args.quick, trials=args.trials).describe()))
+            if shard is not None:
+                print(_shard_line(fig, args, shard))
         return 0
+    for fig in figures:  # the CSV a resumed run or --plot-only reads
+        if args.plot_only or not args.fresh:
+            checks.readable_csv(args.out.resolve() / fig.directory / fig.csv_name, "")
     for fig in figures:
         _run_one(fig, args, engine)
     return 0
+
+
+def _shard_line(fig: Figure, args: argparse.Namespace, shard: Shard) -> str:
+    """What --dry-run says of --shard: how many of the figure's trials, on how many path settings, are its."""
+    grid, trials = fig.grid(args.quick), fig.trial_count(args.quick, args.trials)
+    mine = shards.keys_of(grid, trials, shard)
+    settings = {shards.setting(p) for p in grid}
+    own = {shards.setting(p) for p in grid for i in range(trials) if trial_key(p, i) in mine}
+    whole = "the counts and the estimate above are the whole figure's"
+    return (f"  --shard {shard}: {len(mine)} of the {len(grid) * trials} trials are this shard's, on {len(own)} "
+            f"of the {len(settings)} path settings ({whole})")  # fmt: skip
 
 
 def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> None:
@@ -451,26 +499,28 @@ def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> No
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """One figure's CSVs as its one CSV under --into, then its figure, manifest and table (--plot-only)."""
-    rows = shards.merge_files(args.csvs, args.allow_mixed)
-    names = {r.get("figure", "") for r in rows}
-    name = names.pop() if len(names) == 1 else ""
-    if not rows or not name:
-        raise UserError(f"merge: {', '.join(map(str, args.csvs))} hold no rows of a figure")
+    for csv_path in args.csvs:
+        checks.readable_csv(csv_path, "merge: ")
+    name = shards.figure_of(args.csvs)
     if "@" in name:
         raise UserError(f"merge: {name} is a derived figure: merge into a directory by hand and draw it with "
                         "`run.sh <figure> <its --set/--vary/--series> --plot-only --out DIR`")  # fmt: skip
     fig = expts.find(name)
     into = writable_out(args.into, fig)
     target = into / fig.directory / fig.csv_name
-    if target.exists() and not any(c.resolve() == target.resolve() for c in args.csvs):
-        raise UserError(f"merge: {target} exists and is not among the CSVs: give it too, or another --into")
-    keys = {r["trial_key"] for r in rows}
-    quick = args.quick or _rows_are_quick(fig, keys)
-    with figurelock.holding(target):  # no run of the figure writes the CSV meanwhile
+    # Locked before the CSVs are read: no run of the figure writes the merged CSV meanwhile (ground.figurelock)
+    with figurelock.holding(target, tree=into):
+        if target.exists() and not any(c.resolve() == target.resolve() for c in args.csvs):
+            raise UserError(f"merge: {target} exists and is not among the CSVs: give it too, or another --into")
+        rows = shards.merge_files(args.csvs, args.allow_mixed)
+        seed = shards.merged_seed(rows)
+        keys = {r["trial_key"] for r in rows}
+        quick = args.quick or _rows_are_quick(fig, keys)
         shards.write_rows(rows, target)
         results.hand_back(target, into)
-    print(f"merge: {len(rows)} rows of {fig.full_name} ({len(keys)} trials) into {target}", flush=True)
-    sweep.run_figure(fig, sweep.Options(out=into, quick=quick, plot_only=True))
+        print(f"merge: {len(rows)} rows of {fig.full_name} ({len(keys)} trials, seed {seed}) into {target}",
+              flush=True)  # fmt: skip
+        sweep.run_figure(fig, sweep.Options(out=into, quick=quick, plot_only=True, seed=seed), locked=True)
     return 0
 
 
@@ -694,7 +744,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"run.sh {args.command}: interrupted; everything it created has been undone", file=sys.stderr)
         return 130
-    except Exception as e:  # anything else is a bug in netrepro
+    except Exception as e:  # anything else is a bug in netrepro, but a full disk
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            named = f" ({e.filename})" if e.filename else ""
+            print(f"run.sh {args.command}: {e.strerror}{named}: free some space and run the command again",
+                  file=sys.stderr)  # fmt: skip
+            return 1
         if args.verbose:
             traceback.print_exception(e, file=sys.stderr)
             print(f"run.sh {args.command}: internal error: {type(e).__name__}: {e}", file=sys.stderr)

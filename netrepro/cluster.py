@@ -2,9 +2,21 @@
 
 `run.sh FIG --hosts vm1,vm2` starts a cluster with Dask's SSH launcher
 (the scheduler on the first VM, one worker on each, as root, one lab slot
-each); `--scheduler tcp://HOST:PORT` uses a running cluster, whose workers
+each); `--scheduler tls://HOST:PORT` uses a running cluster, whose workers
 offer the resource `lab=1` (`dask worker --resources lab=1 --nthreads 1`,
 started by hand, or under Slurm or PBS through dask-jobqueue).
+
+A cluster this process starts is its own: every connection is TLS with
+certificates made for the run (a CA of the run, whose key is never
+written, signs one certificate for the scheduler, workers and nannies and
+one for this process), so only holders of the run's certificates can
+connect; the scheduler, each worker and each nanny listen only on the
+address this process reached their host on over SSH, never on every
+interface; and they end when this process does (a wrapper ends each when
+its SSH session closes; failing that, the scheduler's idle timeout and the
+workers' death timeout).
+A running cluster is reached with the TLS files given, or through Dask's
+own configuration; plain TCP only to loopback, or with `--insecure`.
 
 The coordinator (this process) submits one task per path setting, largest
 first (netrepro.worker.run_setting: the lab once, verified, then the
@@ -14,17 +26,26 @@ work as on one machine.  A worker that dies takes its task with it; Dask
 runs the task again on another worker, and there each trial whose row has
 come home already is skipped (the run's `done` variable), so a trial that
 finished is never run twice, and the coordinator drops a second row for a
-trial should one ever come.  Rows of several kernels or backends stop the
-run unless `--allow-mixed`.  The manifest lists the workers.
+trial should one ever come, and any row for a trial it did not hand out.
+Rows of several kernels or backends stop the run unless `--allow-mixed`.
+The manifest lists the workers.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import contextlib
 import dataclasses
+import datetime
+import ipaddress
+import json
 import logging
+import os
 import re
+import secrets
 import shlex
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -36,6 +57,7 @@ from ground import results
 from ground.errors import SetupError, UserError
 from ground.progress import Progress
 from ground.results import REPO
+from ground.trials import trial_key
 from netrepro import shards
 from netrepro.spec import Figure, Params
 from netrepro.sweep import Options, RowSink
@@ -47,8 +69,30 @@ CONNECT_SECONDS = 60  # the scheduler, and a first worker with a lab slot
 POLL_SECONDS = 0.2
 SCHEDULER_PORT = 8786  # --hosts: Dask's default
 UNWIND_SECONDS = 120  # a stopped worker's lab: its trial's tools ended, its namespaces and links gone
+# --hosts: the launched processes' own ends, should their SSH sessions outlive this process.  The
+# scheduler closes (and closes its workers) once it has had no task for IDLE_SECONDS: from this
+# process's death, whose tasks go with its connection; a worker or nanny that has lost its scheduler
+# closes after DEATH_SECONDS.  Starting the workers must take less than IDLE_SECONDS.
+IDLE_SECONDS = 50
+DEATH_SECONDS = 50
+CERT_DAYS = 30  # the run's certificates: valid from a few minutes ago, for longer than any run
 HOST = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+|(?:[A-Za-z0-9._-]+@)?\[[0-9A-Fa-f:.]+\]")
-SCHEDULER = re.compile(r"(tcp|tls)://[^\s/]+:\d+")
+SCHEDULER = re.compile(r"(tcp|tls)://([^\s/]+):(\d+)")
+LOOPBACK_NAMES = ("localhost",)
+# The HTTP servers Dask starts beside each scheduler and worker serve no TLS and ask no credentials:
+# they answer a health check only (no task names, worker list or metrics).
+HTTP_ROUTES = ["distributed.http.health"]
+
+
+def is_loopback(host: str) -> bool:
+    """A literal loopback address (127.0.0.0/8, ::1) or `localhost`: no name is looked up."""
+    host = host.strip("[]")
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -59,18 +103,54 @@ class Engine:
     scheduler: str | None = None
     ssh_config: Path | None = None  # an OpenSSH config for the launcher (ports, keys, known hosts)
     allow_mixed: bool = False
+    # --scheduler tls://: this client's credentials (none: Dask's configuration, distributed.comm.tls)
+    tls_ca_file: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None  # none: the key is in tls_cert
+    insecure: bool = False  # --scheduler tcp:// to a host not on loopback, as the user asked
 
     @classmethod
     def parse(
-        cls, hosts: str | None, scheduler: str | None, ssh_config: Path | None = None, allow_mixed: bool = False
+        cls,
+        hosts: str | None,
+        scheduler: str | None,
+        ssh_config: Path | None = None,
+        allow_mixed: bool = False,
+        *,
+        tls_ca_file: Path | None = None,
+        tls_cert: Path | None = None,
+        tls_key: Path | None = None,
+        insecure: bool = False,
     ) -> Engine | None:
         """The engine the options ask for, or None (a local run); UserError naming a bad value."""
+        tls_files = {"--tls-ca-file": tls_ca_file, "--tls-cert": tls_cert, "--tls-key": tls_key}
+        given = [name for name, path in tls_files.items() if path is not None]
         if hosts is not None and scheduler is not None:
             raise UserError("--hosts and --scheduler: give one (--hosts starts a cluster, --scheduler uses one)")
         if scheduler is not None:
-            if not SCHEDULER.fullmatch(scheduler):
-                raise UserError(f"--scheduler {scheduler}: not a scheduler's address; write tcp://HOST:PORT")
-            return cls(scheduler=scheduler, allow_mixed=allow_mixed)
+            found = SCHEDULER.fullmatch(scheduler)
+            if not found:
+                raise UserError(f"--scheduler {scheduler}: not a scheduler's address; write tls://HOST:PORT")
+            scheme, host, _ = found.groups()
+            if scheme == "tcp":
+                if given:
+                    raise UserError(f"--scheduler {scheduler}: {', '.join(given)} are for tls://; "
+                                    f"write {scheduler.replace('tcp://', 'tls://', 1)}")  # fmt: skip
+                if not insecure and not is_loopback(host):
+                    raise UserError(f"--scheduler {scheduler}: plain tcp:// (no encryption, no authentication) "
+                                    "only to loopback (127.0.0.1, ::1, localhost); use tls:// with --tls-ca-file, "
+                                    "--tls-cert, --tls-key, or add --insecure on a trusted network")  # fmt: skip
+            else:
+                if insecure:
+                    raise UserError(f"--insecure: --scheduler {scheduler} is tls://; --insecure is for tcp://")
+                _check_tls_files(scheduler, tls_ca_file, tls_cert, tls_key)
+            return cls(
+                scheduler=scheduler, allow_mixed=allow_mixed, tls_ca_file=tls_ca_file, tls_cert=tls_cert,
+                tls_key=tls_key, insecure=insecure and scheme == "tcp",
+            )  # fmt: skip
+        if given or insecure:
+            what = ", ".join([*given, *(["--insecure"] if insecure else [])])
+            raise UserError(f"{what}: for --scheduler (--hosts makes the run's own certificates, and uses TLS)")
         if hosts is not None:
             names = tuple(h.strip() for h in hosts.split(","))
             bad = [h for h in names if not HOST.fullmatch(h)]
@@ -88,7 +168,299 @@ class Engine:
         return None
 
     def describe(self) -> str:
-        return f"scheduler {self.scheduler}" if self.scheduler else f"SSH hosts {', '.join(self.hosts)}"
+        if self.scheduler:
+            return f"scheduler {self.scheduler}" + (" (insecure)" if self.insecure else "")
+        return f"SSH hosts {', '.join(self.hosts)}"
+
+    def security(self) -> Any:
+        """--scheduler: the client's distributed.Security (TLS files, or Dask's configuration), or None (tcp://)."""
+        from distributed.security import Security
+
+        assert self.scheduler is not None
+        if not self.scheduler.startswith("tls://"):
+            return None
+        if self.tls_ca_file is None:
+            return Security(require_encryption=True)  # Dask's configuration: checked in parse
+        return Security(
+            require_encryption=True,
+            tls_ca_file=str(self.tls_ca_file),
+            tls_client_cert=str(self.tls_cert),
+            tls_client_key=str(self.tls_key) if self.tls_key is not None else None,
+        )
+
+
+def _check_tls_files(scheduler: str, ca: Path | None, cert: Path | None, key: Path | None) -> None:
+    """tls:// needs a CA and a client certificate: given as files, or in Dask's configuration."""
+    if ca is None and cert is None and key is None:
+        import dask.config
+
+        if not (dask.config.get("distributed.comm.tls.ca-file", None)
+                and dask.config.get("distributed.comm.tls.client.cert", None)):  # fmt: skip
+            raise UserError(f"--scheduler {scheduler}: no TLS credentials; give --tls-ca-file, --tls-cert "
+                            "(and --tls-key), or set distributed.comm.tls.ca-file and .client.cert in Dask's "
+                            "configuration")  # fmt: skip
+        return
+    if ca is None or cert is None:
+        missing = " and ".join(n for n, p in (("--tls-ca-file", ca), ("--tls-cert", cert)) if p is None)
+        raise UserError(f"--scheduler {scheduler}: {missing} missing; a TLS client needs the cluster's CA "
+                        "and a certificate it signed (--tls-key: its key, unless in the cert's file)")  # fmt: skip
+    for name, path in (("--tls-ca-file", ca), ("--tls-cert", cert), ("--tls-key", key)):
+        if path is not None and not path.is_file():
+            raise UserError(f"{name} {path}: no such file")
+
+
+# -- the run's certificates (--hosts) ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunCertificates:
+    """A CA made for one run, and the certificates it signed, as PEM files in a private directory.
+
+    The CA's key is never written: nothing can be signed by it once the run has made these.
+    """
+
+    directory: Path
+    ca: Path
+    node_cert: Path  # the scheduler's, the workers' and the nannies'
+    node_key: Path
+    client_cert: Path  # this process's
+    client_key: Path
+
+    def client_security(self) -> Any:
+        from distributed.security import Security
+
+        return Security(
+            require_encryption=True,
+            tls_ca_file=str(self.ca),
+            tls_client_cert=str(self.client_cert),
+            tls_client_key=str(self.client_key),
+        )
+
+    def node_security(self) -> Any:
+        """What a scheduler or worker of the run holds (here for tests; the hosts get these files by SSH)."""
+        from distributed.security import Security
+
+        return Security(
+            require_encryption=True,
+            tls_ca_file=str(self.ca),
+            tls_scheduler_cert=str(self.node_cert),
+            tls_scheduler_key=str(self.node_key),
+            tls_worker_cert=str(self.node_cert),
+            tls_worker_key=str(self.node_key),
+        )
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def make_certificates(directory: Path, run: str) -> RunCertificates:
+    """The run's CA, and a node and a client certificate it signed (ECDSA P-256), into `directory`
+    (which must be private: 0700, this user's); each file 0600."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"netrepro run {run} CA")])
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=CERT_DAYS))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )  # fmt: skip
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    def leaf(name: str, usages: list[x509.ObjectIdentifier]) -> tuple[bytes, bytes]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"netrepro run {run} {name}")]))
+            .issuer_name(ca_name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=CERT_DAYS))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+            .sign(ca_key, hashes.SHA256())
+        )
+        pem_key = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        return cert.public_bytes(serialization.Encoding.PEM), pem_key
+
+    node = leaf("node", [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH])
+    client = leaf("coordinator", [ExtendedKeyUsageOID.CLIENT_AUTH])
+    made = RunCertificates(
+        directory=directory,
+        ca=directory / "ca.crt",
+        node_cert=directory / "node.crt",
+        node_key=directory / "node.key",
+        client_cert=directory / "client.crt",
+        client_key=directory / "client.key",
+    )
+    _write_private(made.ca, ca_cert.public_bytes(serialization.Encoding.PEM))
+    for (cert_pem, key_pem), (cert_path, key_path) in (
+        (node, (made.node_cert, made.node_key)),
+        (client, (made.client_cert, made.client_key)),
+    ):
+        _write_private(cert_path, cert_pem)
+        _write_private(key_path, key_pem)
+    return made
+
+
+# A launched process without a terminal outlives its SSH session (sshd leaves it running, and Dask's
+# processes ignore their closed stdin): run as `sh -c ENDS_WITH_SESSION PROGRAM ARGS...`, it is sent
+# SIGTERM (Dask's processes then close: the scheduler its workers, a nanny its worker) as soon as
+# the session's stdin ends: when this process closes the connection, or dies and the kernel closes it.
+ENDS_WITH_SESSION = '"$0" "$@" & p=$!; cat > /dev/null; kill -TERM "$p" 2>/dev/null; wait "$p"'
+
+# The files a host of the run gets, in this order, each as one base64 line on the session's stdin.
+REMOTE_FILES = ("ca.crt", "node.crt", "node.key")
+
+
+def holder_script(directory: str) -> str:
+    """The shell script that keeps the run's node certificate on a host while this process's SSH
+    session to it lasts: it makes `directory` (0700; it must not exist), writes the files read from
+    stdin (0600) and says `ready` and the session's SSH_CONNECTION; at the end of its stdin (this
+    process closed it, or died) it removes them.  No key is on any command line: printf is the
+    shell's own.  The parent (the checkout's .venv/dask) is made if missing, the checkout never."""
+    q = shlex.quote(directory)
+    parent = shlex.quote(str(Path(directory).parent))
+    files = " ".join(REMOTE_FILES)
+    return (
+        f'umask 077; d={q}; {{ [ -d {parent} ] || mkdir {parent}; }} && mkdir -m 700 "$d" || exit 3\n'
+        "trap 'rm -rf \"$d\"' EXIT\ntrap 'exit 1' HUP INT TERM PIPE\n"
+        f"for f in {files}; do IFS= read -r line || exit 4; "
+        'printf \'%s\' "$line" | base64 -d > "$d/$f" || exit 5; done\n'
+        'echo "ready $SSH_CONNECTION"\n'
+        "cat > /dev/null\n"
+    )
+
+
+def bind_address(ready: str, fallback: str) -> str:
+    """The address to listen on, from a holder's `ready CLIENT_IP CLIENT_PORT SERVER_IP SERVER_PORT`:
+    the host's own address that this process reached it on (bracketed if IPv6); else `fallback`."""
+    fields = ready.split()
+    if len(fields) != 5 or fields[0] != "ready":
+        return fallback
+    address = fields[3].split("%", 1)[0]  # no IPv6 zone
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return fallback
+    return f"[{ip}]" if ip.version == 6 else str(ip)
+
+
+class RemoteCertificates:
+    """The run's node certificate on each SSH host, for as long as this process is connected to it.
+
+    A session per host (asyncssh, in a thread of its own with its own event loop) runs
+    `holder_script`; entering returns each host's bind address; leaving ends the sessions, and each
+    host removes its copy.  Should this process die, its sessions close and the hosts remove them too.
+    """
+
+    def __init__(self, hosts: list[str], connect_options: list[dict[str, Any]], directory: str,
+                 files: dict[str, bytes]) -> None:  # fmt: skip
+        self.hosts = hosts
+        self.connect_options = connect_options
+        self.directory = directory
+        self.lines = "".join(base64.b64encode(files[name]).decode() + "\n" for name in REMOTE_FILES)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="netrepro-tls-holders", daemon=True)
+        self.sessions: list[tuple[Any, Any]] = []  # (connection, process)
+
+    def __enter__(self) -> dict[str, str]:
+        self.thread.start()
+        try:
+            try:
+                return asyncio.run_coroutine_threadsafe(self._open(), self.loop).result(CONNECT_SECONDS * 2)
+            except TimeoutError:
+                raise SetupError(f"--hosts {','.join(self.hosts)}: no answer within {CONNECT_SECONDS * 2} s") from None
+        except BaseException:
+            self.__exit__()
+            raise
+
+    async def _open(self) -> dict[str, str]:
+        import asyncssh
+
+        async def one(host: str, options: dict[str, Any]) -> str:
+            try:
+                conn = await asyncio.wait_for(asyncssh.connect(host, **options), CONNECT_SECONDS)
+            except (OSError, asyncssh.Error, asyncio.TimeoutError) as e:
+                raise SetupError(f"--hosts: {host}: cannot connect: {type(e).__name__}: {e}") from None
+            process: Any = await conn.create_process("sh -c " + shlex.quote(holder_script(self.directory)))
+            self.sessions.append((conn, process))
+            process.stdin.write(self.lines)
+            ready = ""
+            with contextlib.suppress(asyncio.TimeoutError):
+                for _ in range(100):  # past whatever a login script prints
+                    ready = await asyncio.wait_for(process.stdout.readline(), CONNECT_SECONDS)
+                    if not ready or ready.startswith("ready"):
+                        break
+            if not ready.startswith("ready"):
+                said = await _drain(process.stderr)
+                raise SetupError(f"--hosts: {host}: could not place the run's certificate in {self.directory} "
+                                 f"(exit {process.exit_status}): {said.strip() or 'no message'}")  # fmt: skip
+            return bind_address(ready, host)
+
+        names = [h.rsplit("@", 1)[-1] for h in self.hosts]
+        found = await asyncio.gather(*(one(n, o) for n, o in zip(names, self.connect_options, strict=True)))
+        return dict(zip(self.hosts, found, strict=True))
+
+    async def _close(self) -> None:
+        for _, process in self.sessions:
+            with contextlib.suppress(Exception):
+                process.stdin.write_eof()
+        for conn, process in self.sessions:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(process.wait_closed(), 30)
+            conn.close()
+            with contextlib.suppress(Exception):
+                await conn.wait_closed()
+        self.sessions.clear()
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.thread.is_alive():
+            return
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._close(), self.loop).result(60)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+async def _drain(stream: Any) -> str:
+    try:
+        return str(await asyncio.wait_for(stream.read(), 5))
+    except Exception:
+        return ""
 
 
 @contextlib.contextmanager
@@ -98,49 +470,120 @@ def connect(engine: Engine) -> Iterator[Any]:
 
     if engine.scheduler:
         try:
-            client = Client(engine.scheduler, timeout=CONNECT_SECONDS)
+            client = Client(engine.scheduler, timeout=CONNECT_SECONDS, security=engine.security())
         except OSError as e:
             raise SetupError(f"--scheduler {engine.scheduler}: cannot connect: {e}") from None
         with client:
             yield client
         return
-    from distributed import SSHCluster
+    from ground.ledger import Ledger
 
     user_host = [h.rsplit("@", 1) for h in engine.hosts]
-    names = [p[-1] for p in user_host]
     # asyncssh's defaults (~/.ssh/config, known_hosts, keys, the agent), and the user and config given
-    connect_options: list[dict[str, Any]] = [{} for _ in range(len(names) + 1)]
-    for options, parts in zip(connect_options, [user_host[0], *user_host], strict=True):
+    connect_options: list[dict[str, Any]] = [{} for _ in engine.hosts]
+    for options, parts in zip(connect_options, user_host, strict=True):
         if len(parts) == 2:
             options["username"] = parts[0]
         if engine.ssh_config is not None:
             options["config"] = [str(engine.ssh_config)]
+    run = secrets.token_hex(6)
+    # The run's certificates: here in a private directory the run's ledger removes (`run.sh clean`,
+    # should this process die), and on each host (the checkout's .venv/dask, beside Dask's scratch
+    # files) for as long as this process's SSH session to it lasts.
+    with Ledger(contain=False) as ledger:
+        made = make_certificates(ledger.temp_dir("netrepro-tls-"), run)
+        remote = str(REPO / ".venv" / "dask" / f"netrepro-tls-{run}")
+        files = {name: (made.directory / name).read_bytes() for name in REMOTE_FILES}
+        with (
+            RemoteCertificates(list(engine.hosts), connect_options, remote, files) as binds,
+            _launch(engine, connect_options, binds, remote, made) as cluster,
+            Client(cluster, timeout=CONNECT_SECONDS, security=made.client_security()) as client,
+        ):
+            yield client
+
+
+@contextlib.contextmanager
+def _launch(engine: Engine, connect_options: list[dict[str, Any]], binds: dict[str, str], remote: str,
+            made: RunCertificates) -> Iterator[Any]:  # fmt: skip
+    """Dask's SSH launcher (its SSHCluster, but each worker given its own address): the scheduler on
+    the first host, a nanny and its worker on each; TLS only, each bound to its host's address."""
+    import dask.config
+    from distributed import SpecCluster
+    from distributed.deploy.ssh import Scheduler as SSHScheduler
+    from distributed.deploy.ssh import Worker as SSHWorker
+
     # The workers run the python of a checkout at this one's path.  Dask's launcher runs
-    # `{remote_python} -m ...` through the remote shell: quoted here, and with Dask's scratch files
-    # in that checkout's .venv, not in the VM's /tmp.
+    # `{remote_python} -m ...` through the remote shell: quoted here, with Dask's scratch files
+    # in that checkout's .venv, not in the VM's /tmp, and ended with the SSH session (ENDS_WITH_SESSION).
     python = shlex.quote(str(REPO / ".venv" / "bin" / "python"))
-    remote_python = f"env DASK_TEMPORARY_DIRECTORY={shlex.quote(str(REPO / '.venv' / 'dask'))} {python}"
-    try:
-        cluster = SSHCluster(
-            [names[0], *names],  # Dask's convention: the first host runs the scheduler
-            connect_options=connect_options,
-            worker_options={"nthreads": 1, "resources": {"lab": 1}},
+    scratch = shlex.quote(str(REPO / ".venv" / "dask"))
+    remote_python = f"env DASK_TEMPORARY_DIRECTORY={scratch} sh -c {shlex.quote(ENDS_WITH_SESSION)} {python}"
+    names = [h.rsplit("@", 1)[-1] for h in engine.hosts]
+    first = engine.hosts[0]
+    scheduler = {
+        "cls": SSHScheduler,
+        "options": {
+            "address": names[0],
+            "connect_options": connect_options[0],
             # Dask's own port: the one to open between the VMs (and to the coordinator)
-            scheduler_options={"port": SCHEDULER_PORT, "dashboard_address": None},
-            remote_python=remote_python,
-        )
+            "kwargs": {
+                "protocol": "tls",
+                "host": binds[first],
+                "port": SCHEDULER_PORT,
+                "dashboard_address": None,
+                "idle_timeout": IDLE_SECONDS,
+            },  # fmt: skip
+            "remote_python": remote_python,
+        },
+    }
+    workers = {
+        i: {
+            "cls": SSHWorker,
+            "options": {
+                "address": name,
+                "connect_options": options,
+                "kwargs": {
+                    "nthreads": 1,
+                    "resources": {"lab": 1},
+                    "protocol": "tls",
+                    "host": binds[host],
+                    "death_timeout": DEATH_SECONDS,
+                },  # fmt: skip
+                "worker_class": "distributed.Nanny",
+                "remote_python": remote_python,
+            },
+        }
+        for i, (host, name, options) in enumerate(zip(engine.hosts, names, connect_options, strict=True))
+    }
+    # What the launched processes read from Dask's configuration (the launcher hands them this
+    # process's, in their environment): file names only; the files are on each host already.
+    config = {
+        "distributed.comm.require-encryption": True,
+        "distributed.comm.tls.ca-file": f"{remote}/ca.crt",
+        "distributed.comm.tls.scheduler.cert": f"{remote}/node.crt",
+        "distributed.comm.tls.scheduler.key": f"{remote}/node.key",
+        "distributed.comm.tls.worker.cert": f"{remote}/node.crt",
+        "distributed.comm.tls.worker.key": f"{remote}/node.key",
+        "distributed.scheduler.http.routes": HTTP_ROUTES,
+        "distributed.worker.http.routes": HTTP_ROUTES,
+    }
+    try:
+        with dask.config.set(config):
+            cluster = SpecCluster(workers, scheduler, name="SSHCluster", security=made.client_security())
     except Exception as e:  # asyncssh's and Dask's own errors: a host that cannot be reached or started
         raise SetupError(f"--hosts {','.join(engine.hosts)}: cannot start the cluster: {type(e).__name__}: {e}") from e
-    with cluster, Client(cluster, timeout=CONNECT_SECONDS) as client:
-        yield client
+    with cluster:
+        yield cluster
 
 
 class Writer:
     """The one writer of a cluster run: each row that comes home, once, into the figure's CSV.
 
     It keeps what else came home: the verification of each path, the workers with their rows,
-    second rows dropped, and the settings lost with their workers.  Rows of a second kernel or
-    backend stop the run (UserError) unless `allow_mixed`; the rows before them are kept.
+    second rows dropped, and the settings lost with their workers.  Only rows of the trials handed
+    out (`expected`: their trial keys; None: any) are taken: a row for another trial, or one not
+    shaped as a worker sends it, is dropped and logged.  Rows of a second kernel or backend stop the
+    run (UserError) unless `allow_mixed`; the rows before them are kept.
     """
 
     def __init__(
@@ -150,8 +593,10 @@ class Writer:
         allow_mixed: bool,
         progress: Progress | None = None,
         on_done: Callable[[list[str]], None] | None = None,
+        expected: set[str] | None = None,
     ) -> None:
         self.fig = fig
+        self.expected = expected
         self.trial_log = trial_log
         self.allow_mixed = allow_mixed
         self.progress = progress
@@ -161,17 +606,30 @@ class Writer:
         self.verifications: dict[str, Any] = {}
         self.workers: dict[str, dict[str, Any]] = {}  # address: host, kernel, rows
         self.second_rows_dropped = 0
+        self.rows_not_handed_out_dropped = 0
+        self.seen: set[str] = set()  # each row taken, as JSON: the same row twice is dropped
         self.lost: list[str] = []  # settings whose task failed for its workers' deaths
 
     def take(self, items: list[dict[str, Any]]) -> None:
         """Rows as the workers sent them: {"row", "worker", "host", "kernel"} each."""
         for item in items:
+            if not _well_formed(item):
+                self.rows_not_handed_out_dropped += 1
+                log.warning("%s: a row not as a worker sends one dropped: %.200r", self.fig.full_name, item)
+                continue
             row = {**item["row"], "worker": item["worker"]}  # beside its host: which of the cluster's workers
             key = row["trial_key"]
-            if key in self.have:
+            if self.expected is not None and key not in self.expected:
+                self.rows_not_handed_out_dropped += 1
+                log.warning("%s: a row for %s, a trial not handed out, dropped (from %s, %s)",
+                            self.fig.full_name, key, item["host"], item["worker"])  # fmt: skip
+                continue
+            seen = json.dumps(row, sort_keys=True, default=str)
+            if key in self.have or seen in self.seen:
                 self.second_rows_dropped += 1
                 log.warning("%s: a second row for %s (from %s) dropped", self.fig.full_name, key, item["host"])
                 continue
+            self.seen.add(seen)
             kind = (str(row.get("kernel")), str(row.get("backend")))
             self.kinds.setdefault(kind, item["host"])
             if len(self.kinds) > 1 and not self.allow_mixed:
@@ -194,8 +652,19 @@ class Writer:
             "launcher": engine.describe(),
             "workers": self.workers,
             "second_rows_dropped": self.second_rows_dropped,
+            "rows_not_handed_out_dropped": self.rows_not_handed_out_dropped,
             "settings_lost_with_their_workers": self.lost,
         }
+
+
+def _well_formed(item: Any) -> bool:
+    """{"row": {"trial_key": str, ...}, "worker": str, "host": str, "kernel": str}, as run_setting sends."""
+    return (
+        isinstance(item, dict)
+        and isinstance(item.get("row"), dict)
+        and isinstance(item["row"].get("trial_key"), str)
+        and all(isinstance(item.get(k), str) for k in ("worker", "host", "kernel"))
+    )
 
 
 def _wait_for_lab_slots(client: Any, engine: Engine) -> None:
@@ -239,7 +708,8 @@ def run_trials(
             futures[client.submit(run_setting, job, key=key, resources={"lab": 1}, pure=False, retries=0)] = name
         print(f"  {engine.describe()}: {len(groups)} path settings, {len(todo)} trials", flush=True)
         progress = Progress(len(todo), fig.full_name)
-        writer = Writer(fig, trial_log, engine.allow_mixed, progress, on_done=done.set)
+        handed_out = {trial_key(params, index) for params, index in todo}
+        writer = Writer(fig, trial_log, engine.allow_mixed, progress, on_done=done.set, expected=handed_out)
         try:
             pending = set(futures)
             while pending:

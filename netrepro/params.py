@@ -18,12 +18,50 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ground.errors import UserError
 from ground.path import MAX_MTU, MIN_MTU
 from ground.units import Duration, QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from kmod import loader
+
+# Keys whose value is a size built in memory whole (the download's object: servers.content makes it in one
+# buffer before writing it): bounded by what this machine can hold, MEMORY_CEILING or a quarter of the
+# memory it has available, whichever is smaller.
+IN_MEMORY = ("object_bytes",)
+MEMORY_CEILING = 1 << 30
+MEMINFO = Path("/proc/meminfo")
+
+
+def memory_available() -> int | None:
+    """MemAvailable (/proc/meminfo), bytes; None where it cannot be read."""
+    try:
+        for line in MEMINFO.read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name == "MemAvailable":
+                return int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+MEMORY_RULE = "the smaller of 1 GiB and a quarter of this machine's available memory"
+
+
+def memory_limit() -> tuple[int, str]:
+    """The most bytes a value built in memory may take here (MEMORY_RULE), and the rule with its numbers."""
+    available = memory_available()
+    if available is None:
+        return MEMORY_CEILING, "1 GiB (this machine's available memory unknown)"
+    return min(MEMORY_CEILING, available // 4), f"{MEMORY_RULE}, {_bytes_text(available)}"
+
+
+def _bytes_text(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
 
 
 @dataclass(frozen=True)
@@ -47,6 +85,9 @@ class Key:
             return self.form[1]
         kind = {int: "a whole number", float: "a number", str: "text", dict: "a table of KEY = VALUE"}[self.kind]
         if self.low is not None and self.high is not None:
+            if self.name in IN_MEMORY:
+                high = min(int(self.high), memory_limit()[0])
+                return f"{kind} from {int(self.low)} to {high} (built in memory, whole: {MEMORY_RULE})"
             if self.kind is int:
                 return f"{kind} from {int(self.low)} to {int(self.high)}"
             return f"{kind} from {self.low:g} to {self.high:g}"
@@ -70,6 +111,10 @@ class Key:
             return self.allowed()
         if self.low is not None and self.high is not None and not self.low <= value <= self.high:
             return self.allowed()
+        if self.name in IN_MEMORY:
+            limit, why = memory_limit()
+            if value > limit:
+                return f"at most {limit} bytes here ({_bytes_text(limit)}: built in memory, whole; the limit is {why})"
         return None
 
     def parse(self, text: str) -> Any:

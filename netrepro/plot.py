@@ -250,8 +250,8 @@ def draw(
     ax.set_xlabel(fig.x_label or fig.x)
     ax.set_ylabel(fig.y_label or fig.y)
     counts = sorted({p.n for p in points})
-    title = f"{fig.full_name}: {fig.heading}" + ("  [quick]" if quick else "")
-    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)
+    title = title_of(fig, quick)
+    ax.set_title(wrapped(title), fontsize=10)
     ax.grid(True, alpha=0.3)
     caption = f"{fig.spread}; n per point: {', '.join(map(str, counts))}"
     if reference:
@@ -261,6 +261,53 @@ def draw(
     figure.subplots_adjust(bottom=0.12 + 0.025 * (text.count("\n") + 1))
     save(figure, png, [title, caption, *notes])
     return notes
+
+
+def title_of(fig: Figure, quick: bool = False) -> str:
+    """The figure's title as `draw` sets it (before `wrapped`): its name and its heading."""
+    return f"{fig.full_name}: {fig.heading}" + ("  [quick]" if quick else "")
+
+
+def wrapped(title: str) -> str:
+    """A title as a figure shows it: on lines of at most 80 characters."""
+    return "\n".join(textwrap.wrap(title, 80))
+
+
+def mathtext_problem(text: str) -> str | None:
+    """Why matplotlib could not draw `text`, or None.  matplotlib reads a line with an even number of
+    unescaped `$` as mathtext (TeX between the `$`), which it parses only when it draws: after every
+    trial.  Each line is parsed here, as the drawing would (matplotlib is imported only for a `$`)."""
+    if "$" not in text:
+        return None
+    from matplotlib import cbook
+    from matplotlib.mathtext import MathTextParser
+
+    parser = MathTextParser("path")
+    for line in text.split("\n"):
+        if not cbook.is_math_text(line):
+            continue
+        try:
+            parser.parse(line)
+        except ValueError as e:
+            why = " ".join(str(e).strip().splitlines()[-1:]) or "no parse"
+            return f"matplotlib cannot draw {line!r}: between $ signs is mathtext ({why}); \\$ is a dollar sign"
+    return None
+
+
+def drawn_text_problem(fig: Figure) -> str | None:
+    """Why matplotlib could not draw the default figure's title, axis labels or series labels, or None."""
+    texts = {
+        "title": [wrapped(title_of(fig, quick)) for quick in (False, True)],
+        "x_label": [fig.x_label or fig.x],
+        "y_label": [fig.y_label or fig.y],
+        "series label": [s.label for s in fig.series],
+    }
+    for what, shown in texts.items():
+        for text in shown:
+            why = mathtext_problem(text)
+            if why:
+                return f"{what}: {why}"
+    return None
 
 
 def series_figure(

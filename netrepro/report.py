@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,8 @@ import expts
 from ground import results
 from netrepro.claims import OUTCOMES, VERDICTS, needs_text
 from netrepro.spec import Figure
+
+log = logging.getLogger("netrepro.report")
 
 STYLE = """
 body { font-family: sans-serif; max-width: 72em; margin: 2em auto; padding: 0 1em; color: #222; }
@@ -65,18 +68,44 @@ class Entry:
 
 
 def stored(tree: Path, page_dir: Path) -> list[Entry]:
-    """Every figure of `run.sh list` with a stored result under `tree`, in the list's order."""
+    """Every figure of `run.sh list` with a stored result under `tree`, in the list's order.
+
+    A manifest that cannot be read, is not JSON, or is JSON of another shape than a run writes (what the
+    page and the findings read from it) is left out, with a warning naming it: the page shows the rest."""
     found = []
     for fig in expts.all_figures():
         path = tree / fig.directory / f"{fig.name}.manifest.json"
         png = path.with_name(f"{fig.name}.png")
-        try:
-            manifest = json.loads(path.read_text())
-        except (OSError, ValueError):
+        if not path.exists() or not png.exists():
             continue
-        if png.exists():
-            found.append(Entry(fig, manifest, os.path.relpath(png, page_dir)))
+        try:
+            manifest = json.loads(path.read_bytes())
+        except OSError as e:
+            log.warning("%s: cannot read it (%s): left out of the page", path, e.strerror or e)
+            continue
+        except ValueError as e:  # UnicodeDecodeError too
+            log.warning("%s: not JSON (%s): left out of the page", path, e)
+            continue
+        entry = Entry(fig, manifest, os.path.relpath(png, page_dir))
+        problem = malformed(entry)
+        if problem:
+            log.warning("%s: not a manifest as a run writes it (%s): left out of the page", path, problem)
+            continue
+        found.append(entry)
     return found
+
+
+def malformed(entry: Entry) -> str | None:
+    """What in a manifest the page or the findings could not read (a value of another type than a run
+    writes), or None: found by making both for it alone."""
+    if not isinstance(entry.manifest, dict):
+        return f"a JSON {type(entry.manifest).__name__}, not an object"
+    try:
+        page([entry])
+        findings([entry])
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as e:
+        return f"{type(e).__name__}: {e}"
+    return None
 
 
 def _e(text: object) -> str:

@@ -74,6 +74,8 @@ class Session:
         """Load and tune the variant or port the trial names (once loaded, only re-tuned); report it."""
         name = params.get("cc")
         if name not in loader.ALGORITHMS:
+            if name is not None:  # the kernel's own (bbr): its module loaded through the ledger where it is not
+                loader.load_kernel_own(str(name), self.ledger)
             return {"cc_impl": "kernel"}
         variant = loader.ALGORITHMS[name]
         if name not in self._algorithms:

@@ -16,9 +16,13 @@ key and seed.  A trial that succeeded in two files with different values
 ran twice, and the merge is refused with the keys shown; the same row in
 two files (a file given twice, a copy) is kept once.  A failed attempt is
 kept before the successful one, as a resumed run would have written them,
-so the latest attempt is the one that counts.  Rows from several kernels
-or backends (each row records its host, kernel, backend and commit) are
-refused unless `--allow-mixed` asks for them.
+so the latest attempt is the one that counts.  The rows' seed is the
+merged figure's (`merged_seed`: it is drawn from that seed's trials), and
+rows of several seeds are refused, naming each seed's files.  Rows from
+several kernels, backends or switches, or a congestion control run as
+several implementations (each row records its host, kernel, backend,
+switch, cc_impl and commit), are refused unless `--allow-mixed` asks for
+them.
 """
 
 from __future__ import annotations
@@ -33,14 +37,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ground import figurelock
 from ground.errors import UserError
 from ground.results import replace_file
-from ground.trials import read_rows, row_seed, trial_key
+from ground.trials import DEFAULT_SEED, read_rows, row_seed, trial_key
 from ground.units import QuantityError
 from netrepro.spec import Params, path_params
 
 MAX_SHARDS = 1000
-MIXED = ("kernel", "backend")  # what one figure's rows must share, unless mixing is asked for
+MIXED = ("kernel", "backend", "switch")  # what one figure's rows must share, unless mixing is asked for
+MIXED_BY_CC = ("cc_impl",)  # what the rows of one congestion control must share, unless mixing is asked for
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,17 @@ def merge_rows(
     if len(figures) > 1:
         raise UserError(f"merge: the files hold rows of several figures ({', '.join(sorted(figures))}); "
                         "merge one figure's CSVs at a time")  # fmt: skip
+    seeds: dict[str, set[str]] = {}
+    for name, rows in files:
+        for row in rows:
+            seed = row_seed(row)
+            seeds.setdefault(str(seed) if seed is not None else repr(row.get("seed")), set()).add(name)
+    if len(seeds) > 1:
+        listed = "; ".join(f"seed {seed} ({', '.join(sorted(names))})" for seed, names in sorted(seeds.items()))
+        raise UserError(f"merge: the rows ran with {len(seeds)} seeds: {listed}; a figure is drawn from one "
+                        "seed's trials: merge one seed's CSVs at a time")  # fmt: skip
+    if any(row_seed(r) is None for _, rows in files for r in rows):
+        raise UserError(f"merge: a row's seed is not a number ({', '.join(sorted(seeds))})")
     failed: list[dict[str, str]] = []
     ok: dict[tuple[str, int | None], tuple[str, dict[str, str]]] = {}
     clashes: list[str] = []
@@ -134,17 +151,43 @@ def merge_rows(
                             f"one may count:\n  {shown}")  # fmt: skip
     merged = failed + [row for _, row in ok.values()]
     if not allow_mixed:
-        for column in MIXED:
-            found: dict[str, set[str]] = {}
+        for column in (*MIXED, *MIXED_BY_CC):
+            found: dict[tuple[str, str], dict[str, set[str]]] = {}
             for name, rows in files:
                 for row in rows:
-                    if row.get(column):
-                        found.setdefault(row[column], set()).add(name)
-            if len(found) > 1:
-                listed = "; ".join(f"{value} ({', '.join(sorted(names))})" for value, names in sorted(found.items()))
-                raise UserError(f"merge: the rows ran on {len(found)} {column}s: {listed}; --allow-mixed merges "
-                                "them all the same")  # fmt: skip
+                    if row.get(column):  # an old row without the column mixes with none
+                        of = ("cc", row.get("cc") or "") if column in MIXED_BY_CC else ("", "")
+                        found.setdefault(of, {}).setdefault(row[column], set()).add(name)
+            for (_, cc), values in sorted(found.items()):
+                if len(values) > 1:
+                    listed = "; ".join(f"{v} ({', '.join(sorted(names))})" for v, names in sorted(values.items()))
+                    whose = f" of {cc or 'the default cc'}" if column in MIXED_BY_CC else ""
+                    columns = "switches" if column == "switch" else f"{column}s"
+                    raise UserError(f"merge: the rows{whose} ran on {len(values)} {columns}: {listed}; "
+                                    "--allow-mixed merges them all the same")  # fmt: skip
     return merged
+
+
+def merged_seed(rows: Sequence[Mapping[str, str]]) -> int:
+    """The seed of merged rows (merge_rows has refused rows of several): the merged figure's seed."""
+    seeds = {row_seed(r) for r in rows}
+    seed = seeds.pop() if len(seeds) == 1 else None
+    if seeds or (rows and seed is None):
+        raise UserError(f"merge: the rows do not share one seed ({', '.join(sorted(map(str, seeds)))})")
+    return DEFAULT_SEED if seed is None else seed
+
+
+def figure_of(paths: Sequence[Path]) -> str:
+    """The figure the CSVs' rows name (read once to find where to merge them, then again under the lock of
+    the merged CSV: merge_files); UserError where they name none, or several."""
+    names = {r.get("figure", "") for r in merge_files(paths, allow_mixed=True, check=False)}
+    if len(names) > 1:
+        raise UserError(f"merge: the files hold rows of several figures ({', '.join(sorted(names))}); "
+                        "merge one figure's CSVs at a time")  # fmt: skip
+    name = names.pop() if names else ""
+    if not name:
+        raise UserError(f"merge: {', '.join(map(str, paths))} hold no rows of a figure")
+    return name
 
 
 def write_rows(rows: Sequence[Mapping[str, str]], target: Path) -> None:
@@ -158,12 +201,17 @@ def write_rows(rows: Sequence[Mapping[str, str]], target: Path) -> None:
     replace_file(target, text.getvalue().encode())
 
 
-def merge_files(paths: Sequence[Path], allow_mixed: bool = False) -> list[dict[str, str]]:
-    """merge_rows over CSV files (UserError naming one that cannot be read)."""
+def merge_files(paths: Sequence[Path], allow_mixed: bool = False, check: bool = True) -> list[dict[str, str]]:
+    """merge_rows over CSV files (UserError naming one that cannot be read); `check=False`: every row of
+    every file as read, unmerged.  Each file is read under its lock, shared (FigureBusy while a run writes
+    it: its later rows would be missed); a torn last line (a run that died mid-row) is read around."""
     files = []
     for path in paths:
         try:
-            files.append((str(path), read_rows(path)))
+            with figurelock.reading(path):  # not while a run writes it: its rows would be missed
+                files.append((str(path), read_rows(path)))
         except (OSError, UnicodeDecodeError, csv.Error) as e:
             raise UserError(f"merge: cannot read {path}: {e}") from None
+    if not check:
+        return [dict(r) for _, rows in files for r in rows]
     return merge_rows(files, allow_mixed)

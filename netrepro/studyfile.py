@@ -5,8 +5,10 @@ spec in `expts/` would (netrepro.spec.Figure): the workload, the factor on
 the x axis and its levels, the series, the fixed parameters, the metric, the
 trials, a quick variant, labels and the source's finding.  Everything is
 checked when the file is read, before anything runs: an unknown key, a
-workload or metric netrepro does not have, a path quantity that does not
-parse; the message names the file, the figure and the key.
+value of the wrong type, a workload or metric netrepro does not have, a
+path quantity that does not parse, a title field that is no fixed
+parameter, mathtext (between `$` signs) that matplotlib could not draw;
+the message names the file, the figure and the key.
 
     study = "mystudy"
 
@@ -26,6 +28,7 @@ may not take the name of one of netrepro's own.
 
 from __future__ import annotations
 
+import string
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,13 +41,14 @@ else:  # Ubuntu 22.04's Python 3.10: the same parser, from PyPI
 
 from ground.errors import UserError
 from ground.units import QuantityError
-from netrepro import params
+from netrepro import params, plot
 from netrepro.spec import Figure, Series, trial_path
 from topologies.topology import Topology
 
 FIGURE_KEYS = {
     "name": "the figure's name, e.g. iw50 (letters, digits, - and _)",
-    "title": "its title; {key} fields are filled from the fixed parameters",
+    "title": "its title; {KEY} fields are filled from the fixed parameters ({{ and }} are braces; $...$ is "
+    "matplotlib's mathtext, \\$ a dollar sign)",
     "workload": "what one trial runs (run.sh list shows the workloads)",
     "y": "the metric on the y axis",
     "x": "{ factor = KEY, levels = [...], quick = [...] }",
@@ -63,6 +67,14 @@ FIGURE_KEYS = {
     'links = ["r1-r2:rate=11mbit,queue=15p"] } (default: path)',
 }
 TOPOLOGY_KEYS = ("shape", "pairs", "rtts", "routers", "cross", "links")
+# Each topology key's TOML type (links: a list of strings), as Topology.parse takes it.
+TOPOLOGY_TYPES = (
+    ("shape", str, 'a string, e.g. "dumbbell"'),
+    ("pairs", int, "a whole number, e.g. 2"),
+    ("rtts", str, 'a string, e.g. "40ms,120ms"'),
+    ("routers", int, "a whole number, e.g. 2"),
+    ("cross", bool, "true or false"),
+)
 X_KEYS = ("factor", "levels", "quick")
 
 
@@ -78,6 +90,11 @@ def load(path: Path) -> list[Figure]:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise StudyFileError(f"{path}: cannot read it ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise StudyFileError(
+            f"{path}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+            "a study file is TOML, in UTF-8"
+        ) from None
     except tomllib.TOMLDecodeError as e:
         raise StudyFileError(f"{path}: not valid TOML ({e})") from None
     unknown = sorted(set(doc) - {"study", "figure"})
@@ -142,10 +159,19 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
     if factor in fixed:
         raise StudyFileError(f"{where}: {factor!r} is the x factor and cannot also be fixed")
     series = tuple(_series(where, i, s) for i, s in enumerate(table.get("series") or [{"label": ""}]))
+    for key in ("x_label", "y_label", "finding"):
+        if not isinstance(table.get(key, ""), str):
+            raise StudyFileError(f"{where}: {key} = {table[key]!r}: give a string")
+    for key in ("x_log", "y_log"):
+        if not isinstance(table.get(key, False), bool):
+            raise StudyFileError(f"{where}: {key} = {table[key]!r}: give true or false")
+    deviations = table.get("deviations", [])
+    if not isinstance(deviations, list) or not all(isinstance(d, str) for d in deviations):
+        raise StudyFileError(f'{where}: deviations = {deviations!r}: give a list of strings, ["...", ...]')
     figure = Figure(
         study=study,
         name=name,
-        title=_text(where, table, "title"),
+        title=_title(where, table, fixed),
         workload=workload,
         x=factor,
         levels=tuple(levels),
@@ -155,12 +181,12 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
         trials=_whole(where, table, "trials", 10),
         quick_levels=tuple(quick) if quick is not None else None,
         quick_trials=_whole(where, table, "quick_trials", 3),
-        x_label=str(table.get("x_label", "")),
-        y_label=str(table.get("y_label", "")),
-        x_log=bool(table.get("x_log", False)),
-        y_log=bool(table.get("y_log", False)),
-        finding=str(table.get("finding", "")),
-        deviations=tuple(map(str, table.get("deviations", ()))),
+        x_label=table.get("x_label", ""),
+        y_label=table.get("y_label", ""),
+        x_log=table.get("x_log", False),
+        y_log=table.get("y_log", False),
+        finding=table.get("finding", ""),
+        deviations=tuple(deviations),
         trial_timeout=_timeout(float(_whole(where, table, "timeout_s", 120))),
         topology=_topology(where, table.get("topology", {})),
     )
@@ -176,7 +202,31 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
         params.check_grid(where, grid, params.trial_keys(WORKLOADS[workload].keys))
     except UserError as e:
         raise StudyFileError(str(e)) from None
+    drawn = plot.drawn_text_problem(figure)  # matplotlib parses its mathtext only when it draws: after the trials
+    if drawn:
+        raise StudyFileError(f"{where}: {drawn}")
     return figure
+
+
+def _title(where: str, table: Mapping[str, Any], fixed: Mapping[str, Any]) -> str:
+    """The title, its {KEY} fields checked: each a fixed parameter's name, filled as the figure's heading is."""
+    title = _text(where, table, "title")
+    allowed = f"a {{KEY}} field is filled from the fixed parameters ({', '.join(fixed)}); {{{{ and }}}} are braces"
+    try:
+        fields = [(f, conversion, spec) for _, f, spec, conversion in string.Formatter().parse(title) if f is not None]
+    except ValueError as e:
+        raise StudyFileError(f"{where}: title {title!r}: {e}; {allowed}") from None
+    for field, conversion, spec in fields:
+        if not field.isidentifier():
+            raise StudyFileError(f"{where}: title {title!r}: field {{{field}}} is not a KEY; {allowed}")
+        if field not in fixed:
+            raise StudyFileError(f"{where}: title {title!r}: {field!r} is not a fixed parameter; {allowed}")
+        try:  # a heading's values are text: what formats one formats any
+            ("{0" + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}").format("")
+        except (IndexError, KeyError, ValueError) as e:
+            why = str(e) if isinstance(e, ValueError) else f"a field nested in its format ({e})"
+            raise StudyFileError(f"{where}: title {title!r}: field {{{field}}}: {why}; {allowed}") from None
+    return title
 
 
 def _topology(where: str, table: Any) -> Topology:
@@ -188,13 +238,17 @@ def _topology(where: str, table: Any) -> Topology:
     links = table.get("links", [])
     if not isinstance(links, list) or not all(isinstance(t, str) for t in links):
         raise StudyFileError(f'{where}: topology.links = ["A-B:KEY=VALUE,...", ...], not {links!r}')
+    for key, kind, allowed in TOPOLOGY_TYPES:
+        value = table.get(key)
+        if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+            raise StudyFileError(f"{where}: topology.{key} = {value!r}: give {allowed}")
     try:
         return Topology.parse(
             str(table.get("shape", "path")),
             pairs=table.get("pairs"),
             rtts=table.get("rtts"),
             routers=table.get("routers"),
-            cross=bool(table.get("cross", False)),
+            cross=table.get("cross", False),
             links=links,
         )
     except QuantityError as e:

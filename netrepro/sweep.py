@@ -377,12 +377,156 @@ def trials_to_run(grid: list[Params], trials: int, trial_log: TrialLog, opts: Op
     return todo
 
 
-def run_figure(fig: Figure, opts: Options) -> Path:
+# -- a resume that cannot mix --------------------------------------------------------------------
+
+# What changes the measurement, as each row records it: a figure's rows must agree on them.  The topology
+# is in the resume key already (a figure on another topology is a derived figure, with its own directory
+# and CSV: spec.Figure.on), the seed in each row's (trial key, seed), the host may differ (shards).
+RESUME_COLUMNS = ("backend", "switch", "cc_impl", "kernel")
+# The option that chooses each, for the message that names the way on.
+RESUME_OPTIONS = {"backend": "--shaper", "switch": "--switch", "cc_impl": "--impl"}
+
+
+class ResumeMismatch(UserError):
+    """The figure's rows ran with another backend, switch, implementation or kernel than this run would."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a run measures with, as its rows will record it: `impls` maps each congestion control its grid
+    names (None: the hosts' default) to the implementation it will run as (`kernel` for the kernel's own)."""
+
+    backend: str
+    switch: str
+    kernel: str
+    impls: Mapping[str | None, str]
+
+    def value(self, column: str, row: Mapping[str, str]) -> str:
+        if column == "cc_impl":
+            return self.impls.get(row.get("cc") or None, "")
+        return str(getattr(self, column))
+
+
+def planned_setup(fig: Figure, opts: Options, grid: list[Params]) -> Setup:
+    """What this run's lab and session will use, decided by the functions that will decide it when they come
+    up (topologies.emulation.choose_backend, topologies.ovs.choose_switch, kmod.loader.choose_impl), before
+    anything is built.  Probes the machine as the preflight does (check_machine first: its errors come first)."""
+    from kmod import loader
+    from topologies import emulation, ovs
+    from topologies.topology import SWITCH
+
+    backend = emulation.choose_backend(opts.shaper)
+    has_switches = any(n.kind == SWITCH for n in fig.topology.place(trial_path(grid[0])).nodes) if grid else True
+    switch = ovs.choose_switch(opts.switch, backend) if has_switches else "none"
+    impls: dict[str | None, str] = {}
+    for params in grid:
+        cc = params.get("cc")
+        name = str(cc) if cc is not None else None
+        if name not in impls:
+            impls[name] = loader.choose_impl(name, opts.cc_impl) if name in loader.ALGORITHMS else "kernel"
+    return Setup(backend=backend, switch=switch, kernel=kernel.release(), impls=impls)
+
+
+def resumed_rows(trial_log: TrialLog, grid: list[Params], trials: int, seed: int) -> list[dict[str, str]]:
+    """The rows a run's new rows will be drawn beside: the successful rows of the figure's trials and seed
+    (a failed row holds no measurement, and is run again)."""
+    wanted = {trial_key(p, i) for p in grid for i in range(trials)}
+    return [
+        r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == seed and r.get("status") == "ok"
+    ]
+
+
+def resume_mismatches(
+    rows: list[dict[str, str]], value_of: Callable[[str, Mapping[str, str]], str], columns: tuple[str, ...]
+) -> tuple[list[tuple[str, str, str, int]], dict[str, int]]:
+    """(column, the rows' value, this run's, how many rows) for each value of the rows that differs from this
+    run's; and for each column, how many rows lack it (written before it was recorded: accepted)."""
+    differ: dict[tuple[str, str, str], int] = {}
+    lacking: dict[str, int] = {}
+    for row in rows:
+        for column in columns:
+            theirs = row.get(column) or ""
+            if not theirs:
+                lacking[column] = lacking.get(column, 0) + 1
+                continue
+            ours = value_of(column, row)
+            if ours and theirs != ours:
+                key = (column, theirs, ours)
+                differ[key] = differ.get(key, 0) + 1
+    return [(c, theirs, ours, n) for (c, theirs, ours), n in differ.items()], lacking
+
+
+def mismatch_line(fig: Figure, csv_path: Path, column: str, theirs: str, ours: str, count: int) -> str:
+    """One refusal: both values, and the way on."""
+    option = RESUME_OPTIONS.get(column)
+    keep = f"{option} {theirs} resumes them, " if option and theirs != "none" else ""
+    return (
+        f"{fig.full_name}: {csv_path} holds {count} trials run with {column} {theirs}; this run would use "
+        f"{column} {ours}, and one figure would mix both: {keep}--fresh starts it over (the old CSV kept as a "
+        "backup), or --out DIR (or a derived figure, --set ...) runs it beside them"
+    )
+
+
+def check_resume(
+    fig: Figure, csv_path: Path, rows: list[dict[str, str]], setup: Setup, columns: tuple[str, ...] = RESUME_COLUMNS
+) -> None:
+    """Refuse (ResumeMismatch, one line per difference) a run whose rows would differ from the figure's rows in
+    what changes the measurement; rows without a column (older than it) are accepted, and said so."""
+    differ, lacking = resume_mismatches(rows, setup.value, columns)
+    for column, n in sorted(lacking.items()):
+        log.info(
+            "%s: %d of its %d earlier rows record no %s (written before it was recorded): resumed as they are",
+            csv_path.name,
+            n,
+            len(rows),
+            column,
+        )
+    if differ:
+        raise ResumeMismatch("\n".join(mismatch_line(fig, csv_path, *d) for d in differ))
+
+
+class ResumeGuard:
+    """A RowSink that refuses a row whose setup differs from the figure's earlier rows: where the setup is known
+    only once the lab is up (a cluster's workers decide theirs), or differs from what was planned.  The first
+    such row is not written and the run stops (ResumeMismatch): the rows before it are kept."""
+
+    def __init__(
+        self, fig: Figure, csv_path: Path, sink: RowSink, earlier: list[dict[str, str]], allow_mixed: bool = False
+    ) -> None:
+        self.fig = fig
+        self.csv_path = csv_path
+        self.sink = sink
+        self.earlier = earlier
+        # a cluster's --allow-mixed takes workers of several kernels and backends: the earlier rows' too
+        self.columns = tuple(c for c in RESUME_COLUMNS if not (allow_mixed and c in ("kernel", "backend")))
+
+    def append(self, row: dict[str, Any]) -> None:
+        if self.earlier and row.get("status") == "ok":
+            cells = {k: ("" if v is None else str(v)) for k, v in row.items()}
+
+            def value_of(column: str, earlier: Mapping[str, str]) -> str:
+                if column == "cc_impl" and (earlier.get("cc") or "") != cells.get("cc", ""):
+                    return ""  # another congestion control: its own implementation
+                return cells.get(column, "")
+
+            differ, _ = resume_mismatches(self.earlier, value_of, self.columns)
+            if differ:
+                raise ResumeMismatch(
+                    "\n".join(mismatch_line(self.fig, self.csv_path, *d) for d in differ)
+                    + f"\n(the trial {row.get('trial_key')} that showed it is not written; the rows before are kept)"
+                )
+        self.sink.append(row)
+
+
+def run_figure(fig: Figure, opts: Options, locked: bool = False) -> Path:
     """Run (or resume) a figure, then write its plot, manifest and table; return the CSV's path.
 
-    Raises figurelock.FigureBusy at once when another run holds the figure's CSV.  The preflight
-    is in two steps: the names and root before the lock, the machine's probes (tools, backend,
-    variants) once there are trials to run, before the lab (a UserError or SetupError either way).
+    Raises figurelock.FigureBusy at once when another command holds the figure's CSV: a run locks
+    it exclusively, --plot-only shared (ground.figurelock); `locked`: the caller holds it exclusively
+    already (merge).  The preflight is in two steps: the names and root before the lock, the
+    machine's probes (tools, backend, variants) once there are trials to run, before the lab (a
+    UserError or SetupError either way); a resume that would mix the figure's rows with rows of
+    another backend, switch, implementation or kernel is refused before the lab (check_resume).
     """
     overrides = {**fig.overrides, **opts.overrides}
     needs = preflight.figure_needs(fig, fig.grid(opts.quick, opts.overrides), overrides, opts.shaper, opts.cc_impl)
@@ -390,7 +534,12 @@ def run_figure(fig: Figure, opts: Options) -> Path:
         preflight.check_request(needs)
     out_dir = opts.out / fig.directory
     csv_path = out_dir / fig.csv_name
-    with figurelock.holding(csv_path):  # before anything else: nothing is built, read or written unlocked
+    lock = (
+        contextlib.nullcontext(csv_path)
+        if locked
+        else figurelock.holding(csv_path, shared=opts.plot_only, tree=opts.out)
+    )
+    with lock:  # before anything else: nothing is built, read or written unlocked
         log_path: Path | None = None
         try:
             with logs.log_file(out_dir / "logs", fig.name) as log_path:
@@ -405,7 +554,8 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     began = time.monotonic()
     log.debug("%s: %s", fig.full_name, opts)
     out_dir = csv_path.parent
-    trial_log = TrialLog(csv_path, fresh=opts.fresh, tree=opts.out)
+    # --plot-only reads the CSV and never changes it (a torn last row is read around, not cut off)
+    trial_log = TrialLog(csv_path, fresh=opts.fresh, tree=opts.out, read_only=opts.plot_only)
     trials = fig.trial_count(opts.quick, opts.trials)
     grid = fig.grid(opts.quick, opts.overrides)
     todo = trials_to_run(grid, trials, trial_log, opts)
@@ -416,6 +566,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         planned = len(mine)
         print(f"  --shard {opts.shard}: {planned} of the {len(grid) * trials} trials are this shard's", flush=True)
     skipped = planned - len(todo)
+    earlier = resumed_rows(trial_log, grid, trials, opts.seed)  # what this run's rows must not differ from
     tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
     retried = sum(1 for p, i in todo if trial_key(p, i) in tried)
     again = f", {retried} failed before, run again (--no-retry-failed: keep them)" if retried else ""
@@ -438,7 +589,9 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     elif todo and opts.engine is not None:
         from netrepro import cluster  # imported here: the engine's workers run this module's run_trials
 
-        home = cluster.run_trials(opts.engine, fig, todo, opts, trial_log)
+        # the workers decide their backend, switch, implementations and kernel: each row is checked as it comes
+        sink = ResumeGuard(fig, csv_path, trial_log, earlier, allow_mixed=opts.engine.allow_mixed)
+        home = cluster.run_trials(opts.engine, fig, todo, opts, sink)
         verifications.update(home.verifications)
         engine = home.describe(opts.engine)
         # a setting Dask gave up on (its workers kept dying): its trials without a row are missing, and said so
@@ -449,7 +602,9 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
                   f"({'; '.join(home.lost)}); run the command again to resume them", flush=True)  # fmt: skip
     elif todo:
         preflight.check_machine(needs)
-        verifications.update(run_trials(fig, todo, opts, trial_log))
+        # what the lab and the session will use, decided as they will decide it, before anything is built
+        check_resume(fig, csv_path, earlier, planned_setup(fig, opts, grid))
+        verifications.update(run_trials(fig, todo, opts, ResumeGuard(fig, csv_path, trial_log, earlier)))
     wanted = {trial_key(p, i) for p in grid for i in range(trials)}
     attempts = [r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == opts.seed]
     rows = latest_rows(attempts)

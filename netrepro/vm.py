@@ -20,6 +20,7 @@ environment and records it, with its kernel, in every manifest.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shlex
@@ -35,6 +36,8 @@ from ground.kernel import VM_ACCEL_ENV
 from ground.ledger import Ledger
 from ground.proc import Process, run
 from kmod import loader
+
+log = logging.getLogger("netrepro.vm")
 
 REPO = Path(__file__).resolve().parent.parent
 KVM_PROBE_SECONDS = 45
@@ -122,10 +125,9 @@ ACCEL_CACHE = Path(sys.prefix) / ".netrepro-vm-accel.json"
 def detect_accel(kernel: StockKernel, ledger: Ledger, cache: Path = ACCEL_CACHE) -> dict[str, str]:
     """{"accel": "kvm"|"tcg", "why": ...}: KVM if a KVM guest boots and answers in time."""
     key = {"kernel": kernel.release, "qemu": qemu_version()}
-    if cache.exists():
-        saved = json.loads(cache.read_text())
-        if {k: saved.get(k) for k in key} == key:
-            return {"accel": saved["accel"], "why": saved["why"] + " (detected earlier)"}
+    saved = saved_accel(cache)
+    if saved is not None and {k: saved.get(k) for k in key} == key:
+        return {"accel": saved["accel"], "why": saved["why"] + " (detected earlier)"}
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         found = {"accel": "tcg", "why": "no usable /dev/kvm"}
     else:
@@ -149,6 +151,27 @@ def detect_accel(kernel: StockKernel, ledger: Ledger, cache: Path = ACCEL_CACHE)
             found = {"accel": "tcg", "why": f"a KVM guest did not finish booting within {KVM_PROBE_SECONDS} s"}
     cache.write_text(json.dumps({**key, **found}) + "\n")
     return found
+
+
+def saved_accel(cache: Path = ACCEL_CACHE) -> dict[str, str] | None:
+    """What detect_accel kept, or None: none kept, or a file it could not have written (cut short, edited,
+    another shape), which is logged and then treated as absent (detected again and written over)."""
+    try:
+        saved = json.loads(cache.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        log.warning("--vm: %s cannot be read (%s): detecting the acceleration again", cache, e)
+        return None
+    fields = ("kernel", "qemu", "accel", "why")
+    if (
+        not isinstance(saved, dict)
+        or not all(isinstance(saved.get(k), str) for k in fields)
+        or saved["accel"] not in ("kvm", "tcg")
+    ):
+        log.warning("--vm: %s is not what netrepro writes (%.200r): detecting the acceleration again", cache, saved)
+        return None
+    return {k: saved[k] for k in fields}
 
 
 def build_modules(kernel: StockKernel, directory: Path = REPO / "kmod") -> None:

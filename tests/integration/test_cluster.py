@@ -1,37 +1,47 @@
 """A figure on a Dask cluster: every trial once, the coordinator the only writer, a lost worker's trials redone.
 
 A scheduler and two workers (`dask worker --resources lab=1 --nthreads 1`,
-each running its labs in namespaces of its own) on this machine stand for
-two VMs; iw/fig5b --quick has three path settings, one task each.  Its
-CSV must hold exactly the trial keys of the plain figure, each once.  A
+each running its labs in namespaces of its own; TLS, and the coordinator
+given the TLS files, for the first test, plain TCP on loopback for the
+second) on this machine stand for two VMs; iw/fig5b --quick has three path
+settings, one task each.  Its CSV must hold exactly the trial keys of the
+plain figure, each once.  A
 worker SIGKILLed after its first row: its setting's trials finish on the
 other, none lost, none run twice, and its lab is undone (the trial process
 dies with its worker).  Dask's SSH launcher (`--hosts`) runs a
 one-setting figure through an sshd the test starts on a loopback port,
-with a host key and a client key it makes.
+with a host key and a client key it makes; the cluster it starts lets in
+only the run's own certificates, listens on no port of every interface,
+and its processes end within a minute of the coordinator's SIGKILL.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import expts
+from ground import ledger
 from ground.results import REPO
 from ground.trials import read_rows, trial_key
 from netrepro import shards
+from netrepro.cluster import RunCertificates, make_certificates
 
 pytestmark = pytest.mark.root
 
@@ -47,17 +57,21 @@ def free_port() -> int:
 
 
 class Cluster:
-    """A Dask scheduler and workers on loopback, as the test's own processes."""
+    """A Dask scheduler and workers on loopback, as the test's own processes; TLS with `tls` (its
+    nodes hold the node certificate), plain TCP without."""
 
-    def __init__(self, where: Path) -> None:
+    def __init__(self, where: Path, tls: RunCertificates | None = None) -> None:
         self.where = where
         self.file = where / "scheduler.json"
         self.workers: dict[str, subprocess.Popen[bytes]] = {}  # address: process
         self.env = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(where)}  # Dask's scratch files: here
+        self.tls: list[str] = []
+        if tls is not None:
+            self.tls = ["--tls-ca-file", str(tls.ca), "--tls-cert", str(tls.node_cert), "--tls-key", str(tls.node_key)]
         log = open(where / "scheduler.log", "wb")  # noqa: SIM115 - the process's, closed with it
         self.scheduler = subprocess.Popen(
             [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-             "--scheduler-file", str(self.file)],
+             "--scheduler-file", str(self.file), *(["--protocol", "tls", *self.tls] if self.tls else [])],
             stdout=log, stderr=log, cwd=where, env=self.env,
         )  # fmt: skip
         log.close()
@@ -72,11 +86,11 @@ class Cluster:
         process = subprocess.Popen(
             [str(DASK), "worker", self.address, "--nthreads", "1", "--resources", "lab=1", "--no-nanny",
              "--host", "127.0.0.1", "--worker-port", str(port), "--no-dashboard",
-             "--local-directory", str(self.where / f"scratch-{port}")],
+             "--local-directory", str(self.where / f"scratch-{port}"), *self.tls],
             stdout=log, stderr=log, cwd=REPO, env=self.env,
         )  # fmt: skip
         log.close()
-        address = f"tcp://127.0.0.1:{port}"
+        address = f"{'tls' if self.tls else 'tcp'}://127.0.0.1:{port}"
         self.workers[address] = process
         return address
 
@@ -123,11 +137,28 @@ def namespaces() -> set[str]:
     return set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
 
 
-def test_two_workers_run_every_trial_once(cluster: Cluster, tmp_path: Path) -> None:
+@pytest.fixture
+def tls_cluster(tmp_path: Path) -> Iterator[tuple[Cluster, RunCertificates]]:
+    """A running cluster on TLS, and certificates from its CA: the client's are --scheduler's TLS files."""
+    private = tmp_path / "tls"
+    private.mkdir(mode=0o700)
+    made = make_certificates(private, "test")
+    c = Cluster(tmp_path, made)
+    try:
+        yield c, made
+    finally:
+        c.stop()
+
+
+def test_two_workers_run_every_trial_once(tls_cluster: tuple[Cluster, RunCertificates], tmp_path: Path) -> None:
+    cluster, tls = tls_cluster
+    assert cluster.address.startswith("tls://127.0.0.1:")
     workers = {cluster.add_worker(), cluster.add_worker()}
     fig = expts.find(SETTINGS_FIGURE)
     out = tmp_path / "results"
-    said = finished(run("run", SETTINGS_FIGURE, "--quick", "--scheduler", cluster.address, "--out", str(out)))
+    said = finished(run("run", SETTINGS_FIGURE, "--quick", "--scheduler", cluster.address, "--out", str(out),
+                        "--tls-ca-file", str(tls.ca), "--tls-cert", str(tls.client_cert),
+                        "--tls-key", str(tls.client_key)))  # fmt: skip
     rows = read_rows(out / fig.directory / fig.csv_name)
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
     assert sorted(r["trial_key"] for r in rows) == plain_keys(SETTINGS_FIGURE), said  # each once, none missing
@@ -176,9 +207,15 @@ def test_a_killed_workers_trials_finish_on_the_other(cluster: Cluster, tmp_path:
     assert not namespaces() - before
 
 
+@dataclass(frozen=True)
+class Sshd:
+    config: Path  # an OpenSSH client config for it
+    pid: int  # the daemon: what the launcher starts runs under it
+
+
 @pytest.fixture
-def sshd(tmp_path: Path) -> Iterator[Path]:
-    """An sshd on a loopback port that lets in root with a key made here; yields an OpenSSH client config."""
+def sshd(tmp_path: Path) -> Iterator[Sshd]:
+    """An sshd on a loopback port that lets in root with a key made here."""
     sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
     if not os.path.exists(sshd_bin):
         pytest.fail("no sshd: run.sh installs openssh-server")
@@ -212,7 +249,7 @@ def sshd(tmp_path: Path) -> Iterator[Path]:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.2)
-        yield keys / "config"
+        yield Sshd(keys / "config", daemon.pid)
     finally:
         daemon.terminate()
         daemon.wait(30)
@@ -220,11 +257,19 @@ def sshd(tmp_path: Path) -> Iterator[Path]:
             privsep.rmdir()
 
 
-def test_the_ssh_launcher_runs_a_figure(sshd: Path, tmp_path: Path) -> None:
+REMOTE_TLS = REPO / ".venv" / "dask"  # where a host keeps the run's certificate (netrepro-tls-RUN)
+
+
+def remote_tls_dirs() -> set[str]:
+    return {p.name for p in REMOTE_TLS.glob("netrepro-tls-*")} if REMOTE_TLS.is_dir() else set()
+
+
+def test_the_ssh_launcher_runs_a_figure(sshd: Sshd, tmp_path: Path) -> None:
     fig = expts.find(ONE_SETTING_FIGURE)
     out = tmp_path / "results"
+    before = remote_tls_dirs()
     said = finished(
-        run("run", ONE_SETTING_FIGURE, "--quick", "--hosts", "root@127.0.0.1", "--ssh-config", str(sshd),
+        run("run", ONE_SETTING_FIGURE, "--quick", "--hosts", "root@127.0.0.1", "--ssh-config", str(sshd.config),
             "--out", str(out))
     )  # fmt: skip
     rows = read_rows(out / fig.directory / fig.csv_name)
@@ -232,3 +277,145 @@ def test_the_ssh_launcher_runs_a_figure(sshd: Path, tmp_path: Path) -> None:
     assert sorted(r["trial_key"] for r in rows) == plain_keys(ONE_SETTING_FIGURE), said
     manifest = json.loads((out / fig.directory / f"{fig.name}.manifest.json").read_text())
     assert manifest["engine"]["launcher"] == "SSH hosts root@127.0.0.1" and len(manifest["engine"]["workers"]) == 1
+    assert all(w.startswith("tls://127.0.0.1:") for w in manifest["engine"]["workers"])
+    assert manifest["engine"]["rows_not_handed_out_dropped"] == 0
+    assert remote_tls_dirs() == before  # the host's copy of the run's certificate went with the run
+
+
+def start_time(pid: int) -> int | None:
+    """A process's start (clock ticks after boot), None if it is gone: a pid and its start name one process."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """The processes under `pid` (not itself), with their command lines."""
+    parents: dict[int, int] = {}
+    lines: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        lines[int(entry.name)] = cmdline
+    found: dict[int, str] = {}
+    for child in parents:
+        up = parents.get(child)
+        while up is not None and up > 1:
+            if up == pid:
+                found[child] = lines[child]
+                break
+            up = parents.get(up)
+    return found
+
+
+def listening(pids: set[int]) -> list[tuple[str, int]]:
+    """The TCP sockets these processes listen on, as (address, port), from `ss -ltnp`."""
+    found = []
+    for line in subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout.splitlines():
+        fields = line.split()
+        owners = {int(p) for p in re.findall(r"pid=(\d+)", line)}
+        if owners & pids:
+            address, _, port = fields[3].rpartition(":")
+            found.append((address, int(port)))
+    return found
+
+
+def refused(address: str, security: object = None) -> str:
+    """Why a Dask client of `address` could not connect ("" if it did, and ran code on the workers)."""
+    from distributed import Client
+
+    try:
+        with Client(address, security=security, timeout=5) as client:  # type: ignore[no-untyped-call]
+            client.run(os.getuid)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return ""
+
+
+def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
+    sshd: Sshd, tmp_path: Path, summary_lines: list[str]
+) -> None:
+    from distributed.security import Security
+
+    before_remote = remote_tls_dirs()
+    before_local = set(Path(tempfile.gettempdir()).glob("netrepro-tls-*"))
+    coordinator = run("run", SETTINGS_FIGURE, "--quick", "--hosts", "root@127.0.0.1", "--ssh-config",
+                      str(sshd.config), "--out", str(tmp_path / "results"))  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120  # up: the scheduler, a nanny and its worker, and a task handed out
+        while time.monotonic() < deadline and coordinator.poll() is None:
+            if any("-m netrepro.worker" in line for line in descendants(sshd.pid).values()):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"the cluster did not start: {coordinator.communicate(timeout=30)[0][-4000:]}")
+        under_sshd = descendants(sshd.pid)  # the holder, the scheduler, the nanny, the worker, its trial process
+        launched = {pid: (start_time(pid), line) for pid, line in under_sshd.items()}
+        ports = listening(set(launched))
+        summary_lines.append(f"cluster (--hosts on loopback): the launched processes listen on {sorted(ports)}")
+        assert ports and all(address == "127.0.0.1" for address, _ in ports), ports  # none on 0.0.0.0, [::] or *
+        assert ("127.0.0.1", 8786) in ports
+        # No way in without the run's certificate: plain TCP, TLS with another CA's certificate.
+        assert refused("tcp://127.0.0.1:8786")
+        assert refused("tls://127.0.0.1:8786", Security.temporary())  # type: ignore[no-untyped-call]
+        with socket.create_connection(("127.0.0.1", 8786), timeout=5) as raw:  # a plain TCP connection
+            raw.sendall(b"\x00" * 64)
+            raw.settimeout(10)
+            with contextlib.suppress(ConnectionResetError):
+                answer = raw.recv(4096)
+                assert answer == b"" or answer[:1] == b"\x15", answer  # closed, or a TLS alert: no Dask reply
+        stranger = Security.temporary().get_connection_args("client")["ssl_context"]  # type: ignore[no-untyped-call]
+        for _, port in ports:  # every other listener: TLS with the run's CA, or HTTP with a health check only
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+                raw.sendall(b"GET /info/main/workers.html HTTP/1.0\r\n\r\n")
+                raw.settimeout(5)
+                with contextlib.suppress(OSError):
+                    answer = raw.recv(4096)
+                    assert not answer.startswith(b"HTTP/") or b" 404 " in answer.split(b"\r\n")[0], answer[:200]
+            if port == 8786:
+                continue
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+                try:
+                    with stranger.wrap_socket(raw) as tls:
+                        tls.sendall(b"x")
+                        tls.settimeout(5)
+                        assert tls.recv(1) == b"", f"port {port} took a stranger's certificate"
+                except (OSError, ssl.SSLError):
+                    pass  # refused in the handshake (or not TLS: HTTP)
+        # The coordinator's copy of the certificates: a private directory its ledger removes.
+        local = set(Path(tempfile.gettempdir()).glob("netrepro-tls-*")) - before_local
+        assert len(local) == 1 and all(p.stat().st_mode & 0o777 == 0o700 for p in local), local
+        assert {f.stat().st_mode & 0o777 for p in local for f in p.iterdir()} == {0o600}
+        ledgers = [f for f in ledger.ledger_files() if f.owner and f.owner.get("pid") == coordinator.pid]
+        assert [str(p) for p in local] == [e["path"] for f in ledgers for e in f.entries if e.get("kind") == "path"]
+        assert remote_tls_dirs() - before_remote, "the host's copy of the run's certificate"
+        assert coordinator.poll() is None, "the run ended during the probes"
+    finally:
+        coordinator.send_signal(signal.SIGKILL)
+        coordinator.communicate(timeout=60)
+    killed = time.monotonic()
+
+    def left() -> list[str]:  # by pid and start time: an orphan that sshd no longer parents still counts
+        return [line for pid, (start, line) in launched.items() if start is not None and start_time(pid) == start]
+
+    while left() and time.monotonic() - killed < 60:
+        time.sleep(0.5)
+    gone_after = time.monotonic() - killed
+    summary_lines.append(
+        f"cluster (--hosts on loopback): {len(launched)} launched processes; those left "
+        f"{gone_after:.1f} s after the coordinator's SIGKILL: {len(left())}"
+    )
+    assert not left(), f"still running a minute after the coordinator's SIGKILL: {left()}"
+    # Their SSH sessions' end did it, not the scheduler's idle timeout (the backstop, at 50 s).
+    assert gone_after < 30, f"the launched processes took {gone_after:.0f} s to end"
+    assert remote_tls_dirs() == before_remote  # the host removed its copy of the run's certificate
+    # The coordinator's own copy is in its ledger, which `clean` undoes (the run would have at its end).
+    report = ledger.clean(only=lambda found: (found.owner or {}).get("pid") == coordinator.pid)
+    assert not [p for p in local if p.exists()], report

@@ -40,6 +40,8 @@ def test_a_second_run_of_a_running_figure_is_refused(tmp_path: Path) -> None:
             if select.select([first.stdout], [], [], 0.5)[0]:
                 seen += first.stdout.readline()
         assert "iw/fig2:" in seen, seen
+        assert figurelock.lock_path(csv_path) == csv_path.with_name("fig2.csv.lock")  # beside the CSV
+        assert figurelock.lock_path(csv_path).exists()
 
         began = time.monotonic()
         second = subprocess.run(fig2_argv(tmp_path), cwd=REPO, capture_output=True, text=True, timeout=60)

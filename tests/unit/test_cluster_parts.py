@@ -1,11 +1,18 @@
-"""The cluster engine's parts that need no cluster: its options, the one writer, a worker's refusal."""
+"""The cluster engine's parts that need no cluster: its options, the one writer, a worker's refusal,
+the run's certificates and the script that keeps them on a host."""
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import os
 import select
+import socket
+import ssl
+import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +22,15 @@ import pytest
 import expts
 from ground.errors import UserError
 from ground.trials import trial_key
-from netrepro.cluster import Engine, Writer
+from netrepro.cluster import (
+    REMOTE_FILES,
+    Engine,
+    RunCertificates,
+    Writer,
+    bind_address,
+    holder_script,
+    make_certificates,
+)
 from netrepro.worker import Job, start_trial_process
 
 FIG = expts.find("iw/fig2")
@@ -27,6 +42,12 @@ FIG = expts.find("iw/fig2")
         ("vm1", "tcp://a:8786", None, "--hosts and --scheduler: give one"),
         (None, "a:8786", None, "--scheduler a:8786: not a scheduler's address"),
         (None, "tcp://a", None, "--scheduler tcp://a: not a scheduler's address"),
+        (None, "tcp://10.1.2.3:8786", None, "--scheduler tcp://10.1.2.3:8786: plain tcp:// .* only to loopback"),
+        (None, "tcp://vm1.example:8786", None, "--scheduler tcp://vm1.example:8786: plain tcp://"),  # no look-up
+        (None, "tcp://127.0.0.1:8786", None, None),
+        (None, "tcp://127.3.4.5:8786", None, None),
+        (None, "tcp://localhost:8786", None, None),
+        (None, "tcp://[::1]:8786", None, None),
         ("vm1,,vm2", None, None, "'' is not a host"),
         ("vm1,vm 2", None, None, "'vm 2' is not a host"),
         ("vm1;reboot", None, None, "'vm1;reboot' is not a host"),
@@ -49,8 +70,47 @@ def test_bad_engine_options_are_refused_by_name(
 
 def test_engine_options_parsed() -> None:
     assert Engine.parse(None, None) is None  # a local run
-    assert Engine.parse(None, "tcp://10.0.0.1:8786") == Engine(scheduler="tcp://10.0.0.1:8786")
+    assert Engine.parse(None, "tcp://127.0.0.1:8786") == Engine(scheduler="tcp://127.0.0.1:8786")
     assert Engine.parse("root@vm1, vm2", None).hosts == ("root@vm1", "vm2")  # type: ignore[union-attr]
+
+
+def test_plain_tcp_to_another_host_is_refused_in_one_line_unless_insecure() -> None:
+    with pytest.raises(UserError) as refused:
+        Engine.parse(None, "tcp://10.1.2.3:8786")
+    said = str(refused.value)
+    assert "\n" not in said and said.startswith("--scheduler tcp://10.1.2.3:8786: ")
+    assert "loopback" in said and "--insecure" in said and "tls://" in said
+    engine = Engine.parse(None, "tcp://10.1.2.3:8786", insecure=True)
+    assert engine == Engine(scheduler="tcp://10.1.2.3:8786", insecure=True)
+    assert engine.describe() == "scheduler tcp://10.1.2.3:8786 (insecure)" and engine.security() is None
+
+
+def test_tls_options(tmp_path: Path) -> None:
+    import dask.config
+
+    ca, cert, key = (tmp_path / n for n in ("ca.crt", "me.crt", "me.key"))
+    for f in (ca, cert, key):
+        f.write_text("x")
+    files = {"tls_ca_file": ca, "tls_cert": cert, "tls_key": key}
+    engine = Engine.parse(None, "tls://10.1.2.3:8786", tls_ca_file=ca, tls_cert=cert, tls_key=key)
+    assert engine is not None and engine.tls_ca_file == ca and not engine.insecure
+    refusals = [
+        ((None, "tcp://10.1.2.3:8786"), files, "--tls-ca-file, --tls-cert, --tls-key are for tls://"),
+        ((None, "tls://h:1"), {"tls_ca_file": ca}, "--tls-cert missing"),
+        ((None, "tls://h:1"), {"tls_cert": cert}, "--tls-ca-file missing"),
+        ((None, "tls://h:1"), {**files, "tls_key": tmp_path / "none"}, "--tls-key .*none: no such file"),
+        ((None, "tls://h:1"), {**files, "insecure": True}, "--insecure is for tcp://"),
+        (("vm1", None), {"insecure": True}, "--insecure: for --scheduler"),
+        (("vm1", None), {"tls_ca_file": ca}, "--tls-ca-file: for --scheduler"),
+    ]
+    for args, kwargs, says in refusals:
+        with pytest.raises(UserError, match=says):
+            Engine.parse(*args, **kwargs)  # type: ignore[arg-type]
+    none = {"distributed.comm.tls.ca-file": None, "distributed.comm.tls.client.cert": None}
+    with dask.config.set(none), pytest.raises(UserError, match="tls://h:1: no TLS credentials"):
+        Engine.parse(None, "tls://h:1")
+    with dask.config.set({"distributed.comm.tls.ca-file": str(ca), "distributed.comm.tls.client.cert": str(cert)}):
+        assert Engine.parse(None, "tls://h:1") == Engine(scheduler="tls://h:1")  # Dask's own configuration
 
 
 class Sink:
@@ -78,6 +138,28 @@ def test_the_writer_writes_each_trial_once_and_names_its_worker() -> None:
     ]  # fmt: skip
     assert writer.second_rows_dropped == 1 and told[-1] == ["a", "b"]
     assert {w: d["rows"] for w, d in writer.workers.items()} == {"tcp://w1:1": 2, "tcp://w2:1": 1}
+
+
+def test_the_writer_drops_rows_for_trials_not_handed_out(caplog: pytest.LogCaptureFixture) -> None:
+    sink = Sink()
+    writer = Writer(FIG, sink, allow_mixed=False, expected={"a", "b"})
+    with caplog.at_level(logging.WARNING, logger="netrepro.cluster"):
+        writer.take([item("a"), item("z", "tcp://w9:1"), item("b")])
+        writer.take([{"row": "not a row"}, {"row": {"trial_key": 1}, "worker": "w", "host": "h", "kernel": "k"}])
+    assert [r["trial_key"] for r in sink.rows] == ["a", "b"]
+    assert (
+        writer.rows_not_handed_out_dropped == 3
+        and writer.describe(Engine(hosts=("h",)))["rows_not_handed_out_dropped"] == 3
+    )
+    assert any("a row for z, a trial not handed out, dropped" in r.getMessage() for r in caplog.records)
+    assert set(writer.workers) == {"tcp://w1:1"}  # the stranger is not counted among the workers
+
+
+def test_the_writer_never_takes_a_row_twice() -> None:
+    sink = Sink()
+    writer = Writer(FIG, sink, allow_mixed=False, expected={"a"})
+    writer.take([item("a", status="failed"), item("a", status="failed")])  # the same row, twice
+    assert len(sink.rows) == 1 and writer.second_rows_dropped == 1
 
 
 @pytest.mark.parametrize(("kernel", "backend"), [("6.18.0", "netem"), ("6.1.0", "delayline")])
@@ -120,3 +202,104 @@ def test_a_worker_that_runs_other_code_refuses_before_any_trial() -> None:
     assert len(messages) == 1 and "refused" in messages[0], messages
     assert "the coordinator 0123456789ab" in messages[0]["refused"]
     assert trial_key(params, 0) not in said.decode()  # it asked for no trial
+
+
+def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> tuple[str, str]:
+    """Both ends' outcome of a TLS handshake (and a byte each way) over a socket pair."""
+    a, b = socket.socketpair()
+    outcome = {"server": "", "client": ""}
+
+    def serve() -> None:
+        try:
+            with server.wrap_socket(a, server_side=True) as s:
+                s.sendall(s.recv(1))
+            outcome["server"] = "ok"
+        except (OSError, ssl.SSLError) as e:
+            outcome["server"] = repr(e)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        with client.wrap_socket(b) as c:
+            c.sendall(b"x")
+            outcome["client"] = "ok" if c.recv(1) == b"x" else "closed"
+    except (OSError, ssl.SSLError) as e:
+        outcome["client"] = repr(e)
+    finally:
+        b.close()
+        thread.join(10)
+        a.close()
+    return outcome["server"], outcome["client"]
+
+
+@pytest.fixture
+def certificates(tmp_path: Path) -> RunCertificates:
+    private = tmp_path / "tls"
+    private.mkdir(mode=0o700)
+    return make_certificates(private, "test")
+
+
+def test_the_run_certificates_let_in_only_their_holders(certificates: RunCertificates) -> None:
+    from distributed.security import Security
+
+    assert {p.name: p.stat().st_mode & 0o777 for p in certificates.directory.iterdir()} == {
+        n: 0o600 for n in ("ca.crt", "node.crt", "node.key", "client.crt", "client.key")
+    }  # and no CA key
+    node = certificates.node_security()
+    listen = node.get_listen_args("scheduler")["ssl_context"]
+    assert handshake(listen, certificates.client_security().get_connection_args("client")["ssl_context"]) == (
+        "ok", "ok"
+    )  # fmt: skip
+    assert handshake(listen, node.get_connection_args("worker")["ssl_context"]) == ("ok", "ok")  # worker to worker
+    stranger = Security.temporary()  # type: ignore[no-untyped-call]  # a certificate of another CA
+    assert "ok" not in handshake(listen, stranger.get_connection_args("client")["ssl_context"])
+    anonymous = ssl.create_default_context(cafile=str(certificates.ca))  # trusts the cluster, holds no certificate
+    anonymous.check_hostname = False
+    assert handshake(listen, anonymous)[0] != "ok"
+
+
+def test_the_holder_keeps_the_files_while_its_stdin_is_open(certificates: RunCertificates, tmp_path: Path) -> None:
+    where = tmp_path / "host" / ".venv" / "dask" / "netrepro-tls-test"
+    nowhere = subprocess.run(["sh", "-c", holder_script(str(where))], input="", capture_output=True, text=True)
+    assert nowhere.returncode == 3 and not (tmp_path / "host").exists()  # no checkout there: none is made
+    where.parent.parent.mkdir(parents=True)  # the checkout's .venv; its dask/ is made
+    files = {n: (certificates.directory / n).read_bytes() for n in REMOTE_FILES}
+    env = {**os.environ, "SSH_CONNECTION": "10.0.0.9 50000 10.0.0.1 22"}  # as sshd sets it
+    holder = subprocess.Popen(["sh", "-c", holder_script(str(where))], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        holder.stdin.write("".join(base64.b64encode(files[n]).decode() + "\n" for n in REMOTE_FILES))
+        holder.stdin.flush()
+        ready = holder.stdout.readline()
+        assert bind_address(ready, "vm1") == "10.0.0.1"
+        assert where.stat().st_mode & 0o777 == 0o700
+        assert {p.name: (p.read_bytes(), p.stat().st_mode & 0o777) for p in where.iterdir()} == {
+            n: (files[n], 0o600) for n in REMOTE_FILES
+        }
+        assert b"PRIVATE KEY" not in Path(f"/proc/{holder.pid}/cmdline").read_bytes()  # the key came on stdin
+        holder.stdin.close()  # this process's SSH session ended
+        assert holder.wait(10) == 0
+        assert not where.exists()
+        # a directory that is there already (someone else's, or a link) is not used
+        where.mkdir(parents=True)
+        again = subprocess.run(["sh", "-c", holder_script(str(where))], input="", capture_output=True, text=True)
+        assert again.returncode == 3 and "ready" not in again.stdout and where.exists()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+@pytest.mark.parametrize(
+    ("ready", "address"),
+    [
+        ("ready 10.0.0.9 50000 10.0.0.1 22\n", "10.0.0.1"),
+        ("ready ::1 50000 ::1 22", "[::1]"),
+        ("ready fe80::2 5 fe80::1%eth0 22", "[fe80::1]"),
+        ("ready \n", "vm1"),  # no SSH_CONNECTION: the name given
+        ("ready a b not-an-address d", "vm1"),
+    ],
+)
+def test_the_bind_address_is_where_ssh_reached_the_host(ready: str, address: str) -> None:
+    assert bind_address(ready, "vm1") == address

@@ -6,6 +6,9 @@ import csv
 import json
 import logging
 import os
+import platform
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,19 @@ def row(a: int, index: int, status: str = "ok", **more: Any) -> dict[str, Any]:
 def parsed(path: Path) -> list[list[str]]:
     with open(path, newline="") as f:
         return list(csv.reader(f))
+
+
+def lock_in_another_process(csv_path: Path, shared: bool = False) -> str:
+    """Whether another process may take the CSV's lock now: `taken` or `busy`."""
+    code = (
+        "import sys; from pathlib import Path; from ground import figurelock\n"
+        "try:\n"
+        f"    with figurelock.holding(Path(sys.argv[1]), shared={shared}): print('taken')\n"
+        "except figurelock.FigureBusy: print('busy')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(csv_path)], cwd=results.REPO, capture_output=True,
+                          text=True, timeout=60, check=True)  # fmt: skip
+    return done.stdout.strip()
 
 
 # -- rows are whole lines ---------------------------------------------------------
@@ -256,11 +272,12 @@ def test_hand_back_chowns_below_the_tree_and_no_link_target(tmp_path: Path, chow
 # -- the figure lock -----------------------------------------------------------------
 
 
-def test_a_second_holder_of_one_csv_is_refused(tmp_path: Path, lock_dir: Path) -> None:
+def test_a_second_holder_of_one_csv_is_refused(tmp_path: Path) -> None:
     csv_path = tmp_path / "cubicplus" / "fig3.csv"
     with figurelock.holding(csv_path):
         held = figurelock.lock_path(csv_path)
-        assert held.parent == lock_dir and held.read_text().split()[0] == str(os.getpid())
+        assert held == tmp_path / "cubicplus" / "fig3.csv.lock"  # beside the CSV: every host sees it (NFS)
+        assert held.read_text().split()[0] == str(os.getpid())
         for same in (csv_path, tmp_path / "cubicplus" / ".." / "cubicplus" / "fig3.csv"):
             with pytest.raises(FigureBusy, match=r"fig3\.csv is busy.*pid \d+.*--out DIR"), figurelock.holding(same):
                 pass
@@ -315,16 +332,19 @@ def test_a_runs_own_results_do_not_make_the_code_dirty(tmp_path: Path, monkeypat
     assert results.code_version().endswith("+dirty")
 
 
-def test_clean_removes_the_lock_files_of_dead_runs_and_not_a_held_one(tmp_path: Path, lock_dir: Path) -> None:
+def test_clean_removes_the_lock_files_of_dead_runs_and_not_a_held_one(tmp_path: Path) -> None:
     """A run killed by SIGKILL leaves its lock file (not its lock); `clean` removes such files only."""
     dead = figurelock.lock_path(tmp_path / "iw" / "fig2.csv")
-    dead.write_text("999999 /gone/iw/fig2.csv\n")  # as a SIGKILLed holder leaves it
+    dead.parent.mkdir()
+    dead.write_text(f"999999 {platform.node()} /gone/iw/fig2.csv\n")  # as a SIGKILLed holder leaves it
     csv_path = tmp_path / "cubicplus" / "fig3.csv"
     with figurelock.holding(csv_path):
-        removed = figurelock.remove_stale()
-        assert removed == [f"removed the stale figure lock {dead} (999999)"]
+        removed = figurelock.remove_stale([tmp_path])
+        assert removed == [f"removed the stale figure lock {dead} (pid 999999)"]
+        # the one this process holds: left alone, and still held (no second descriptor closed on it)
         assert not dead.exists() and figurelock.lock_path(csv_path).exists()
-    assert figurelock.remove_stale() == []
+        assert lock_in_another_process(csv_path) == "busy"
+    assert figurelock.remove_stale([tmp_path]) == []
 
 
 def test_a_tool_that_does_not_answer_its_version_is_recorded_as_silent(

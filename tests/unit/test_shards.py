@@ -1,6 +1,7 @@
 """Shards of a figure's trials and the merge of CSVs (netrepro.shards), without a lab."""
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import expts
 from ground.errors import UserError
 from ground.trials import trial_key
 from ground.units import QuantityError
-from netrepro import shards
+from netrepro import cli, shards
 from netrepro.shards import Shard
 from netrepro.spec import Figure, Params
 
@@ -90,3 +91,51 @@ def test_merge_refuses_rows_of_two_kernels_unless_asked() -> None:
     with pytest.raises(UserError, match=r"2 kernels: 6.1.0-56-amd64 \(b.csv\); 6.18.0 \(a.csv\); --allow-mixed"):
         shards.merge_rows([("a.csv", a), ("b.csv", b)])
     assert len(shards.merge_rows([("a.csv", a), ("b.csv", b)], allow_mixed=True)) == 2
+
+
+def test_merge_refuses_rows_of_two_seeds_naming_each_seeds_files() -> None:
+    a = [{**row("k1"), "seed": "7"}]
+    b = [{**row("k2"), "seed": "8"}, {**row("k3"), "seed": "7"}]
+    with pytest.raises(UserError, match=r"2 seeds: seed 7 \(a.csv, b.csv\); seed 8 \(b.csv\); .*one seed's"):
+        shards.merge_rows([("a.csv", a), ("b.csv", b)], allow_mixed=True)
+    assert shards.merged_seed(shards.merge_rows([("a.csv", a), ("b.csv", b[1:])])) == 7
+    assert shards.merged_seed([{**row("k1"), "seed": ""}]) == 1  # rows older than the column: seed 1
+
+
+def test_merge_refuses_two_switches_or_one_cc_run_two_ways_unless_asked() -> None:
+    a = [{**row("k1"), "switch": "ovs", "cc": "vegas", "cc_impl": "bpf"}]
+    b = [{**row("k2"), "switch": "bridge", "cc": "vegas", "cc_impl": "bpf"}]
+    with pytest.raises(UserError, match=r"2 switches: bridge \(b.csv\); ovs \(a.csv\)"):
+        shards.merge_rows([("a.csv", a), ("b.csv", b)])
+    c = [{**row("k3"), "cc": "vegas", "cc_impl": "kernel"}, {**row("k4"), "cc": "cubic", "cc_impl": "kernel"}]
+    with pytest.raises(UserError, match=r"rows of vegas ran on 2 cc_impls: bpf \(a.csv\); kernel \(c.csv\)"):
+        shards.merge_rows([("a.csv", a), ("c.csv", c)])
+    d = [{**row("k5"), "cc": "cubic_plus", "cc_impl": "lkm"}]  # another cc, another implementation: no mix
+    assert len(shards.merge_rows([("a.csv", a), ("d.csv", d)])) == 2
+    old = [{**row("k6")}]  # no switch, no cc_impl: mixes with none
+    assert len(shards.merge_rows([("a.csv", a), ("old.csv", old)])) == 2
+
+
+def test_a_merge_of_seed_7_shards_draws_the_figure_of_seed_7(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two `--seed 7` shards: the merged figure is drawn from their rows (not an empty figure of seed 1)."""
+    fig = expts.find("iw/fig2")
+    grid, trials, every = all_trials(fig, quick=True)
+    csvs = []
+    for k in (1, 2):
+        mine = shard_part(every, grid, trials, Shard(k, 2))
+        rows = [{"trial_key": trial_key(p, i), "figure": fig.full_name, **p, "trial": i, "status": "ok", "seed": 7,
+                 "download_time_ms": 400.0 + 10 * i + n, "backend": "delayline", "kernel": "6.1.0-test"}
+                for n, (p, i) in enumerate(mine)]  # fmt: skip
+        csvs.append(tmp_path / f"vm{k}" / "iw" / "fig2.csv")
+        shards.write_rows([{k: str(v) for k, v in r.items()} for r in rows], csvs[-1])
+    into = tmp_path / "merged"
+    assert cli.main(["merge", *map(str, csvs), "--into", str(into)]) == 0
+    manifest = json.loads((into / "iw" / "fig2.manifest.json").read_text())
+    assert manifest["rows"] == len(every) and manifest["trials_missing"] == 0, manifest["rows"]
+    assert manifest["seed"] == 7 and manifest["quick"], manifest
+    said = capsys.readouterr().out
+    assert f"{len(every)} trials, seed 7" in said, said
+    assert all(p["n"] == trials for p in manifest["points"]) and len(manifest["points"]) == len(grid)
+    assert manifest["verdict"]["trials"]["ok"] == len(every)

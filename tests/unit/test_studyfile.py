@@ -82,6 +82,15 @@ def test_a_study_file_with_series(tmp_path: Path) -> None:
             "chain has no link r1-r9",
         ),  # fmt: skip
         (('name = "dl"', 'name = "dl"\ntopology = { shape = "chain", hops = 3 }'), "topology = { shape = ..."),
+        (('name = "dl"', 'name = "dl"\ntopology = { shape = "dumbbell", pairs = "2" }'), "topology.pairs = '2'"),
+        (('name = "dl"', 'name = "dl"\ntopology = { shape = "chain", routers = 2.5 }'), "topology.routers = 2.5"),
+        (('title = "Download time ({rate})"', 'title = "Download {"'), "title 'Download {': Single '{'"),
+        (('title = "Download time ({rate})"', 'title = "{rate[0]}"'), "field {rate[0]} is not a KEY"),
+        (('title = "Download time ({rate})"', 'title = "{rate:{w}}"'), "field {rate}: a field nested in its format"),
+        (('title = "Download time ({rate})"', 'title = "$x^$ ({rate})"'), "title: matplotlib cannot draw"),
+        (('name = "dl"', 'name = "dl"\ndeviations = "one"'), "deviations = 'one': give a list of strings"),
+        (('name = "dl"', 'name = "dl"\ny_log = 1'), "y_log = 1: give true or false"),
+        (('name = "dl"', 'name = "dl"\nx_label = 3'), "x_label = 3: give a string"),
     ],
 )
 def test_mistakes_are_named_with_the_file_and_figure(tmp_path: Path, change: tuple[str, str], named: str) -> None:
@@ -99,6 +108,13 @@ def test_run_of_a_bad_study_file_exits_2_and_creates_nothing(
     assert cli.main(["run", str(path), "--out", str(out)]) == 2
     assert "workload 'video'" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_study_file_not_in_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "study.toml"
+    path.write_bytes(GOOD.replace("Download", "T\xe9l\xe9chargement").encode("latin-1"))
+    with pytest.raises(studyfile.StudyFileError, match=r"study.toml: not UTF-8 text \(byte 0xe9 at offset \d+\)"):
+        studyfile.load(path)
 
 
 def test_a_missing_study_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
