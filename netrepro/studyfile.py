@@ -22,12 +22,23 @@ the message names the file, the figure and the key.
     series = [ { label = "CUBIC" } ]       # optional; each a label and its parameters
     topology = { shape = "dumbbell", rtts = "40ms,120ms" }    # optional; the lab's shape (run.sh --topo)
 
+    [[figure.claim]]                      # optional; the source's sentences, each with its test
+    quote = "a significant benefit to raising the initial congestion window from 3 to 10"
+    where = "Experimental Results, Figure 2"
+    test = "better"                        # better, same, within, trend or by_design (CLAIM_KEYS)
+    winner = { initcwnd = 10 }             # a series' label, or a table of parameters
+    loser = { initcwnd = 3 }
+    higher = false
+    worth = 0.10
+
+A figure's claims are judged as a built-in figure's are (netrepro.claims).
 A study file's results go to results/<study>/ like any figure's; its study
 may not take the name of one of netrepro's own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import string
 import sys
 from collections.abc import Mapping
@@ -41,7 +52,7 @@ else:  # Ubuntu 22.04's Python 3.10: the same parser, from PyPI
 
 from ground.errors import UserError
 from ground.units import QuantityError
-from netrepro import params, plot
+from netrepro import claims, params, plot
 from netrepro.spec import Figure, Series, trial_path
 from topologies.topology import Topology
 
@@ -65,6 +76,40 @@ FIGURE_KEYS = {
     "timeout_s": "a trial's time limit in seconds (default 120)",
     "topology": '{ shape = path|dumbbell|chain, pairs = N, rtts = "40ms,120ms", routers = K, cross = true, '
     'links = ["r1-r2:rate=11mbit,queue=15p"] } (default: path)',
+    "claim": "[[figure.claim]] tables: the source's sentences, each with its test (see CLAIM_KEYS)",
+}
+# A claim of a study file: the source's sentence and its test, as netrepro.claims declares them.  A group
+# is a series' label or a table of parameters ({ initcwnd = 10 }); a group naming the figure's own x factor
+# compares levels of it (claims.Regrouped).
+CLAIM_KEYS = {
+    "quote": "the source's sentence, verbatim",
+    "where": "where it stands in the source (section, figure)",
+    "source": "the source's text, a file relative to the study file: when given, the quote must stand in it",
+    "reading": "how the sentence is read: the metric, the groups, what its words' margin is and why",
+    "test": "better, same, within, trend or by_design",
+    "metric": "the metric tested (default: the figure's y)",
+    "levels": "the levels of the x factor the claim covers (default: all)",
+    "winner": "better: the group that wins",
+    "loser": "better: the group it beats",
+    "higher": "better, trend: whether higher is better / the trend rises (default true)",
+    "worth": "better: the smallest relative gain the word is worth (default 0.05)",
+    "groups": "same: the groups alike",
+    "margin": "same: the relative margin of 'the same' (e.g. 0.1)",
+    "of": "within: the group whose ratio to `to` is tested",
+    "to": "within: the group it is a ratio to",
+    "low": "within: the band's low end (a ratio)",
+    "high": "within: the band's high end (a ratio)",
+    "series": "trend: the group whose metric rises or falls",
+    "against": "trend: a group the series is a ratio to",
+    "reason": "by_design: why the setup decides the outcome",
+    "could_fail": "by_design: the derived figure that would let it fail",
+}
+CLAIM_TESTS = {
+    "better": ("winner", "loser"),
+    "same": ("groups", "margin"),
+    "within": ("of", "to"),
+    "trend": ("series",),
+    "by_design": ("reason",),
 }
 TOPOLOGY_KEYS = ("shape", "pairs", "rtts", "routers", "cross", "links")
 # Each topology key's TOML type (links: a list of strings), as Topology.parse takes it.
@@ -205,7 +250,97 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
     drawn = plot.drawn_text_problem(figure)  # matplotlib parses its mathtext only when it draws: after the trials
     if drawn:
         raise StudyFileError(f"{where}: {drawn}")
-    return figure
+    stated = table.get("claim", [])
+    if not isinstance(stated, list) or not all(isinstance(c, dict) for c in stated):
+        raise StudyFileError(f"{where}: claims are [[figure.claim]] tables")
+    found = tuple(_claim(f"{where}: claim {i + 1}", path, figure, metrics, c) for i, c in enumerate(stated))
+    return dataclasses.replace(figure, claims=found)
+
+
+def _claim(where: str, path: Path, fig: Figure, metrics: Any, table: Mapping[str, Any]) -> claims.Claim:
+    """A [[figure.claim]] table as a netrepro.claims.Claim, every key checked."""
+    for key in table:
+        if key not in CLAIM_KEYS:
+            raise StudyFileError(f"{where}: unknown key {key!r}; a claim takes {', '.join(CLAIM_KEYS)}")
+    for key in ("quote", "where", "test"):
+        if key not in table:
+            raise StudyFileError(f"{where}: `{key}` is missing ({CLAIM_KEYS[key]})")
+    quote, kind = _text(where, table, "quote"), _text(where, table, "test")
+    if kind not in CLAIM_TESTS:
+        raise StudyFileError(f"{where}: test = {kind!r}; a claim's test is one of {', '.join(CLAIM_TESTS)}")
+    for key in CLAIM_TESTS[kind]:
+        if key not in table:
+            raise StudyFileError(f"{where}: a {kind} claim needs `{key}` ({CLAIM_KEYS[key]})")
+    source = ""
+    if "source" in table:
+        text_path = path.parent / _text(where, table, "source")
+        try:
+            text = text_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise StudyFileError(f"{where}: source {text_path}: cannot read it as UTF-8 text ({e})") from None
+        if not claims.found_in(quote, text):
+            raise StudyFileError(f"{where}: the quote {quote!r} does not stand verbatim in {text_path}")
+        source = str(table["source"])
+    metric = table.get("metric", fig.y)
+    if metric not in metrics:
+        raise StudyFileError(f"{where}: metric = {metric!r}; {fig.workload} reports {', '.join(metrics)}")
+    levels = table.get("levels")
+    if levels is not None and (not isinstance(levels, list) or not set(map(str, levels)) <= set(map(str, fig.levels))):
+        raise StudyFileError(f"{where}: levels = {levels!r}: give a list of the figure's levels {list(fig.levels)!r}")
+    labels = {s.label for s in fig.series}
+    regrouped = False
+
+    def grouped(key: str, value: Any) -> claims.Group:
+        nonlocal regrouped
+        if isinstance(value, str) and value in labels:
+            return claims.Group(series=value)
+        if isinstance(value, dict) and value and all(isinstance(v, str | int | float) for v in value.values()):
+            regrouped = regrouped or fig.x in value
+            return claims.Group(where={k: str(v) for k, v in value.items()})
+        raise StudyFileError(
+            f"{where}: {key} = {value!r}: give a series' label ({', '.join(map(repr, sorted(labels)))}) "
+            "or a table of parameters, e.g. { initcwnd = 10 }"
+        )
+
+    def number(key: str, default: float | None = None) -> float:
+        value = table.get(key, default)
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            raise StudyFileError(f"{where}: {key} = {value!r}: give a number, 0 or more")
+        return float(value)
+
+    higher = table.get("higher", True)
+    if not isinstance(higher, bool):
+        raise StudyFileError(f"{where}: higher = {higher!r}: give true or false")
+    at = tuple(levels) if levels is not None else None
+    test: claims.Test
+    if kind == "better":
+        test = claims.Better(
+            metric,
+            grouped("winner", table["winner"]),
+            grouped("loser", table["loser"]),
+            higher=higher,
+            levels=at,
+            worth=number("worth", 0.05),
+        )
+    elif kind == "same":
+        groups = table["groups"]
+        if not isinstance(groups, list) or len(groups) < 2:
+            raise StudyFileError(f"{where}: groups = {groups!r}: give a list of two groups or more")
+        test = claims.Same(metric, [grouped("groups", g) for g in groups], margin=number("margin"), levels=at)
+    elif kind == "within":
+        low, high = number("low", 0.0), number("high", float("inf"))
+        test = claims.Within(metric, grouped("of", table["of"]), grouped("to", table["to"]), low, high, levels=at)
+    elif kind == "trend":
+        against = grouped("against", table["against"]) if "against" in table else None
+        test = claims.Trend(metric, grouped("series", table["series"]), rises=higher, against=against, levels=at)
+    else:
+        test = claims.ByDesign(_text(where, table, "reason"), str(table.get("could_fail", "")))
+    if regrouped:  # groups drawn across the figure's x factor: one view holding every trial
+        test = claims.Regrouped(test)
+    reading = table.get("reading", "")
+    if not isinstance(reading, str):
+        raise StudyFileError(f"{where}: reading = {reading!r}: give a string")
+    return claims.Claim(source=source, where=_text(where, table, "where"), quote=quote, test=test, reading=reading)
 
 
 def _title(where: str, table: Mapping[str, Any], fixed: Mapping[str, Any]) -> str:

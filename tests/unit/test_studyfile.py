@@ -1,5 +1,6 @@
 """Studies in TOML files: read into the same figure specs as expts/, every mistake named before a run."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from expts import iw
 from ground.results import REPO
 from ground.trials import trial_key
-from netrepro import cli, derive, studyfile
+from netrepro import claims, cli, derive, studyfile
 
 EXAMPLE = REPO / "expts" / "example-study.toml"
 
@@ -127,3 +128,64 @@ def test_derivations_apply_to_a_study_files_figures(tmp_path: Path) -> None:
     [fig] = studyfile.load(Path(args.figure))
     derived = derive.derived_figure(fig, args)
     assert derived.directory == "mine/dl@rtt=80ms" and derived.fixed["rtt"] == "80ms"
+
+
+CLAIMED = (
+    GOOD
+    + """
+[[figure.claim]]
+quote = "a larger window loads the response faster"
+where = "section 4"
+source = "source.txt"
+test = "better"
+winner = { initcwnd = 10 }
+loser = { initcwnd = 3 }
+higher = false
+worth = 0.1
+reading = "download time, IW 10 against IW 3"
+
+[[figure.claim]]
+quote = "Reno and CUBIC download alike"
+where = "section 5"
+test = "same"
+groups = ["CUBIC", "Reno"]
+margin = 0.05
+"""
+)
+
+
+def test_a_study_file_states_its_claims_as_a_built_in_figure_does(tmp_path: Path) -> None:
+    (tmp_path / "source.txt").write_text("We saw that a larger window\nloads the response faster.")
+    [fig] = studyfile.load(write(tmp_path, CLAIMED))
+    better, same = fig.claims
+    assert (better.where, better.source, same.where) == ("section 4", "source.txt", "section 5")
+    rows = [
+        {"series": s, "initcwnd": str(w), "status": "ok", "download_time_ms": str(ms + d)}
+        for s in ("CUBIC", "Reno")
+        for w, ms in ((3, 513.0), (10, 357.0))
+        for d in (-2.0, 0.0, 2.0)
+    ]
+    judged = claims.judge(fig.claims, fig, rows)
+    assert [j.outcome for j in judged] == [claims.HOLDS, claims.HOLDS], [j.line() for j in judged]
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (('test = "better"', 'test = "faster"'), "test = 'faster'"),
+        (("winner = { initcwnd = 10 }", 'winner = "BBR"'), "winner = 'BBR'"),
+        (("margin = 0.05", "margin = -1"), "margin = -1"),
+        (('source = "source.txt"', 'source = "other.txt"'), "other.txt"),
+        (("worth = 0.1", "worth = 0.1\nlevels = [4]"), "levels = [4]"),
+    ],
+)
+def test_a_claims_mistakes_are_named(tmp_path: Path, change: tuple[str, str], named: str) -> None:
+    (tmp_path / "source.txt").write_text("a larger window loads the response faster")
+    with pytest.raises(studyfile.StudyFileError, match=re.escape(named)):
+        studyfile.load(write(tmp_path, CLAIMED.replace(*change)))
+
+
+def test_a_quote_not_in_its_source_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "source.txt").write_text("a smaller window loads the response faster")
+    with pytest.raises(studyfile.StudyFileError, match="does not stand verbatim"):
+        studyfile.load(write(tmp_path, CLAIMED))
