@@ -19,7 +19,7 @@ from typing import Any
 
 from ground import results
 from netrepro import shards
-from netrepro.claims import needs_text
+from netrepro.claims import MANY_TRIALS, needs_text
 from netrepro.spec import Figure, Params, path_params
 
 LAB_SECONDS = 10.0
@@ -30,7 +30,7 @@ class Stored:
     """A figure's stored result, as its manifest tells it."""
 
     manifest: Path
-    commit: str  # short, with +dirty where the tree was
+    commit: str  # the rows' code, as the list shows it: `rows 9e2d3b0c2b0d`, `rows of 6 commits`
     rows: int
     quick: bool
     seconds_per_trial: float | None
@@ -44,8 +44,15 @@ class Stored:
             doc: dict[str, Any] = json.loads(path.read_text())
         except (OSError, ValueError):
             return None
-        git: dict[str, Any] = doc["git"] if isinstance(doc.get("git"), dict) else {}
-        commit = str(git.get("commit") or "unknown")[:12] + ("+dirty" if git.get("dirty") else "")
+        # the code the rows ran from (the manifest's own `git` is the code that last drew it)
+        codes = [str(c) for c in doc.get("code_of_rows") or [] if c]
+        if len(codes) == 1:
+            commit = "rows " + codes[0][:12]
+        elif codes:
+            commit = f"rows of {len(codes)} commits"
+        else:
+            git: dict[str, Any] = doc["git"] if isinstance(doc.get("git"), dict) else {}
+            commit = str(git.get("commit") or "unknown")[:12] + ("+dirty" if git.get("dirty") else "")
         rows = int(doc.get("rows") or 0)
         seconds = doc.get("trial_seconds_all_rows")
         per_trial = float(seconds) / rows if rows and seconds else None
@@ -65,7 +72,9 @@ class Stored:
         if not open_:
             return "decided"
         needed = [n for _, _, n in open_ if n]
-        most = f", >= {max(needed)} trials to decide" if needed else ""
+        most = ""
+        if needed:
+            most = f", > {MANY_TRIALS} trials" if max(needed) > MANY_TRIALS else f", >= {max(needed)} trials"
         return f"{len(open_)} of {len(self.claims)} undecided{most}"
 
 
@@ -132,7 +141,7 @@ class Plan:
         else:
             kind = "quick" if self.stored.quick else "full"
             lines.append(f"  estimate from the stored {kind} result: {self.stored.rows} trials, "
-                         f"commit {self.stored.commit} ({self.stored.manifest.relative_to(results.REPO)})")  # fmt: skip
+                         f"{self.stored.commit} ({self.stored.manifest.relative_to(results.REPO)})")  # fmt: skip
         if self.upper_bound:
             lines.append("  the quick grid shortens its trials: the estimate is an upper bound")
         lines += self.claim_lines()
