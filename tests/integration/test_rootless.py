@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from machine import NOBODY, searchable_by_others
 
 import expts
 from ground.results import REPO, RESULTS
@@ -22,23 +22,12 @@ from netrepro.plan import Plan
 
 pytestmark = pytest.mark.root
 
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-
 
 @pytest.fixture(scope="module")
 def reachable() -> Iterator[None]:
     """Every directory above the checkout searchable by others, for the test's length."""
-    opened = []
-    for parent in [REPO, *REPO.parents]:
-        mode = parent.stat().st_mode
-        if not mode & stat.S_IXOTH:
-            os.chmod(parent, stat.S_IMODE(mode) | stat.S_IXOTH)
-            opened.append((parent, stat.S_IMODE(mode)))
-    try:
+    with searchable_by_others(REPO):
         yield
-    finally:
-        for parent, mode in reversed(opened):
-            os.chmod(parent, mode)
 
 
 def as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import select
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from machine import NOBODY, NOBODY_UID, searchable_by_others
 
 from expts import iw
 from ground import figurelock
@@ -33,24 +33,12 @@ from ground.trials import read_rows, trial_key
 
 pytestmark = pytest.mark.root
 
-NOBODY_UID = 65534
-NOBODY = ["setpriv", f"--reuid={NOBODY_UID}", f"--regid={NOBODY_UID}", "--clear-groups"]
-
 
 @pytest.fixture
 def reachable() -> Iterator[None]:
     """Every directory above the checkout searchable by others, for the test's length."""
-    opened = []
-    for parent in [REPO, *REPO.parents]:
-        mode = parent.stat().st_mode
-        if not mode & stat.S_IXOTH:
-            os.chmod(parent, stat.S_IMODE(mode) | stat.S_IXOTH)
-            opened.append((parent, stat.S_IMODE(mode)))
-    try:
+    with searchable_by_others(REPO):
         yield
-    finally:
-        for parent, mode in reversed(opened):
-            os.chmod(parent, mode)
 
 
 @pytest.fixture
