@@ -29,7 +29,12 @@ tracefs mount, a registered algorithm) is changed under one machine lock,
 and undone only when no other live run holds the same thing: two runs, or
 a run and `clean`, never undo each other's state.  A module is unloaded only
 if no other live ledger may hold it: one it names, or one loaded since
-another's `modules_loaded` recorded what was loaded before it.
+another's `modules_loaded` or `autoloads` recorded what was loaded before
+it.  The modules the kernel loads by itself for a lab's tools (ifb, which
+adds ifb0 and ifb1 to the root namespace; br_netfilter, which adds the
+bridge-nf-call-* sysctls that send every bridge's packets through
+iptables; sch_*, xt_*, nfnetlink_queue) are the run's from the lab's start
+(`autoloads`), and go with it.
 
 Entry kinds:
   owner        {pid, start, boot, purpose?}  the run itself (boot: /proc/sys/kernel/random/boot_id)
@@ -47,6 +52,13 @@ Entry kinds:
                                        nothing holds: what loading `cause` brought, and what its users did
                                        (never one that another live ledger may hold); `loaded`, recorded
                                        again after the load: what the load itself brought
+  autoloads    {before, inherited}     the modules the kernel loaded for the lab's own tools (`ip link add
+                                       ... ifb`, `tc`, `iptables`, `ss -K`), from the lab's start to the run's
+                                       end: remove those of the lab's families loaded since `before`, and
+                                       those `inherited` (loaded by another live run's lab before this one
+                                       began), that nothing holds and no other live ledger may hold; with
+                                       them go what they brought to the root namespace (ifb's ifb0 and
+                                       ifb1, br_netfilter's bridge-nf-call-* sysctls)
   module_param {module, name, old, added}  write the old value back to /sys/module/<module>/parameters/<name>
   tracefs      {path}                  remove a tracefs instance directory
   trace_enable {path, old}             write the old value of a tracefs control file
@@ -84,6 +96,23 @@ log = logging.getLogger("netrepro.ledger")
 LEDGER_DIR = Path(os.environ.get("NETREPRO_LEDGER_DIR", "/run/netrepro/ledger"))
 Entry = dict[str, Any]
 CC_ALLOWED = "net.ipv4.tcp_allowed_congestion_control"
+
+# The modules the kernel loads on its own for the lab's tools: links (`ip link add`: veth, bridge,
+# ifb), queues, classifiers and actions (`tc`), netfilter (`iptables`, NFQUEUE, physdev through
+# br_netfilter), socket diagnostics (`ss -K`) and a congestion control named in a namespace's sysctl.
+# `ss` loads the *_diag module of every socket family it asks about (af_packet_diag, unix_diag, ...).
+AUTOLOADED_NAMES = frozenset(
+    {"veth", "bridge", "stp", "llc", "ifb", "br_netfilter", "x_tables", "ip_tables", "ip6_tables", "nf_tables",
+     "nfnetlink"}
+)  # fmt: skip
+AUTOLOADED_PREFIXES = ("sch_", "cls_", "act_", "em_", "xt_", "ipt_", "ip6t_", "iptable_", "ip6table_",
+                       "nf_", "nft_", "nfnetlink_", "tcp_")  # fmt: skip
+
+
+def autoloaded_for_a_lab(name: str) -> bool:
+    """Whether the kernel may have loaded module `name` for a lab's own tools (else a lab's end leaves
+    it: someone else loaded it meanwhile)."""
+    return name in AUTOLOADED_NAMES or name.startswith(AUTOLOADED_PREFIXES) or name.endswith("_diag")
 
 
 def sysctl_path(key: str) -> Path:
@@ -293,24 +322,25 @@ def _inherited(ident: tuple[str, str], exclude: Path, directory: Path) -> Entry 
 
 
 def modules_held_elsewhere(
-    names: Iterable[str], exclude: Path, directory: Path, mine: Iterable[str] = ()
+    names: Iterable[str], exclude: Path, directory: Path, mine: Iterable[str] = (), *, dead_too: bool = False
 ) -> dict[str, str]:
     """Of the modules `names`, those another live run (or `cc load`) may hold, each with that ledger's
     name: a module it names (a `module` entry, a `modules_loaded` cause or what its load `loaded`,
-    read under the machine lock), or, unless it is one of `mine` (what this ledger's own loads
-    loaded), one loaded since its `modules_loaded` recorded what was loaded before (by its own
-    processes, for all we know)."""
+    read under the machine lock, or what its lab `inherited`), or, unless it is one of `mine` (what
+    this ledger's own loads loaded), one loaded since its `modules_loaded` or `autoloads` recorded
+    what was loaded before (by its own processes, for all we know).  `dead_too`: a dead run's
+    ledger of this boot counts as well (what `clean` may yet undo)."""
     wanted, own = set(names), set(mine)
     held: dict[str, str] = {}
     for other in _others(exclude, directory):
-        if not other.holding:
+        if not (other.holding or (dead_too and not other.earlier_boot)):
             continue
         for o in other.effective():
             kind = o.get("kind")
             if kind == "module":
                 claimed = wanted & {str(o.get("name"))}
-            elif kind == "modules_loaded":
-                named = {str(o.get("cause")), *(str(n) for n in o.get("loaded", []))}
+            elif kind in ("modules_loaded", "autoloads"):
+                named = {str(o.get("cause")), *(str(n) for n in [*o.get("loaded", []), *o.get("inherited", [])])}
                 before = {str(n) for n in o.get("before", [])}
                 claimed = {n for n in wanted if n in named or (n not in before and n not in own)}
             else:
@@ -393,6 +423,7 @@ class Ledger:
         self._entries: list[Entry] = []
         self._seq = 0
         self._broken = ""  # why no more entries can be written, once that is so
+        self._watching_autoloads = False
         self._fd: int | None = self._create({"kind": "owner", **self.owner, "time": time.time()})
         self.cgroup: Path | None = None
         if not purpose and name_stale:
@@ -546,6 +577,23 @@ class Ledger:
             after = kernel.proc_modules()
             if after is not None:  # what the load itself brought: this run's alone (no other loads meanwhile)
                 self.record({**entry, "loaded": sorted(set(kernel.parse_proc_modules(after)) - names)})
+
+    def watch_autoloads(self) -> None:
+        """From now until the run ends, the modules the kernel loads for the lab's tools are the run's
+        (an `autoloads` entry, once per run, under the machine lock): what was loaded before, and what
+        of that another run's lab or load may hold (a live one, or a dead one `clean` has yet to
+        undo), which this run then holds as well: the last run holding a module removes it.  Nothing
+        where the kernel has no loadable modules."""
+        if self._watching_autoloads:
+            return
+        with machine_lock(self.directory):
+            now = kernel.proc_modules()
+            if now is not None:
+                names = set(kernel.parse_proc_modules(now))
+                lab = {n for n in names if autoloaded_for_a_lab(n)}
+                inherited = modules_held_elsewhere(lab, self.file, self.directory, dead_too=True)
+                self.record({"kind": "autoloads", "before": sorted(names), "inherited": sorted(inherited)})
+        self._watching_autoloads = True
 
     def set_module_parameter(self, module: str, name: str, value: str) -> None:
         """Write a module's parameter (/sys/module/<module>/parameters/<name>); the value before any
@@ -835,6 +883,52 @@ def _undo_modules_loaded(e: Entry, ctx: Context) -> None:
     kernel.unload_modules_not_in([*before, *sorted(spared)], settle=10.0)
 
 
+def _undo_autoloads(e: Entry, ctx: Context) -> None:
+    """Unload what the kernel loaded for the lab's tools since e's `before`, and what the run
+    `inherited`, that nothing holds and no other live ledger may hold (under the machine lock:
+    `_shared`).  A module of another kind loaded meanwhile is someone else's: left, and said so."""
+    loaded = kernel.parse_proc_modules(kernel.proc_modules() or "")
+    now = set(loaded)
+    since = now - {str(n) for n in e.get("before", [])}
+    others = sorted(n for n in since if not autoloaded_for_a_lab(n))
+    if others:
+        log.info("loaded during the run, not by the lab's tools: %s; left loaded", ", ".join(others))
+    ours = {n for n in since | ({str(n) for n in e.get("inherited", [])} & now) if autoloaded_for_a_lab(n)}
+    spared = modules_held_elsewhere(ours, ctx.file, ctx.directory, _loaded_by(ctx.entries))
+    for name, holder in sorted(spared.items()):
+        log.info("module %s: another live run (%s) may hold it; left loaded", name, holder)
+    for name, devices in _links_a_module_would_take(ours - set(spared)).items():
+        log.warning("module %s: left loaded, its removal would delete %s in the root namespace", name, devices)
+        spared[name] = "the root namespace"
+    kept = now - ours | set(spared)
+    while grown := {n for n in ours - kept if kept & set(loaded[n].used_by)}:  # what a kept module uses stays
+        kept |= grown
+    if now - kept:
+        log.debug("unloading what the lab's tools loaded: %s", ", ".join(sorted(now - kept)))
+    kernel.unload_modules_not_in(sorted(kept), settle=10.0)
+
+
+# Link kinds whose module deletes every device of its kind when removed; ifb makes ifb0 and ifb1
+# (numifbs=2) itself when it loads, and takes them when it goes.
+LINK_MODULES = {"veth": "veth", "bridge": "bridge", "ifb": "ifb"}
+IFB_OWN = re.compile(r"ifb[01]")
+
+
+def _links_a_module_would_take(names: Iterable[str]) -> dict[str, str]:
+    """Of the link modules among `names`, those whose removal would delete a device someone made in the
+    root namespace (the lab's are gone with its namespaces by now), each with the devices."""
+    kinds = {LINK_MODULES[n]: n for n in names if n in LINK_MODULES}
+    if not kinds:
+        return {}
+    listed = _quiet(["ip", "-j", "-d", "link", "show"])
+    found: dict[str, list[str]] = {}
+    for link in json.loads(listed.stdout or "[]") if listed.returncode == 0 else []:
+        kind, name = link.get("linkinfo", {}).get("info_kind"), str(link.get("ifname"))
+        if kind in kinds and not (kind == "ifb" and IFB_OWN.fullmatch(name)):
+            found.setdefault(kinds[kind], []).append(name)
+    return {module: ", ".join(devices) for module, devices in found.items()}
+
+
 def _undo_module_param(e: Entry, ctx: Context) -> None:
     path = module_param_path(e["module"], e["name"])
     if e.get("added", True) and path.exists() and path.read_text().strip() != e["old"]:
@@ -898,7 +992,7 @@ PHASES: tuple[tuple[str, dict[str, Step]], ...] = (
             "module": _shared(_undo_module),
         },
     ),  # fmt: skip
-    ("modules", {"modules_loaded": _shared(_undo_modules_loaded)}),
+    ("modules", {"modules_loaded": _shared(_undo_modules_loaded), "autoloads": _shared(_undo_autoloads)}),
     ("sysctls", {"sysctl": _shared(_undo_sysctl)}),
     ("tracing", {"trace_enable": _undo_trace_enable, "tracefs": _undo_tracefs}),
     ("mounts", {"mount": _shared(_undo_mount)}),

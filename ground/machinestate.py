@@ -80,12 +80,21 @@ def _tracing() -> str:
     return f"instances {instances}, tcp_probe enable {enabled}"
 
 
+def _bridge_netfilter() -> tuple[str, ...]:
+    """The root namespace's bridge-nf-call-* sysctls, which exist while br_netfilter is loaded."""
+    found = Path("/proc/sys/net/bridge")
+    return (
+        tuple(f"{p.name}={p.read_text().strip()}" for p in sorted(found.glob("bridge-nf-*"))) if found.is_dir() else ()
+    )
+
+
 @dataclass(frozen=True)
 class MachineState:
     netns: str
     links: frozenset[str]
     iptables: str
     sysctls: tuple[str, ...]
+    bridge_netfilter: tuple[str, ...]
     struct_ops: str
     tracing: str
     processes: frozenset[str]
@@ -111,6 +120,7 @@ def snapshot() -> MachineState:
         links=links,
         iptables=_out(["iptables-legacy", "-S"]) + _out(["iptables-nft", "-S"]),
         sysctls=tuple(f"{k}={Path('/proc/sys', k).read_text().strip()}" for k in keys),
+        bridge_netfilter=_bridge_netfilter(),
         struct_ops=_out(["bpftool", "struct_ops", "list"]),
         tracing=_tracing(),
         processes=_processes(),

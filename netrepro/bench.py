@@ -38,11 +38,14 @@ worker; the slowest worker's load is the run's length.
 `soak`: `cubicplus/fig3 --quick` killed (SIGKILL, then `clean`) at N seeded
 random moments, then interrupted by SIGINT, SIGTERM and SIGHUP; per round,
 whether the machine came back as it was and the CSV stayed whole
-(netrepro.soak).  The suite runs ten rounds of the same.
+(netrepro.soak).  The suite runs five rounds of the same.  With `--cluster`,
+each run a `--hosts root@127.0.0.1` run through an sshd of the soak's own:
+what the SSH launcher started must end too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import faulthandler
 import io
@@ -425,19 +428,23 @@ def cluster(figure: str = "iw/fig5b", quick: bool = False, out: Path | None = No
     return rows
 
 
-def soak(kills: int, seed: int, out: Path | None = None) -> bool:
-    """Run the soak, one line per round as it ends; True if every round left nothing."""
+def soak(kills: int, seed: int, out: Path | None = None, cluster: bool = False) -> bool:
+    """Run the soak, one line per round as it ends; True if every round left nothing.  `cluster`:
+    each run on a Dask cluster launched over SSH on loopback, through an sshd of the soak's own."""
     import tempfile
 
     from netrepro import soak as soak_rounds
+    from netrepro.loopback_sshd import loopback_sshd
 
     began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="netrepro-soak-") as work:
-        results = soak_rounds.soak(kills, seed, Path(work), report=lambda r: print(r.line(), flush=True))
+    with tempfile.TemporaryDirectory(prefix="netrepro-soak-") as work, contextlib.ExitStack() as stack:
+        sshd = stack.enter_context(loopback_sshd(Path(work) / "ssh")) if cluster else None
+        results = soak_rounds.soak(kills, seed, Path(work), report=lambda r: print(r.line(), flush=True), sshd=sshd)
     survived = sum(1 for r in results if r.survived)
     summary = {
         **provenance(),
         "figure": " ".join(soak_rounds.FIGURE),
+        "on": "a Dask cluster launched over SSH on loopback (--hosts root@127.0.0.1)" if cluster else "this process",
         "seed": seed,
         "rounds": [r.__dict__ for r in results],
         "survived": survived,
@@ -446,5 +453,5 @@ def soak(kills: int, seed: int, out: Path | None = None) -> bool:
     }
     print(f"soak: {survived} of {len(results)} rounds left the machine as it was ({summary['wall_seconds']} s)")
     if out is not None:
-        write_json(out / "soak.json", summary, out)
+        write_json(out / ("soak-cluster.json" if cluster else "soak.json"), summary, out)
     return survived == len(results)

@@ -265,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", type=Path, default=None)
     b.add_argument("--kills", type=int, default=100, help="soak: SIGKILLed runs (then SIGINT, SIGTERM, SIGHUP)")
     b.add_argument("--seed", type=int, default=1, help="soak: seed of the kill moments")
+    b.add_argument(
+        "--cluster",
+        action="store_true",
+        help="soak: each run with --hosts root@127.0.0.1, through an sshd of the soak's own on a loopback port",
+    )
 
     t = sub.add_parser(
         "test", parents=[common], help="the whole test suite (lint, types, layers, unit and root integration tests)"
@@ -614,7 +619,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif args.which == "soak":
         if not 1 <= args.kills <= 10_000:
             raise QuantityError("--kills", args.kills, "allowed range is 1 to 10000")
-        return 0 if bench.soak(kills=args.kills, seed=args.seed, out=args.out) else 1
+        return 0 if bench.soak(kills=args.kills, seed=args.seed, out=args.out, cluster=args.cluster) else 1
     else:
         bench.runner(out=args.out)
     return 0

@@ -9,6 +9,12 @@ round the machine must be as before (machinestate.snapshot, once the kernel
 has let go of closing sockets) and the CSV, if one was written, must parse
 with every row complete.  The suite runs a few rounds; `run.sh bench soak`
 runs as many as asked and reports how many the machine survived.
+
+With `cluster` (`run.sh bench soak --cluster`) each run is a `--hosts
+root@127.0.0.1` run, through an sshd of the soak's own on a loopback port
+(netrepro.loopback_sshd): the Dask scheduler, nanny, worker and trial
+process the launcher starts under that sshd must also be gone within a
+minute of the kill, and the host's copy of the run's certificate with them.
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ground.machinestate import snapshot, wait_until_as_before
+from netrepro.loopback_sshd import Sshd, descendants, still_running
 
 REPO = Path(__file__).resolve().parent.parent
 FIGURE = ("run", "cubicplus/fig3", "--quick")
@@ -31,6 +39,8 @@ FIGURE = ("run", "cubicplus/fig3", "--quick")
 KILL_WINDOW_S = (0.5, 40.0)
 SIGNALLED_EXIT_S = 120.0  # a signalled run stops its trial and undoes its lab within this
 SETTLE_S = 150.0  # a struct_ops held by closing sockets is freed by the kernel within about two minutes
+LAUNCHED_END_S = 60.0  # what the SSH launcher started ends within this of the coordinator's death
+REMOTE_TLS = REPO / ".venv" / "dask"  # where a host keeps its copy of the run's certificate
 
 
 @dataclass
@@ -43,6 +53,7 @@ class Round:
     csv_problems: list[str] = field(default_factory=list)
     rows: int = 0
     settle_s: float = 0.0
+    launched: int = 0  # with a cluster: the processes the SSH launcher started
 
     @property
     def survived(self) -> bool:
@@ -50,7 +61,8 @@ class Round:
 
     def line(self) -> str:
         verdict = "clean" if self.survived else "LEFT: " + "; ".join(self.left + self.csv_problems)
-        return f"{self.how:<16} after {self.after_s:5.1f} s: exit {self.exit_code}, {self.rows} rows, {verdict}"
+        rows = f"{self.rows} rows" + (f", {self.launched} launched" if self.launched else "")
+        return f"{self.how:<16} after {self.after_s:5.1f} s: exit {self.exit_code}, {rows}, {verdict}"
 
 
 def csv_problems(path: Path) -> tuple[int, list[str]]:
@@ -74,24 +86,38 @@ def _netrepro(*args: str) -> list[str]:
     return [sys.executable, "-m", "netrepro", *args]
 
 
-def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S) -> Round:
-    """Run the figure into `out`, interrupt it `after_s` seconds in, clean up if killed, compare."""
+def _remote_certificates() -> set[str]:
+    return {p.name for p in REMOTE_TLS.glob("netrepro-tls-*")} if REMOTE_TLS.is_dir() else set()
+
+
+def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S, sshd: Sshd | None = None) -> Round:
+    """Run the figure into `out` (on a cluster launched through `sshd`, if given), interrupt it
+    `after_s` seconds in, clean up if killed, compare."""
     before = snapshot()
+    certificates = _remote_certificates()
     result = Round(how, after_s)
     killed = how.startswith("SIGKILL")
+    launched: dict[int, tuple[int | None, str]] = {}
+    on_cluster = ["--hosts", "root@127.0.0.1", "--ssh-config", str(sshd.config)] if sshd else []
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "run.log", "wb") as log:
         run = subprocess.Popen(
-            _netrepro(*FIGURE, "--out", str(out)),
+            _netrepro(*FIGURE, "--out", str(out), *on_cluster),
             cwd=REPO,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own group, as a shell gives a job
         )
-        try:
-            result.exit_code = run.wait(timeout=after_s)  # finished before the moment came
-        except subprocess.TimeoutExpired:
+        moment = time.monotonic() + after_s
+        while (code := run.poll()) is None and time.monotonic() < moment:
+            if sshd is not None:
+                launched.update(descendants(sshd.pid))
+            time.sleep(min(0.2, max(0.0, moment - time.monotonic())))
+        result.exit_code = code
+        if result.exit_code is None:
+            if sshd is not None:
+                launched.update(descendants(sshd.pid))
             if how == "SIGKILL group":
                 os.killpg(run.pid, signal.SIGKILL)
             elif how == "SIGKILL process":
@@ -105,6 +131,12 @@ def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S) -> 
                 os.killpg(run.pid, signal.SIGKILL)
                 result.exit_code = run.wait()
                 killed = True
+    result.launched = len(launched)
+    ended = time.monotonic()
+    while still_running(launched) and time.monotonic() - ended < LAUNCHED_END_S:
+        time.sleep(0.5)
+    if still_running(launched):
+        result.left.append(f"launched over SSH, still running {LAUNCHED_END_S:.0f} s after: {still_running(launched)}")
     if killed:
         done = subprocess.run(_netrepro("clean"), cwd=REPO, capture_output=True, text=True, check=False)
         result.clean_output = (done.stdout + done.stderr).strip()
@@ -112,6 +144,8 @@ def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S) -> 
             result.left.append(f"clean exited {done.returncode}: {result.clean_output[-500:]}")
     left, result.settle_s = wait_until_as_before(before, settle, step_s=0.5)
     result.left += left
+    if _remote_certificates() != certificates:
+        result.left.append(f"the host's copy of the run's certificate: {sorted(_remote_certificates() - certificates)}")
     result.rows, result.csv_problems = csv_problems(out / "cubicplus" / "fig3.csv")
     return result
 
@@ -125,11 +159,17 @@ def plan(rounds: int, seed: int, signals: bool = True) -> list[tuple[str, float]
 
 
 def soak(
-    rounds: int, seed: int, work: Path, signals: bool = True, report: Callable[[Round], None] | None = None
+    rounds: int,
+    seed: int,
+    work: Path,
+    signals: bool = True,
+    report: Callable[[Round], None] | None = None,
+    sshd: Sshd | None = None,
 ) -> list[Round]:
+    """The seeded plan's rounds, each reported as it ends; on a cluster launched through `sshd` if given."""
     results = []
     for i, (how, after_s) in enumerate(plan(rounds, seed, signals)):
-        result = one_round(how, after_s, work / f"round-{i:03d}")
+        result = one_round(how, after_s, work / f"round-{i:03d}", sshd=sshd)
         results.append(result)
         if report is not None:
             report(result)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Protocol
 
 from ground import kernel
@@ -146,6 +147,20 @@ class NetemStage:
         pass  # the IFBs and qdiscs live in the node's namespace and go with it
 
 
+BRIDGE_NETFILTER = "br_netfilter"
+BRIDGE_SYSCTLS = Path("/proc/sys/net/bridge")  # there while br_netfilter is loaded (or built in)
+
+
+def load_bridge_netfilter(ledger: Ledger) -> None:
+    """A bridge's packets reach iptables (physdev, bridge-nf-call-iptables) through br_netfilter: a
+    module on stock kernels that nothing loads before its sysctl is written, so it is loaded here,
+    through the ledger, where it is not loaded (built in: nothing to do)."""
+    before = kernel.proc_modules()
+    if before is None or BRIDGE_NETFILTER in kernel.parse_proc_modules(before) or BRIDGE_SYSCTLS.is_dir():
+        return
+    ledger.modprobe(BRIDGE_NETFILTER, kernel.parse_proc_modules(before))
+
+
 class DelayLineStage:
     backend = "delayline"
     seeded = True  # the delay line draws loss from its own seeded generator
@@ -160,6 +175,7 @@ class DelayLineStage:
 
     def install(self) -> None:
         if any(s.bridged for s in self.stages.values()):
+            load_bridge_netfilter(self.ledger)
             # br_netfilter is per namespace: only this switch's bridge is affected.
             run(shaping.sysctl("net.bridge.bridge-nf-call-iptables", 1), self.node)
         self.line = DelayLine(self.node, [s.queue_num for s in self.stages.values()], self.ledger)

@@ -212,6 +212,9 @@ class Lab:
         # Mininet.init() would raise root-namespace sysctls (fixLimits) and
         # never restore them; the lab sets what it needs per namespace instead.
         Mininet.inited = True
+        # What the kernel loads for the lab's links, queues and filters (ifb, sch_*, br_netfilter, ...)
+        # is the run's from here on, and goes when the run ends.
+        self.ledger.watch_autoloads()
         self.ledger.allow_congestion_control(self.cc)
         self.addresses = self.network.addresses(ip_base())
         if self.switch_kind == "ovs":

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from ground import kernel
+from ground import kernel, machinestate
 from ground.ledger import Ledger
 from ground.path import PathSpec
 from ground.results import REPO, write_json
@@ -109,11 +109,21 @@ def test_module_backoff_read_from_tcp_probe_matches_the_setting(tmp_path: Path) 
     write_json(record_dir(tmp_path) / "module_backoff.json", {"path": str(path), "cases": record})
 
 
+def as_found(before: machinestate.MachineState) -> list[str]:
+    """What differs from `before` once the kernel has let go (modules, root-namespace links, sysctls)."""
+    return machinestate.wait_until_as_before(before, within_s=30)[0]
+
+
 def test_check_with_netem_runs_and_reports(tmp_path: Path) -> None:
     """`check --shaper netem --switch bridge`: configured against measured, recorded (software emulation:
-    timing is coarse).  The Linux bridge here, Open vSwitch in the dumbbell's test below."""
+    timing is coarse).  The Linux bridge here, Open vSwitch in the dumbbell's test below.  What the
+    lab's tools made the kernel load (ifb, with its ifb0 and ifb1 in the root namespace; sch_netem,
+    sch_htb, cls_u32, act_mirred; veth and bridge) goes with the run."""
+    before = machinestate.snapshot()
     done = netrepro("check", "--shaper", "netem", "--switch", "bridge", "--rtt", "50ms", "--rate", "10mbit",
                     "--loss", "2%", "--json")  # fmt: skip
+    left = as_found(before)
+    assert not left, left
     assert done.stdout.startswith("{"), f"exit {done.returncode}: " + done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads(done.stdout)
     assert (doc["backend"], doc["switch"]) == ("netem", "bridge")
@@ -122,11 +132,27 @@ def test_check_with_netem_runs_and_reports(tmp_path: Path) -> None:
     write_json(record_dir(tmp_path) / "check_netem.json", doc)
 
 
+def test_the_delay_line_on_a_bridge_leaves_br_netfilter_as_it_found_it() -> None:
+    """The delay line on a Linux bridge matches its ports through physdev, which makes the kernel
+    load br_netfilter: with it, bridge-nf-call-* sysctls in the root namespace that send every
+    bridge's packets on the machine through iptables.  The run's end removes it, with
+    nfnetlink_queue, xt_NFQUEUE and xt_physdev."""
+    before = machinestate.snapshot()
+    assert "br_netfilter" not in before.modules and not before.bridge_netfilter
+    done = netrepro("check", "--shaper", "delayline", "--switch", "bridge", "--rtt", "20ms", "--rate", "10mbit",
+                    "--json")  # fmt: skip
+    assert done.stdout.startswith("{"), f"exit {done.returncode}: " + done.stdout[-3000:] + done.stderr[-3000:]
+    assert json.loads(done.stdout)["backend"] == "delayline"
+    left = as_found(before)
+    assert not left, left
+
+
 def test_dumbbell_with_netem_on_open_vswitch_runs_and_reports(tmp_path: Path) -> None:
     """The dumbbell of issue 14 (two pairs, RTT 40 and 120 ms, a 20 Mbit/s core) with netem on Open
     vSwitch's kernel datapath, the switch `auto` chooses here: built, every pair measured, recorded.
     (The Linux bridge with netem: the test above.)"""
     switch = "ovs"
+    before = machinestate.snapshot()
     done = netrepro("check", "--topo", "dumbbell", "--rtts", "40ms,120ms", "--rate", "20mbit", "--queue", "100p",
                     "--shaper", "netem", "--switch", switch, "--json")  # fmt: skip
     assert done.stdout.startswith("{"), f"exit {done.returncode}: " + done.stdout[-3000:] + done.stderr[-3000:]
@@ -136,6 +162,8 @@ def test_dumbbell_with_netem_on_open_vswitch_runs_and_reports(tmp_path: Path) ->
     assert [p["rtt_ms"] for p in doc["network"]["pairs"]] == [40, 120]
     rtts = {c["name"]: c["measured"] for c in doc["checks"] if c["name"].startswith("rtt")}
     assert rtts["rtt_pair2"] > rtts["rtt"], "the pairs' round trips differ as set, even under coarse timing"
+    left = as_found(before)
+    assert not left, left
     assert done.returncode == (0 if all(c["low"] <= c["measured"] <= c["high"] for c in doc["checks"]) else 1)
     write_json(record_dir(tmp_path) / f"check_dumbbell_netem_{switch}.json", doc)
 

@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import ssl
@@ -31,7 +30,6 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -42,18 +40,13 @@ from ground.results import REPO
 from ground.trials import read_rows, trial_key
 from netrepro import shards
 from netrepro.cluster import RunCertificates, make_certificates
+from netrepro.loopback_sshd import Sshd, descendants, free_port, loopback_sshd, still_running
 
 pytestmark = pytest.mark.root
 
 DASK = Path(sys.executable).with_name("dask")
 SETTINGS_FIGURE = "iw/fig5b"  # --quick: three path settings of six trials
 ONE_SETTING_FIGURE = "iw/fig2"  # --quick: one path setting
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Cluster:
@@ -207,54 +200,11 @@ def test_a_killed_workers_trials_finish_on_the_other(cluster: Cluster, tmp_path:
     assert not namespaces() - before
 
 
-@dataclass(frozen=True)
-class Sshd:
-    config: Path  # an OpenSSH client config for it
-    pid: int  # the daemon: what the launcher starts runs under it
-
-
 @pytest.fixture
 def sshd(tmp_path: Path) -> Iterator[Sshd]:
     """An sshd on a loopback port that lets in root with a key made here."""
-    sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
-    if not os.path.exists(sshd_bin):
-        pytest.fail("no sshd: run.sh installs openssh-server")
-    keys = tmp_path / "ssh"
-    keys.mkdir(mode=0o700)
-    for name in ("host", "client"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True)
-    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
-    port = free_port()
-    (keys / "sshd_config").write_text(
-        f"ListenAddress 127.0.0.1\nPort {port}\nHostKey {keys / 'host'}\nPidFile {keys / 'sshd.pid'}\n"
-        f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
-        "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-    )
-    host_key = (keys / "host.pub").read_text().split()
-    (keys / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
-    (keys / "config").write_text(
-        f"Host 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {keys / 'client'}\n"
-        f"  UserKnownHostsFile {keys / 'known_hosts'}\n"
-    )
-    privsep = Path("/run/sshd")  # sshd's privilege separation directory; Debian's service makes it
-    made = not privsep.exists()
-    if made:
-        privsep.mkdir(mode=0o755)
-    daemon = subprocess.Popen([sshd_bin, "-D", "-e", "-f", str(keys / "sshd_config")],
-                              stderr=open(keys / "sshd.log", "wb"))  # fmt: skip  # noqa: SIM115
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
-        yield Sshd(keys / "config", daemon.pid)
-    finally:
-        daemon.terminate()
-        daemon.wait(30)
-        if made:
-            privsep.rmdir()
+    with loopback_sshd(tmp_path / "ssh") as daemon:
+        yield daemon
 
 
 REMOTE_TLS = REPO / ".venv" / "dask"  # where a host keeps the run's certificate (netrepro-tls-RUN)
@@ -280,39 +230,6 @@ def test_the_ssh_launcher_runs_a_figure(sshd: Sshd, tmp_path: Path) -> None:
     assert all(w.startswith("tls://127.0.0.1:") for w in manifest["engine"]["workers"])
     assert manifest["engine"]["rows_not_handed_out_dropped"] == 0
     assert remote_tls_dirs() == before  # the host's copy of the run's certificate went with the run
-
-
-def start_time(pid: int) -> int | None:
-    """A process's start (clock ticks after boot), None if it is gone: a pid and its start name one process."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def descendants(pid: int) -> dict[int, str]:
-    """The processes under `pid` (not itself), with their command lines."""
-    parents: dict[int, int] = {}
-    lines: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-        lines[int(entry.name)] = cmdline
-    found: dict[int, str] = {}
-    for child in parents:
-        up = parents.get(child)
-        while up is not None and up > 1:
-            if up == pid:
-                found[child] = lines[child]
-                break
-            up = parents.get(up)
-    return found
 
 
 def listening(pids: set[int]) -> list[tuple[str, int]]:
@@ -351,13 +268,12 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
     try:
         deadline = time.monotonic() + 120  # up: the scheduler, a nanny and its worker, and a task handed out
         while time.monotonic() < deadline and coordinator.poll() is None:
-            if any("-m netrepro.worker" in line for line in descendants(sshd.pid).values()):
+            if any("-m netrepro.worker" in line for _, line in descendants(sshd.pid).values()):
                 break
             time.sleep(0.5)
         else:
             pytest.fail(f"the cluster did not start: {coordinator.communicate(timeout=30)[0][-4000:]}")
-        under_sshd = descendants(sshd.pid)  # the holder, the scheduler, the nanny, the worker, its trial process
-        launched = {pid: (start_time(pid), line) for pid, line in under_sshd.items()}
+        launched = descendants(sshd.pid)  # the holder, the scheduler, the nanny, the worker, its trial process
         ports = listening(set(launched))
         summary_lines.append(f"cluster (--hosts on loopback): the launched processes listen on {sorted(ports)}")
         assert ports and all(address == "127.0.0.1" for address, _ in ports), ports  # none on 0.0.0.0, [::] or *
@@ -403,7 +319,7 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
     killed = time.monotonic()
 
     def left() -> list[str]:  # by pid and start time: an orphan that sshd no longer parents still counts
-        return [line for pid, (start, line) in launched.items() if start is not None and start_time(pid) == start]
+        return still_running(launched)
 
     while left() and time.monotonic() - killed < 60:
         time.sleep(0.5)

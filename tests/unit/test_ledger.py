@@ -483,6 +483,7 @@ class FakeModules:
     def __init__(self, modules: dict[str, tuple[str, ...]]) -> None:
         self.used_by = dict(modules)  # name -> the modules that use it
         self.removed: list[str] = []
+        self.links: list[dict[str, Any]] = []  # the root namespace's, as `ip -j -d link show` gives them
 
     def text(self) -> str:
         return "".join(
@@ -490,7 +491,10 @@ class FakeModules:
         )
 
     def run(self, argv: list[str], *args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
-        """rmmod NAME, or modprobe NAME (tcp_yeah brings tcp_vegas, which it uses)."""
+        """rmmod NAME, or modprobe NAME (tcp_yeah brings tcp_vegas, which it uses), or the root
+        namespace's links."""
+        if argv[:4] == ["ip", "-j", "-d", "link"]:
+            return subprocess.CompletedProcess(argv, 0, json.dumps(self.links), "")
         name = argv[1]
         if argv[0] == "modprobe":
             if name == "tcp_yeah":
@@ -537,6 +541,72 @@ def test_a_runs_end_keeps_the_modules_another_live_run_loaded(tmp_path: Path, mo
     ovs.unwind()
     assert fake.removed[3:] == ["sch_netem"], "cubic_plus was loaded before it recorded"
     plus.unwind()  # its `module` entry is undone through /sys/module, not faked here
+
+
+def test_what_the_kernel_loaded_for_a_lab_goes_with_the_last_run_that_may_hold_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run A's lab makes the kernel load ifb and sch_netem (ifb brings ifb0 and ifb1 to the root
+    namespace); run B's lab starts after, finds them loaded, and holds them too; meanwhile someone
+    else loads `vfat`, and A's own end, with B alive, removes nothing.  B's lab then loads
+    br_netfilter (with its bridge-nf-call-* sysctls): B's end removes what both labs loaded and
+    leaves vfat.  Before, neither end unloaded anything the kernel autoloaded."""
+    fake = FakeModules({"veth": (), "bridge": ()})
+    monkeypatch.setattr(kernel, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(proc, "run", fake.run)
+    a = Ledger(tmp_path, contain=False)
+    a.watch_autoloads()
+    a.watch_autoloads()  # once a run, however many labs it builds
+    fake.used_by.update({"ifb": (), "sch_netem": ()})
+    b = Ledger(tmp_path, contain=False)
+    b.watch_autoloads()
+    fake.used_by["vfat"] = ()
+    a.unwind()
+    assert fake.removed == [], "B's lab may use them"
+    fake.used_by["br_netfilter"] = ()
+    fake.used_by["bridge"] = ("br_netfilter",)
+    recorded = [json.loads(line) for line in b.file.read_text().splitlines()][1:]
+    assert [(e["kind"], e["before"], e["inherited"]) for e in recorded] == [
+        ("autoloads", ["bridge", "ifb", "sch_netem", "veth"], ["ifb", "sch_netem"])
+    ]
+    fake.links = [{"ifname": n, "linkinfo": {"info_kind": "ifb"}} for n in ("ifb0", "ifb1")]
+    b.unwind()
+    assert sorted(fake.removed) == ["br_netfilter", "ifb", "sch_netem"], "ifb0 and ifb1 go with ifb"
+    assert set(fake.used_by) == {"veth", "bridge", "vfat"}
+
+
+def test_a_link_module_stays_while_a_device_of_its_kind_made_by_someone_else_is_in_the_root_namespace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lab's tools loaded bridge and veth; meanwhile someone made a bridge (docker0) in the root
+    namespace: removing the module would delete it, so the bridge module stays, veth goes."""
+    fake = FakeModules({})
+    monkeypatch.setattr(kernel, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(proc, "run", fake.run)
+    run = Ledger(tmp_path, contain=False)
+    run.watch_autoloads()
+    fake.used_by.update({"stp": ("bridge",), "llc": ("bridge", "stp"), "bridge": (), "veth": ()})
+    fake.links = [{"ifname": "lo"}, {"ifname": "docker0", "linkinfo": {"info_kind": "bridge"}}]
+    run.unwind()
+    assert fake.removed == ["veth"] and set(fake.used_by) == {"bridge", "stp", "llc"}
+
+
+def test_a_lab_that_starts_after_a_dead_run_holds_what_that_run_loaded_until_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run killed with ifb loaded by its lab: a new run's lab holds ifb (its netem stages use it),
+    so `clean` of the dead run leaves it; the new run's end removes it."""
+    fake = FakeModules({"veth": ()})
+    monkeypatch.setattr(kernel, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(proc, "run", fake.run)
+    write_ledger(tmp_path / "run-1-1.jsonl", [dead_owner(), {"kind": "autoloads", "before": ["veth"], "inherited": []}])
+    fake.used_by["ifb"] = ()
+    b = Ledger(tmp_path, contain=False, name_stale=False)
+    b.watch_autoloads()
+    ledger_mod.clean(tmp_path)
+    assert fake.removed == [] and not (tmp_path / "run-1-1.jsonl").exists()
+    b.unwind()
+    assert fake.removed == ["ifb"]
 
 
 def test_a_kernel_probe_records_what_was_loaded_and_spares_what_a_live_run_holds(
