@@ -7,7 +7,7 @@ unique (`fig2`); an ambiguous bare name is refused with the candidates.
 from __future__ import annotations
 
 from ground.errors import UserError
-from netrepro.spec import Figure
+from netrepro.studykit.spec import Figure
 
 from . import cubicplus, iw, linuxcc, newcwv, spdy
 

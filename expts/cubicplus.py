@@ -6,7 +6,7 @@ kernel's CUBIC as the reference line.  Figure 12 sweeps Reno's reduction
 factor r instead, and `tiny` is the page of objects under 1 KB that seed 000
 describes in words only.
 
-Each figure's claims (netrepro.claims) are seed 000's own sentences, quoted
+Each figure's claims (netrepro.studykit.claims) are seed 000's own sentences, quoted
 from its section 7, each with the test that decides it on our trials; the
 figures' notes give our numbers per level and, for the initial window, the
 slow-start model.  Where a figure's path cannot tell the variants apart (no
@@ -24,9 +24,9 @@ from typing import Any
 
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS
-from netrepro import claims
-from netrepro.claims import AllOf, Better, ByDesign, Claim, Computed, Finding, Group, Same, Trend
-from netrepro.spec import Figure, Params, Point, Rows, Series
+from netrepro.studykit import claims
+from netrepro.studykit.claims import AllOf, Better, ByDesign, Claim, Computed, Finding, Group, Same, Trend
+from netrepro.studykit.spec import Figure, Params, Point, Rows, Series
 
 # The source, cited as far as its text gives authors, title and venue.
 SOURCE = (
@@ -193,7 +193,7 @@ def _r(series: Series) -> str:
     return f"{series.params['r'] / 1000:g}"
 
 
-# --- tests of our own, for what the kinds of netrepro.claims cannot say ---
+# --- tests of our own, for what the kinds of netrepro.studykit.claims cannot say ---
 
 Beside = Callable[[Figure, str, Rows], Rows]
 
@@ -280,7 +280,7 @@ def smaller_gain(larger: Sequence[str], levels: Sequence[Any], worth: float, bes
 def window_role(series: Sequence[Series], margin: float, default: Any = 10) -> Computed:
     """Each series' throughput at every initial window within 1 +- `margin` of its throughput at the
     default window: an equivalence (two one-sided tests at 5 %, trials as unit) across the windows, which
-    netrepro.claims.Same does within one level; here it runs with the series as the level."""
+    netrepro.studykit.claims.Same does within one level; here it runs with the series as the level."""
 
     def decide(fig: Figure, rows: Rows) -> list[Finding]:
         base = next((lv for lv in fig.levels if str(lv) == str(default)), fig.levels[0])

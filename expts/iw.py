@@ -25,9 +25,10 @@ from typing import Any
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS, TCP_OVERHEAD
 from ground.trials import numbers
-from netrepro.claims import Better, ByDesign, Claim, Group, Regrouped, Same, Trend, Within
-from netrepro.plot import legend_beside, numeric, quartiles
-from netrepro.spec import Figure, Params, Point, Rows, Series, trial_path
+from ground.units import numeric
+from netrepro.studykit.claims import Better, ByDesign, Claim, Group, Regrouped, Same, Trend, Within
+from netrepro.studykit.plot import legend_beside, quartiles
+from netrepro.studykit.spec import Figure, Params, Point, Rows, Series, trial_path
 
 # The source, cited as far as its text gives authors, title and venue.
 SOURCE = (

@@ -16,7 +16,7 @@ All five figures plot the same trials (one CSV, fig6.csv): fig4 the
 window over time, fig5 the drop rate at the core's queue, fig6 and fig7
 the throughput over the first 10 and 15 s, `whole` over the 120 s with
 Mathis' model beside it.  Each declares the seed's own sentences about it
-as claims (netrepro.claims), the trial the unit: fig4's on each trial's
+as claims (netrepro.studykit.claims), the trial the unit: fig4's on each trial's
 window series (its mean over the run; the drops at the core per fall of
 it), in each of the four flows (the seed does not say which its Figure 4
 draws); fig5's and fig6's on the mean over the four flows, as the seed's
@@ -37,12 +37,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ground.path import PathSpec
+from ground.path import IP_UDP_HEADERS, PathSpec
 from kmod import loader
-from netrepro import claims, plot
-from netrepro.claims import Better, ByDesign, Claim, Computed, Finding, Group, Same
-from netrepro.spec import Figure, Point, Rows, Series
-from netrepro.workloads import IP_UDP_HEADERS
+from netrepro.studykit import claims, plot
+from netrepro.studykit.claims import Better, ByDesign, Claim, Computed, Finding, Group, Same
+from netrepro.studykit.spec import Figure, Point, Rows, Series
 from topologies.topology import LinkOption, Topology
 
 # The source, cited as far as its text gives authors, title and venue.
@@ -284,7 +283,7 @@ def mathis_notes(rows: Rows) -> list[str]:
 # -- the seed's claims --------------------------------------------------------------------------
 #
 # The claims compare algorithms, which are the figures' levels (x = cc), in one flow or in the mean of the
-# four: netrepro.claims' tests compare groups at one level, so each test here runs on the figure turned round
+# four: netrepro.studykit.claims' tests compare groups at one level, so each test here runs on the figure turned round
 # (`turned`: the flows as its levels, an algorithm a group).  For the mean over the four flows, one value per
 # algorithm and trial index is the mean of that index's trial in each flow (`pooled_rows`): four independent
 # runs, one replicate of the seed's "mean ... of all flows".

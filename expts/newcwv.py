@@ -28,9 +28,9 @@ idle period, or its mean over all its bursts), its bar one standard error
 over trials (delta method).  The trial is the unit throughout: a trial's
 bursts share its connection and are not independent.
 
-The source's findings are claims (`Figure.claims`, netrepro.claims): each
+The source's findings are claims (`Figure.claims`, netrepro.studykit.claims): each
 its own sentence, or its table's row, with the test that decides it on the
-trials.  Besides the kinds netrepro.claims offers, two tests of this study:
+trials.  Besides the kinds netrepro.studykit.claims offers, two tests of this study:
 `gain_within` (the gain inside the range a sentence gives, per burst size
 or per cell of burst size and idle period) and `idle_trend` (the gain's
 slope over every idle period the trials ran, bootstrapped over whole
@@ -52,9 +52,9 @@ from pathlib import Path
 from typing import Any
 
 from ground.path import MSS
-from netrepro import claims, plot
-from netrepro.claims import DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Claim, Finding, Same, Trend
-from netrepro.spec import Figure, Params, Point, Rows, Series
+from netrepro.studykit import claims, plot
+from netrepro.studykit.claims import DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Claim, Finding, Same, Trend
+from netrepro.studykit.spec import Figure, Params, Point, Rows, Series
 from servers.burst_trace import burst_rounds, gain_pct
 from topologies.topology import Topology
 

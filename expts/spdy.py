@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from netrepro.claims import AllOf, Better, Claim, Exact, Group, Regrouped, Same, Trend, Within
-from netrepro.plot import legend_beside, point_at
-from netrepro.spec import Figure, Point, Rows, Series
+from netrepro.studykit.claims import AllOf, Better, Claim, Exact, Group, Regrouped, Same, Trend, Within
+from netrepro.studykit.plot import legend_beside, point_at
+from netrepro.studykit.spec import Figure, Point, Rows, Series
 
 # The source, cited as far as its text gives authors, title and venue.
 SOURCE = (

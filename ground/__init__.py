@@ -6,7 +6,8 @@
   proc          commands and processes, in a host's namespace, by argument lists
   ledger        what a run changed, recorded before it changes it, and undone
   cgroups       the run's own cgroup, killed whole
-  kernel        what the running kernel offers (features, modules, tools)
+  modules       the kernel's loadable modules: what is loaded, and rmmod of what was loaded since
+  kernel        what the running kernel offers (features, modules, tools), probed under the ledger
   results       result files written whole, and their provenance
   trials        the trial log: one CSV row per trial
   figurelock    one run at a time per figure CSV
@@ -18,6 +19,8 @@
   machinestate  a snapshot of everything a run may change, to compare
 
 Above it: `topologies/`, `servers/` and `kmod/`, each using only the
-ground; on top `netrepro/` (the runner, verification, workloads, plots, the
-CLI) and `expts/`.  `lint-imports` (run by `run.sh test`) checks the layers.
+ground; then the study kit (`netrepro/studykit/`), the studies (`expts/`),
+the runner, its engine, the lanes and the front (netrepro/__init__.py).
+`lint-imports` (run by `run.sh test`) and tests/unit/test_layers.py check
+the layers.
 """

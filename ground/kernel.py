@@ -25,22 +25,14 @@ import re
 import shutil
 import socket
 import struct
-import time
-from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ground import proc
+from ground import ledger, modules, proc
 
 log = logging.getLogger("netrepro.kernel")
 
 TRACEFS = Path("/sys/kernel/tracing")
-
-
-PROC_MODULES = Path("/proc/modules")
-# A module the probe used is released when its scratch namespace is torn
-# down, which the kernel does asynchronously after the probe's process exits.
-MODULE_SETTLE_SECONDS = 2.0
 
 
 @contextlib.contextmanager
@@ -48,15 +40,13 @@ def _journaled(cause: str) -> Iterator[Callable[[], str] | None]:
     """Around a probe that may load modules: None where the kernel loads none; else, under the
     machine lock and in a ledger of the probe's own, a function that gives what to keep loaded
     after the probe (/proc/modules before it, with the modules other live runs may hold)."""
-    before = _read_proc_modules()
+    before = modules._read_proc_modules()
     if before is None:
         yield None
         return
     if os.geteuid() != 0:  # loads nothing (nor unloads): no machine lock, no ledger to keep
         yield lambda: before
         return
-    from ground import ledger  # the ledger imports this module
-
     with ledger.module_probe(cause) as kept:
         yield kept
 
@@ -71,96 +61,8 @@ def works_in_scratch_netns(*argv: str) -> bool:
             return False
         finally:
             if kept is not None:
-                unload_modules_loaded_since(kept())
+                modules.unload_modules_loaded_since(kept())
         return done.returncode == 0
-
-
-@dataclass(frozen=True)
-class LoadedModule:
-    """One line of /proc/modules."""
-
-    name: str
-    refcount: int
-    used_by: tuple[str, ...]  # the modules that depend on it
-    state: str  # Live, Loading or Unloading
-
-
-def parse_proc_modules(text: str) -> dict[str, LoadedModule]:
-    """/proc/modules: `name size refcount used_by,... state address` per line (used_by "-" if none)."""
-    found = {}
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) < 5:
-            continue
-        used_by = tuple(u for u in fields[3].split(",") if u and u != "-")
-        found[fields[0]] = LoadedModule(fields[0], int(fields[2]), used_by, fields[4])
-    return found
-
-
-def modules_to_unload(before: str, after: str) -> list[str]:
-    """The modules in `after` but not in `before` that nothing else holds, in an order rmmod accepts.
-
-    A module's refcount counts the modules using it and any other holder (a
-    socket, a qdisc, a device).  Removing a new module releases one reference
-    on each module it uses; a new module is removable once its count, less the
-    users removed before it, is zero.  Anything still held is left loaded.
-    """
-    old, now = parse_proc_modules(before), parse_proc_modules(after)
-    new = {name: m for name, m in now.items() if name not in old and m.state == "Live"}
-    order: list[str] = []
-    progress = True
-    while progress:
-        progress = False
-        for name in sorted(new):
-            if name in order:
-                continue
-            released = sum(1 for user in new[name].used_by if user in order)
-            if new[name].refcount - released == 0:
-                order.append(name)
-                progress = True
-    return order
-
-
-def proc_modules() -> str | None:
-    """/proc/modules, or None where the kernel has no loadable modules."""
-    return _read_proc_modules()
-
-
-def as_proc_modules(names: Collection[str]) -> str:
-    """Names as lines of /proc/modules, for `unload_modules_loaded_since`'s `before` (kept loaded)."""
-    return "".join(f"{name} 0 0 - Live 0x0\n" for name in names)
-
-
-def unload_modules_not_in(kept: Collection[str], settle: float = MODULE_SETTLE_SECONDS) -> None:
-    """rmmod what was loaded since a moment when only `kept` were, and nothing holds now."""
-    unload_modules_loaded_since(as_proc_modules(kept), settle)
-
-
-def _read_proc_modules() -> str | None:
-    """/proc/modules, or None where the kernel has no loadable modules."""
-    try:
-        return PROC_MODULES.read_text()
-    except FileNotFoundError:
-        return None
-
-
-def unload_modules_loaded_since(before: str, settle: float = MODULE_SETTLE_SECONDS) -> None:
-    """rmmod the modules loaded since `before` that nothing holds; wait up to `settle` for holders to go."""
-    deadline = time.monotonic() + settle
-    while True:
-        now = _read_proc_modules() or ""
-        for name in modules_to_unload(before, now):
-            try:
-                proc.run(["rmmod", name], check=False, timeout=10)
-            except (OSError, proc.CommandError) as e:
-                log.debug("rmmod %s: %s", name, e)
-        left = sorted(set(parse_proc_modules(_read_proc_modules() or "")) - set(parse_proc_modules(before)))
-        if not left:
-            return
-        if time.monotonic() >= deadline:
-            log.warning("%s loaded since; still in use after %.0f s, left loaded", ", ".join(left), settle)
-            return
-        time.sleep(0.05)
 
 
 def qdisc_works(kind: str, *args: str) -> bool:
@@ -266,7 +168,7 @@ def openvswitch_datapath_works() -> bool:
     except OSError as e:
         log.debug("generic netlink family dump: %s", e)
         return False
-    if _read_proc_modules() is None:
+    if modules._read_proc_modules() is None:
         return False
     with _journaled("probe: modprobe openvswitch") as kept:
         try:
@@ -278,7 +180,7 @@ def openvswitch_datapath_works() -> bool:
             return loaded and OVS_DATAPATH_FAMILY in genetlink_families()
         finally:
             if kept is not None:
-                unload_modules_loaded_since(kept())
+                modules.unload_modules_loaded_since(kept())
 
 
 def modules_supported() -> bool:
@@ -360,7 +262,7 @@ def tool_version(tool: str, timeout: float = 30.0) -> str | None:
     return text.splitlines()[0] if text else "present"
 
 
-# Set by the stock-kernel lane (netrepro.vm) in the guest's environment.
+# Set by the stock-kernel lane (netrepro.lanes.vm) in the guest's environment.
 VM_ACCEL_ENV = "NETREPRO_VM_ACCEL"
 
 

@@ -88,7 +88,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ground import cgroups, kernel, proc
+from ground import cgroups, modules, proc
 from ground.errors import SetupError
 
 log = logging.getLogger("netrepro.ledger")
@@ -569,14 +569,14 @@ class Ledger:
         lock: the run removes, when it ends, every module loaded since that nothing holds and no other
         live run may hold (those loaded meanwhile, read again under the lock, count as loaded before)."""
         with machine_lock(self.directory):
-            now = kernel.proc_modules()
-            names = set(before) | (set(kernel.parse_proc_modules(now)) if now is not None else set())
+            now = modules.proc_modules()
+            names = set(before) | (set(modules.parse_proc_modules(now)) if now is not None else set())
             entry = {"kind": "modules_loaded", "cause": module, "before": sorted(names)}
             with self.change(entry):
                 proc.run(["modprobe", module])
-            after = kernel.proc_modules()
+            after = modules.proc_modules()
             if after is not None:  # what the load itself brought: this run's alone (no other loads meanwhile)
-                self.record({**entry, "loaded": sorted(set(kernel.parse_proc_modules(after)) - names)})
+                self.record({**entry, "loaded": sorted(set(modules.parse_proc_modules(after)) - names)})
 
     def watch_autoloads(self) -> None:
         """From now until the run ends, the modules the kernel loads for the lab's tools are the run's
@@ -587,9 +587,9 @@ class Ledger:
         if self._watching_autoloads:
             return
         with machine_lock(self.directory):
-            now = kernel.proc_modules()
+            now = modules.proc_modules()
             if now is not None:
-                names = set(kernel.parse_proc_modules(now))
+                names = set(modules.parse_proc_modules(now))
                 lab = {n for n in names if autoloaded_for_a_lab(n)}
                 inherited = modules_held_elsewhere(lab, self.file, self.directory, dead_too=True)
                 self.record({"kind": "autoloads", "before": sorted(names), "inherited": sorted(inherited)})
@@ -693,18 +693,18 @@ def module_probe(cause: str, directory: Path | None = None) -> Iterator[Callable
     with machine_lock(directory):
         led = Ledger(directory, contain=False, name_stale=False)
         try:
-            before = kernel.proc_modules() or ""
-            names = set(kernel.parse_proc_modules(before))
+            before = modules.proc_modules() or ""
+            names = set(modules.parse_proc_modules(before))
             seq = led.record({"kind": "modules_loaded", "cause": cause, "before": sorted(names)})
 
             def kept() -> str:
                 # Under the lock no run loads a module on purpose: what came since is the probe's,
                 # but for what another live run names.
-                since = set(kernel.parse_proc_modules(kernel.proc_modules() or "")) - names
+                since = set(modules.parse_proc_modules(modules.proc_modules() or "")) - names
                 spared = modules_held_elsewhere(since, led.file, directory, mine=since)
                 for name, holder in sorted(spared.items()):
                     log.info("module %s: another live run (%s) may hold it; the probe leaves it loaded", name, holder)
-                return before + kernel.as_proc_modules(sorted(spared))
+                return before + modules.as_proc_modules(sorted(spared))
 
             yield kept
             led._cancel(seq)
@@ -876,18 +876,18 @@ def _undo_modules_loaded(e: Entry, ctx: Context) -> None:
     """Unload what was loaded since e's `before` that nothing holds, but never a module another
     live ledger may hold (under the machine lock: `_shared`)."""
     before = [str(n) for n in e.get("before", [])]
-    since = set(kernel.parse_proc_modules(kernel.proc_modules() or "")) - set(before)
+    since = set(modules.parse_proc_modules(modules.proc_modules() or "")) - set(before)
     spared = modules_held_elsewhere(since, ctx.file, ctx.directory, _loaded_by(ctx.entries))
     for name, holder in sorted(spared.items()):
         log.info("module %s: another live run (%s) may hold it; left loaded", name, holder)
-    kernel.unload_modules_not_in([*before, *sorted(spared)], settle=10.0)
+    modules.unload_modules_not_in([*before, *sorted(spared)], settle=10.0)
 
 
 def _undo_autoloads(e: Entry, ctx: Context) -> None:
     """Unload what the kernel loaded for the lab's tools since e's `before`, and what the run
     `inherited`, that nothing holds and no other live ledger may hold (under the machine lock:
     `_shared`).  A module of another kind loaded meanwhile is someone else's: left, and said so."""
-    loaded = kernel.parse_proc_modules(kernel.proc_modules() or "")
+    loaded = modules.parse_proc_modules(modules.proc_modules() or "")
     now = set(loaded)
     since = now - {str(n) for n in e.get("before", [])}
     others = sorted(n for n in since if not autoloaded_for_a_lab(n))
@@ -905,7 +905,7 @@ def _undo_autoloads(e: Entry, ctx: Context) -> None:
         kept |= grown
     if now - kept:
         log.debug("unloading what the lab's tools loaded: %s", ", ".join(sorted(now - kept)))
-    kernel.unload_modules_not_in(sorted(kept), settle=10.0)
+    modules.unload_modules_not_in(sorted(kept), settle=10.0)
 
 
 # Link kinds whose module deletes every device of its kind when removed; ifb makes ifb0 and ifb1

@@ -32,6 +32,7 @@ TCP_OVERHEAD = 52  # IP (20), TCP (20) and the timestamp option (12) in every fu
 ETHERNET_HEADER = 14  # what the qdisc counts on top of the MTU
 MSS = DEFAULT_MTU - TCP_OVERHEAD  # 1448: the payload of a full segment at MTU 1500
 FRAME = DEFAULT_MTU + ETHERNET_HEADER  # 1514: a full-sized Ethernet frame as the qdisc counts it
+IP_UDP_HEADERS = 28  # a UDP datagram's IPv4 and UDP headers: the datagram that fills an MTU is MTU - 28
 
 
 def parse_mtu(text: str | int, option: str = "--mtu") -> int:

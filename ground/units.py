@@ -210,3 +210,29 @@ def parse_queue(text: str | Queue, option: str = "--queue") -> Queue:
     if not 1514 <= size <= 1024**3:
         raise QuantityError(option, text, "allowed range is 1514b (one full frame) to 1024mb")
     return Queue(bytes=size)
+
+
+def numeric(level: object) -> float:
+    """A level as a number (on a figure's x axis, in a trend's slope): ms for times, Mbit/s for rates, % for
+    loss; a plain number as it is."""
+    if isinstance(level, Duration):
+        return level.ms
+    if isinstance(level, Rate):
+        return level.mbps
+    if isinstance(level, Probability):
+        return level.percent
+    if isinstance(level, (int, float)):
+        return float(level)
+    text = str(level)
+    try:
+        return parse_duration(text).ms
+    except ValueError:
+        pass
+    try:
+        return parse_rate(text).mbps
+    except ValueError:
+        pass
+    try:
+        return parse_probability(text).percent
+    except ValueError:
+        return float(text)

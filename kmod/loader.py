@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ground import kernel
+from ground import kernel, modules
 from ground.errors import NetreproError, SetupError, UserError
 from ground.ledger import Ledger, ledger_files, machine_lock
 from ground.proc import run
@@ -443,10 +443,10 @@ def load_kernel_own(name: str, ledger: Ledger, module: str | None = None) -> Non
     (tcp_<name>) through the ledger, which unloads it when the run ends; allowed in namespaces either way."""
     with machine_lock(ledger.directory):
         available, _ = kernel.congestion_controls()
-        before = kernel.proc_modules()
+        before = modules.proc_modules()
         if name not in available and before is not None:
             # tcp_yeah brings tcp_vegas: the run removes every module loaded since that nothing holds
-            ledger.modprobe(module or f"tcp_{name}", kernel.parse_proc_modules(before))
+            ledger.modprobe(module or f"tcp_{name}", modules.parse_proc_modules(before))
         ledger.allow_congestion_control(name)
 
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from netrepro.cli import main
+from netrepro.front.cli import main
 
 sys.exit(main())

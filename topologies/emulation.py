@@ -4,8 +4,9 @@
 `delayline`: the userspace delay line fed by NFQUEUE from the same place
 (a bridge's port through `-m physdev`, a router's with `-i`).
 Either way each link direction's delay and loss act on packets that have
-left the sending host and not yet reached the receiving one (ENVIRONMENT.md
-explains why both matter), and before the egress queue on the way out.
+left the sending host and not yet reached the receiving one (docs/lab.md:
+the delay stays off both hosts' stacks), and before the egress queue on
+the way out.
 One object serves all the stages of one node, each named by its direction
 (`server>s1`).
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from ground import kernel
+from ground import kernel, modules
 from ground.errors import SetupError
 from ground.ledger import Ledger
 from ground.proc import Netns, run
@@ -155,10 +156,10 @@ def load_bridge_netfilter(ledger: Ledger) -> None:
     """A bridge's packets reach iptables (physdev, bridge-nf-call-iptables) through br_netfilter: a
     module on stock kernels that nothing loads before its sysctl is written, so it is loaded here,
     through the ledger, where it is not loaded (built in: nothing to do)."""
-    before = kernel.proc_modules()
-    if before is None or BRIDGE_NETFILTER in kernel.parse_proc_modules(before) or BRIDGE_SYSCTLS.is_dir():
+    before = modules.proc_modules()
+    if before is None or BRIDGE_NETFILTER in modules.parse_proc_modules(before) or BRIDGE_SYSCTLS.is_dir():
         return
-    ledger.modprobe(BRIDGE_NETFILTER, kernel.parse_proc_modules(before))
+    ledger.modprobe(BRIDGE_NETFILTER, modules.parse_proc_modules(before))
 
 
 class DelayLineStage:

@@ -39,6 +39,7 @@ from mininet.net import Mininet
 from mininet.nodelib import LinuxBridge
 from mininet.topo import Topo
 
+from ground import flows
 from ground.errors import SetupError
 from ground.ledger import Ledger
 from ground.parsers import parse_ping, ping_argv
@@ -205,6 +206,39 @@ class Lab:
     def port_of(self, direction: Direction, at: str) -> str:
         link = next(k for k in self.network.links if {k.a, k.b} == {direction.src, direction.dst})
         return self.port(at, link.name)
+
+    # -- the bottleneck's queue and the server's pacing ---------------------------
+
+    def bottleneck_reading(self) -> list[flows.QdiscStats]:
+        """The counters of the qdiscs on the bottleneck's egress port, now."""
+        d = self.network.direction(*self.network.bottleneck.split(">"))
+        return flows.qdisc_stats(run(shaping.qdisc_counters(self.port_of(d, d.src)), self.ns(d.src)).stdout)
+
+    def bottleneck_queue(self, since: list[flows.QdiscStats] | None = None) -> flows.QdiscStats:
+        """The bottleneck FIFO's counters (sent, drops, backlog): since an earlier reading, or in all."""
+        now = self.bottleneck_reading()
+        return flows.find_qdisc(flows.qdisc_delta(since, now) if since is not None else now, shaping.BOTTLENECK_FIFO)
+
+    def quiet_bottleneck(self, within_s: float = 60.0) -> list[flows.QdiscStats]:
+        """Wait until the bottleneck has sent nothing for a round trip (an earlier trial's sender may
+        still be draining its socket buffer over a long path), and return its reading then."""
+        idle = max(0.5, self.path.rtt.seconds)
+        deadline = time.monotonic() + within_s
+        last = self.bottleneck_reading()
+        while True:
+            time.sleep(idle)
+            now = self.bottleneck_reading()
+            fifo = shaping.BOTTLENECK_FIFO
+            if flows.find_qdisc(now, fifo).sent_packets == flows.find_qdisc(last, fifo).sent_packets:
+                return now
+            if time.monotonic() > deadline:
+                raise flows.FlowDataError(f"the bottleneck was still busy {within_s:g} s after the trial began")
+            last = now
+
+    def fair_queue_at_server(self, on: bool) -> None:
+        """fq as the root qdisc of the (first) server's port, or its default root again: in the server's
+        namespace, gone with the lab."""
+        run(shaping.fair_queue(self.host_port(self.pairs[0].server), on), self.server)
 
     # -- life cycle -------------------------------------------------------------
 

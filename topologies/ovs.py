@@ -24,7 +24,7 @@ from typing import Any
 
 from mininet.node import Switch
 
-from ground import kernel
+from ground import kernel, modules
 from ground.errors import SetupError, UserError
 from ground.ledger import Ledger
 from ground.proc import CommandError, Netns, Process, run
@@ -114,10 +114,10 @@ def load_datapath(ledger: Ledger) -> None:
     loaded before, and when it ends removes every module loaded since that
     nothing holds.
     """
-    before = kernel.proc_modules()
-    if before is None or DATAPATH_MODULE in kernel.parse_proc_modules(before):
+    before = modules.proc_modules()
+    if before is None or DATAPATH_MODULE in modules.parse_proc_modules(before):
         return  # built in, or already loaded (then not this run's to remove)
-    ledger.modprobe(DATAPATH_MODULE, kernel.parse_proc_modules(before))
+    ledger.modprobe(DATAPATH_MODULE, modules.parse_proc_modules(before))
 
 
 # -- the commands, built apart from running them ------------------------------------

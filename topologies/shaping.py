@@ -36,6 +36,9 @@ def link_mtu(dev: str, mtu: int) -> Argv:
     return ["ip", "link", "set", "dev", dev, "mtu", str(mtu)]
 
 
+BOTTLENECK_FIFO = "10:"  # the handle of the bottleneck's FIFO leaf, which holds its queue (and counts its drops)
+
+
 def bottleneck_root(dev: str) -> Argv:
     """The HTB root that carries the bottleneck class; made once per port."""
     return ["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]
@@ -74,8 +77,18 @@ def bottleneck(dev: str, rate: Rate, queue: Queue, frame: int = FRAME) -> list[A
         # HTB quiet about quanta at very low and very high rates.
         ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
          "rate", bits, "ceil", bits, "burst", burst, "cburst", burst, "quantum", str(frame)],
-        ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *leaf],
+        ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", BOTTLENECK_FIFO, *leaf],
     ]  # fmt: skip
+
+
+def qdisc_counters(dev: str) -> Argv:
+    """The qdiscs of a port with their counters, as JSON (ground.flows.qdisc_stats reads it)."""
+    return ["tc", "-s", "-j", "qdisc", "show", "dev", dev]
+
+
+def fair_queue(dev: str, on: bool) -> Argv:
+    """The fq qdisc (per-flow pacing) as a host port's root, or the port's default root again."""
+    return ["tc", "qdisc", "replace", "dev", dev, "root", "fq"] if on else ["tc", "qdisc", "del", "dev", dev, "root"]
 
 
 def netem_qdisc(ifb: str, delay: Duration, loss: Probability, seed: int | None = None) -> Argv:

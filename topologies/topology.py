@@ -29,7 +29,7 @@ Where each quantity acts (one rule, both backends):
                 leaves (HTB + FIFO); a host's own egress is never shaped.
   delay, loss   where a direction enters a switch or router (netem on an IFB
                 fed from that port's ingress, or the delay line through
-                NFQUEUE), away from both hosts' stacks (ENVIRONMENT.md).
+                NFQUEUE), away from both hosts' stacks (docs/lab.md).
                 A link's delay toward a host is carried by its direction
                 from that host, so the round trip is what was set; loss
                 toward a host has no place and is refused.

@@ -3,14 +3,14 @@
 import subprocess
 from pathlib import Path
 
-from ground import kernel
+from ground import kernel, modules
 from topologies import shaping
 
 PROC_MODULES = Path("/proc/modules")
 
 
 def loaded() -> set[str]:
-    return set(kernel.parse_proc_modules(PROC_MODULES.read_text()))
+    return set(modules.parse_proc_modules(PROC_MODULES.read_text()))
 
 
 def test_an_nfqueue_probe_loads_modules_and_unloads_them() -> None:
@@ -20,9 +20,9 @@ def test_an_nfqueue_probe_loads_modules_and_unloads_them() -> None:
     during = PROC_MODULES.read_text()
     # The two snapshots, for tests/fixtures (the module restore's unit test reads them).
     print("=== /proc/modules before ===\n" + before + "=== /proc/modules after ===\n" + during + "=== end ===")
-    assert set(kernel.parse_proc_modules(during)) > set(kernel.parse_proc_modules(before))
-    kernel.unload_modules_loaded_since(before)
-    assert loaded() == set(kernel.parse_proc_modules(before))
+    assert set(modules.parse_proc_modules(during)) > set(modules.parse_proc_modules(before))
+    modules.unload_modules_loaded_since(before)
+    assert loaded() == set(modules.parse_proc_modules(before))
 
 
 def test_the_backend_probes_leave_the_loaded_modules_as_they_were() -> None:

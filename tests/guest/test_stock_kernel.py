@@ -28,8 +28,8 @@ from ground.path import PathSpec
 from ground.results import REPO, write_json
 from ground.tcpprobe import reductions
 from kmod import loader
-from netrepro import bench, doctor
-from netrepro.workloads import iperf3_trace
+from netrepro.lanes import bench, doctor
+from netrepro.runner.workloads import iperf3_trace
 from topologies.lab import Lab
 
 

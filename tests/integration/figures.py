@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ground.results import REPO
 from ground.trials import read_rows
-from netrepro.spec import Figure
+from netrepro.studykit.spec import Figure
 
 __all__ = ["run_quick"]
 

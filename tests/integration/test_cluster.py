@@ -38,9 +38,9 @@ import expts
 from ground import ledger
 from ground.results import REPO
 from ground.trials import read_rows, trial_key
-from netrepro import shards
-from netrepro.cluster import RunCertificates, make_certificates
-from netrepro.loopback_sshd import Sshd, descendants, free_port, loopback_sshd, still_running
+from netrepro.engine.cluster import RunCertificates, make_certificates
+from netrepro.lanes.loopback_sshd import Sshd, descendants, free_port, loopback_sshd, still_running
+from netrepro.runner import shards
 
 pytestmark = pytest.mark.root
 
@@ -268,7 +268,7 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
     try:
         deadline = time.monotonic() + 120  # up: the scheduler, a nanny and its worker, and a task handed out
         while time.monotonic() < deadline and coordinator.poll() is None:
-            if any("-m netrepro.worker" in line for _, line in descendants(sshd.pid).values()):
+            if any("-m netrepro.engine.worker" in line for _, line in descendants(sshd.pid).values()):
                 break
             time.sleep(0.5)
         else:

@@ -21,7 +21,7 @@ import pytest
 from figures import run_quick
 
 from expts import cubicplus
-from netrepro.spec import Figure
+from netrepro.studykit.spec import Figure
 
 pytestmark = pytest.mark.root
 

@@ -2,7 +2,7 @@
 
 Three points of the issue's acceptance: 3 Mbit/s with 100 ms; 100 Mbit/s with
 20 ms; 10 Mbit/s with 50 ms and 2 % loss.  The tolerances are the lab's own
-(netrepro.verify): median RTT within max(1 %, 0.5 ms), goodput within 5 % of
+(netrepro.runner.verify): median RTT within max(1 %, 0.5 ms), goodput within 5 % of
 rate x 1448/1514, loss inside the 99 % binomial interval.
 """
 
@@ -16,7 +16,7 @@ from ground.ledger import Ledger
 from ground.parsers import parse_ping
 from ground.path import PathSpec
 from ground.proc import Process, run
-from netrepro.verify import measure_loss, verify
+from netrepro.runner.verify import measure_loss, verify
 from topologies.lab import Lab
 
 pytestmark = pytest.mark.root

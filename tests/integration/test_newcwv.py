@@ -23,7 +23,7 @@ from ground.ledger import Ledger
 from ground.path import PathSpec
 from ground.proc import Process
 from ground.tcpprobe import UNSET_SSTHRESH, ProbeSample
-from netrepro.session import Session
+from netrepro.runner.session import Session
 from servers.apache import HTTP_PORT
 from servers.bursts import burst_client_argv, run_bursts
 from topologies.lab import Lab

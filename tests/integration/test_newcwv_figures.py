@@ -19,7 +19,7 @@ import pytest
 from figures import run_quick
 
 from expts import newcwv
-from netrepro.spec import Figure
+from netrepro.studykit.spec import Figure
 
 pytestmark = pytest.mark.root
 

@@ -19,8 +19,8 @@ import pytest
 
 import expts
 from ground.results import REFERENCE, REPO
-from netrepro.claims import ByDesign, Claim
-from netrepro.plan import Stored
+from netrepro.runner.plan import Stored
+from netrepro.studykit.claims import ByDesign, Claim
 
 pytestmark = pytest.mark.root
 

@@ -18,7 +18,7 @@ from machine import NOBODY, searchable_by_others
 
 import expts
 from ground.results import REPO, RESULTS
-from netrepro.plan import Plan
+from netrepro.runner.plan import Plan
 
 pytestmark = pytest.mark.root
 

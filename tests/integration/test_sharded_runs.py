@@ -17,7 +17,7 @@ import pytest
 import expts
 from ground.results import REPO
 from ground.trials import read_rows, trial_key
-from netrepro import shards
+from netrepro.runner import shards
 
 pytestmark = pytest.mark.root
 

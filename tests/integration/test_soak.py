@@ -1,5 +1,5 @@
 """Soak: `fig3 --quick` killed at two seeded random moments, and signalled three times,
-leaves the machine as it found it and its CSV whole (netrepro.soak; `run.sh bench soak` runs more).
+leaves the machine as it found it and its CSV whole (netrepro.lanes.soak; `run.sh bench soak` runs more).
 
 With this seed the kills come 19.2 and 26.5 s in (mid-trial, process and
 group), SIGINT 26.8 s in (mid-trial), SIGTERM at 6.1 s (verifying the path)
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro import soak
+from netrepro.lanes import soak
 
 pytestmark = pytest.mark.root
 

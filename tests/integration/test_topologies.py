@@ -21,9 +21,9 @@ import pytest
 from ground.ledger import Ledger
 from ground.path import PathSpec
 from ground.units import Rate
-from netrepro import verify
-from netrepro.session import Session
-from netrepro.workloads import WORKLOADS
+from netrepro.runner import verify
+from netrepro.runner.session import Session
+from netrepro.runner.workloads import WORKLOADS
 from topologies.lab import Lab
 from topologies.topology import Topology, ideal_goodput
 

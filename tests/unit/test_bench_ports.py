@@ -2,7 +2,7 @@
 
 import math
 
-from netrepro import bench
+from netrepro.lanes import bench
 
 
 def test_flows_that_disagree_with_each_other_make_the_difference_noisier() -> None:

@@ -126,7 +126,7 @@ def test_a_module_built_for_the_running_kernel_is_not_made_again(
 def test_the_lane_links_again_a_module_older_than_its_makefile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """kbuild keeps a module when only the Makefile is newer; the guest's loader would then make it
     again at every load (about a minute under emulation), so the host removes it before make."""
-    from netrepro import vm
+    from netrepro.lanes import vm
 
     monkeypatch.setattr(loader, "run", lambda argv: subprocess.CompletedProcess(argv, 0, "6.1.0-56-amd64 SMP\n", ""))
     made: list[list[str]] = []

@@ -12,8 +12,8 @@ import pytest
 
 import expts
 from ground.results import REPO
-from netrepro.claims import Claim, found_in
-from netrepro.spec import Figure
+from netrepro.studykit.claims import Claim, found_in
+from netrepro.studykit.spec import Figure
 
 SEEDS = REPO.parent / "shared" / "seeds"
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from netrepro import claims
-from netrepro.claims import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Claim, Same, Trend
-from netrepro.spec import Figure, Series
+from netrepro.studykit import claims
+from netrepro.studykit.claims import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Claim, Same, Trend
+from netrepro.studykit.spec import Figure, Series
 
 
 def figure(levels: tuple[Any, ...] = ("1%",)) -> Figure:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro import cli
+from netrepro.front import cli
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ import pytest
 import expts
 from ground.errors import UserError
 from ground.trials import trial_key
-from netrepro.cluster import (
+from netrepro.engine.cluster import (
     REMOTE_FILES,
     Engine,
     RunCertificates,
@@ -31,7 +31,7 @@ from netrepro.cluster import (
     holder_script,
     make_certificates,
 )
-from netrepro.worker import Job, start_trial_process
+from netrepro.engine.worker import Job, start_trial_process
 
 FIG = expts.find("iw/fig2")
 
@@ -142,14 +142,15 @@ def test_the_writer_writes_each_trial_once_and_names_its_worker() -> None:
 
 def test_the_writer_drops_rows_for_trials_not_handed_out(caplog: pytest.LogCaptureFixture) -> None:
     sink = Sink()
-    writer = Writer(FIG, sink, allow_mixed=False, expected={"a", "b"})
-    with caplog.at_level(logging.WARNING, logger="netrepro.cluster"):
+    writer = Writer(FIG, sink, allow_mixed=False, expected={"a", "b"}, launcher=Engine(hosts=("h",)).describe())
+    with caplog.at_level(logging.WARNING, logger="netrepro.engine.cluster"):
         writer.take([item("a"), item("z", "tcp://w9:1"), item("b")])
         writer.take([{"row": "not a row"}, {"row": {"trial_key": 1}, "worker": "w", "host": "h", "kernel": "k"}])
     assert [r["trial_key"] for r in sink.rows] == ["a", "b"]
     assert (
         writer.rows_not_handed_out_dropped == 3
-        and writer.describe(Engine(hosts=("h",)))["rows_not_handed_out_dropped"] == 3
+        and writer.manifest()["rows_not_handed_out_dropped"] == 3
+        and writer.manifest()["launcher"] == "SSH hosts h"
     )
     assert any("a row for z, a trial not handed out, dropped" in r.getMessage() for r in caplog.records)
     assert set(writer.workers) == {"tcp://w1:1"}  # the stranger is not counted among the workers

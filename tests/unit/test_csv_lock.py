@@ -20,7 +20,7 @@ from ground import figurelock, results
 from ground.errors import SetupError
 from ground.figurelock import FigureBusy
 from ground.trials import TrialLog, read_rows, trial_key
-from netrepro import cli
+from netrepro.front import cli
 
 FIG = expts.find("iw/fig2")
 
@@ -180,7 +180,7 @@ def test_merge_locks_its_target_before_it_reads_a_row(
         locked_when_read.append(lock_in_another_process(target))
         return read(path)
 
-    monkeypatch.setattr("netrepro.shards.read_rows", reading)
+    monkeypatch.setattr("netrepro.runner.shards.read_rows", reading)
     assert cli.main(["merge", str(shard), str(target), "--into", str(tmp_path / "into")]) == 0
     # the first read of each file finds the figure, the second (under the lock) merges its rows
     assert all("busy" in w for w in locked_when_read[2:]) and len(locked_when_read) == 4, locked_when_read

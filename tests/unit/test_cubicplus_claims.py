@@ -2,7 +2,7 @@
 
 The study's two tests of its own (`smaller_gain`: CUBIC+'s gain on one page
 smaller than on others; `window_role`: throughput across initial windows
-within a margin) take one value a trial, as netrepro.claims' kinds do; here
+within a margin) take one value a trial, as netrepro.studykit.claims' kinds do; here
 each is given trials drawn from normal distributions with known means, so
 what it must say is known beforehand.
 """
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from expts import cubicplus
-from netrepro import claims
-from netrepro.claims import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, ByDesign, Claim
-from netrepro.spec import Figure
+from netrepro.studykit import claims
+from netrepro.studykit.claims import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, ByDesign, Claim
+from netrepro.studykit.spec import Figure
 
 CUBIC, PLUS, PLUS_K = cubicplus.CUBIC.label, cubicplus.PLUS.label, cubicplus.PLUS_K.label
 

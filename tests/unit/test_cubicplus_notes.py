@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from expts import cubicplus
-from netrepro.spec import Figure
+from netrepro.studykit.spec import Figure
 
 VERDICT_WORDS = ("agrees", "differs", "holds", "noise", "verdict")
 

@@ -15,8 +15,10 @@ from ground.errors import UserError
 from ground.results import REFERENCE, RESULTS
 from ground.trials import latest_rows, read_rows, row_seed, trial_key
 from ground.units import QuantityError
-from netrepro import cli, derive, plot, sweep
-from netrepro.spec import Figure, Point, trial_path, variant_name
+from netrepro.front import cli
+from netrepro.runner import derive, sweep
+from netrepro.studykit import plot
+from netrepro.studykit.spec import Figure, Point, trial_path, variant_name
 
 
 def run_args(*argv: str) -> argparse.Namespace:

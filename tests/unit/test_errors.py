@@ -21,10 +21,11 @@ from ground.tcpprobe import TraceIncomplete, TraceUnavailable
 from ground.trials import TrialLog, read_rows
 from ground.units import QuantityError
 from kmod import loader
-from netrepro import cli, sweep
-from netrepro.spec import Figure
-from netrepro.vm import VmError
-from netrepro.workloads import WORKLOADS
+from netrepro.front import cli
+from netrepro.lanes.vm import VmError
+from netrepro.runner import sweep
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit.spec import Figure
 from servers.apache import ApacheError
 from servers.clients import ProtocolMismatch, WorkloadError
 from topologies.delayline import DelayLineError

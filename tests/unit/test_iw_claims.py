@@ -17,9 +17,9 @@ import expts
 from expts import iw
 from ground.results import REFERENCE
 from ground.trials import latest_rows, read_rows
-from netrepro import claims
-from netrepro.claims import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, Claim, Same
-from netrepro.spec import Figure
+from netrepro.studykit import claims
+from netrepro.studykit.claims import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, Claim, Same
+from netrepro.studykit.spec import Figure
 
 Row = dict[str, str]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ground import cgroups, kernel, proc
+from ground import cgroups, kernel, modules, proc
 from ground import ledger as ledger_mod
 from ground.errors import SetupError
 from ground.ledger import Entry, Ledger, LedgerError
@@ -455,7 +455,7 @@ def test_modprobe_records_the_modules_loaded_before_and_a_failed_load_as_not_mad
     ]
     assert entries[2]["cancels"] == entries[1]["seq"]
     unloaded: list[list[str]] = []
-    monkeypatch.setattr(kernel, "unload_modules_not_in", lambda before, settle: unloaded.append(before))
+    monkeypatch.setattr(modules, "unload_modules_not_in", lambda before, settle: unloaded.append(before))
     led.unwind()
     assert unloaded == [["bridge", "veth"]], "the cancelled load undoes nothing"
 
@@ -466,7 +466,7 @@ def test_modules_loaded_since_are_removed_unless_another_live_run_holds_them(
     """`modules_loaded` (the openvswitch module and what its users load after it): the names loaded
     before are kept; undone only when no other live run has the same cause recorded."""
     kept: list[list[str]] = []
-    monkeypatch.setattr(kernel, "unload_modules_not_in", lambda before, settle: kept.append(before))
+    monkeypatch.setattr(modules, "unload_modules_not_in", lambda before, settle: kept.append(before))
     entry = {"kind": "modules_loaded", "cause": "openvswitch", "before": ["bridge", "veth"]}
     other, mine = Ledger(tmp_path, contain=False), Ledger(tmp_path, contain=False)
     other.record(dict(entry))
@@ -515,7 +515,7 @@ def test_a_runs_end_keeps_the_modules_another_live_run_loaded(tmp_path: Path, mo
     loaded.  All are unused and loaded since this run's `before`: this run's end removes its own
     two, and leaves the others' (before, it removed every one of them)."""
     fake = FakeModules({"veth": ()})
-    monkeypatch.setattr(kernel, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(modules, "_read_proc_modules", fake.text)
     monkeypatch.setattr(proc, "run", fake.run)
     mine = Ledger(tmp_path, contain=False)
     mine.modprobe("tcp_yeah", ["veth"])
@@ -552,7 +552,7 @@ def test_what_the_kernel_loaded_for_a_lab_goes_with_the_last_run_that_may_hold_i
     br_netfilter (with its bridge-nf-call-* sysctls): B's end removes what both labs loaded and
     leaves vfat.  Before, neither end unloaded anything the kernel autoloaded."""
     fake = FakeModules({"veth": (), "bridge": ()})
-    monkeypatch.setattr(kernel, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(modules, "_read_proc_modules", fake.text)
     monkeypatch.setattr(proc, "run", fake.run)
     a = Ledger(tmp_path, contain=False)
     a.watch_autoloads()
@@ -581,7 +581,7 @@ def test_a_link_module_stays_while_a_device_of_its_kind_made_by_someone_else_is_
     """The lab's tools loaded bridge and veth; meanwhile someone made a bridge (docker0) in the root
     namespace: removing the module would delete it, so the bridge module stays, veth goes."""
     fake = FakeModules({})
-    monkeypatch.setattr(kernel, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(modules, "_read_proc_modules", fake.text)
     monkeypatch.setattr(proc, "run", fake.run)
     run = Ledger(tmp_path, contain=False)
     run.watch_autoloads()
@@ -597,7 +597,7 @@ def test_a_lab_that_starts_after_a_dead_run_holds_what_that_run_loaded_until_cle
     """A run killed with ifb loaded by its lab: a new run's lab holds ifb (its netem stages use it),
     so `clean` of the dead run leaves it; the new run's end removes it."""
     fake = FakeModules({"veth": ()})
-    monkeypatch.setattr(kernel, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(modules, "_read_proc_modules", fake.text)
     monkeypatch.setattr(proc, "run", fake.run)
     write_ledger(tmp_path / "run-1-1.jsonl", [dead_owner(), {"kind": "autoloads", "before": ["veth"], "inherited": []}])
     fake.used_by["ifb"] = ()
@@ -617,7 +617,7 @@ def test_a_kernel_probe_records_what_was_loaded_and_spares_what_a_live_run_holds
     fake = FakeModules({"veth": (), "tcp_hybla": ()})
     other = Ledger(tmp_path, contain=False)
     other.record({"kind": "modules_loaded", "cause": "tcp_hybla", "before": ["veth"]})
-    monkeypatch.setattr(kernel, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(modules, "_read_proc_modules", fake.text)
     monkeypatch.setattr(ledger_mod, "LEDGER_DIR", tmp_path)
     seen: list[list[str]] = []
     locked: list[bool] = []

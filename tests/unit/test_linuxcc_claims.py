@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from expts import linuxcc
-from netrepro import claims
-from netrepro.claims import DIFFERS, HOLDS, UNDECIDED
+from netrepro.studykit import claims
+from netrepro.studykit.claims import DIFFERS, HOLDS, UNDECIDED
 
 Means = Mapping[str, float]  # an algorithm's mean in a flow, by flow (a missing flow takes "*")
 

@@ -8,9 +8,9 @@ import matplotlib
 import pytest
 
 from expts import linuxcc
-from netrepro import claims, params, plot
-from netrepro.claims import ByDesign
-from netrepro.workloads import WORKLOADS
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit import claims, params, plot
+from netrepro.studykit.claims import ByDesign
 
 matplotlib.use("Agg")
 

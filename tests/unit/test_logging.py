@@ -11,12 +11,12 @@ import pytest
 
 from ground import logs, proc
 from ground.progress import Progress
-from netrepro import cli
+from netrepro.front import cli
 
 
 def test_a_warning_is_written_once_on_a_line_of_its_own(capfd: pytest.CaptureFixture[str]) -> None:
     logs.configure(verbose=False)
-    logging.getLogger("netrepro.sweep").warning("a warning of the sweep")
+    logging.getLogger("netrepro.runner.sweep").warning("a warning of the sweep")
     err = capfd.readouterr().err
     assert [line for line in err.splitlines() if "a warning of the sweep" in line] == ["a warning of the sweep"]
 
@@ -53,7 +53,7 @@ def test_a_log_line_is_written_above_the_progress_bar_not_glued_to_it() -> None:
     logs.configure(verbose=False, stream=screen)
     progress = Progress(3, "fig")
     progress.step()
-    logging.getLogger("netrepro.sweep").warning("trial failed: x")
+    logging.getLogger("netrepro.runner.sweep").warning("trial failed: x")
     progress.step()
     progress.step()
     shown = screen.getvalue()
@@ -70,7 +70,7 @@ def test_a_figure_run_writes_a_log_file_the_manifest_names(tmp_path: Path) -> No
     (log_file,) = (study / "logs").glob("fig10-*.log")
     assert json.loads((study / "fig10.manifest.json").read_text())["log"] == f"logs/{log_file.name}"
     text = log_file.read_text()
-    assert "netrepro.sweep: cubicplus/fig10: Options(" in text and "[root] git" in text
+    assert "netrepro.runner.sweep: cubicplus/fig10: Options(" in text and "[root] git" in text
     assert text.startswith("20")  # each line starts with its time
 
 
@@ -92,6 +92,6 @@ def test_the_log_file_is_never_opened_through_a_link(tmp_path: Path) -> None:
     first.unlink()
     first.symlink_to(target)
     with logs.log_file(directory, "fig") as second:
-        logging.getLogger("netrepro.sweep").info("kept")
+        logging.getLogger("netrepro.runner.sweep").info("kept")
     assert second != first and not target.exists()
     assert "kept" in second.read_text()

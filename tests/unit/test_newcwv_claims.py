@@ -15,9 +15,9 @@ import random
 from collections.abc import Mapping
 
 from expts import newcwv
-from netrepro import claims
-from netrepro.claims import DIFFERS, HOLDS, UNDECIDED
-from netrepro.spec import Figure
+from netrepro.studykit import claims
+from netrepro.studykit.claims import DIFFERS, HOLDS, UNDECIDED
+from netrepro.studykit.spec import Figure
 
 IDLES = (1.0, 3.0, 5.0, 7.0, 10.0, 15.0)
 BASE, NEW, PACED = newcwv.BASELINE.label, newcwv.NEWCWV.label, newcwv.PACED.label

@@ -7,8 +7,8 @@ import matplotlib
 import pytest
 
 from expts import newcwv
-from netrepro import params
-from netrepro.workloads import WORKLOADS
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit import params
 
 matplotlib.use("Agg")
 

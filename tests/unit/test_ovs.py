@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ground import kernel, proc
+from ground import kernel, modules, proc
 from topologies import ovs
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -264,7 +264,7 @@ def test_the_datapath_is_there_when_its_family_is_registered_and_nothing_is_load
 def test_without_loadable_modules_and_no_family_there_is_no_datapath(monkeypatch: pytest.MonkeyPatch) -> None:
     kernel.openvswitch_datapath_works.cache_clear()
     monkeypatch.setattr(kernel, "genetlink_families", lambda: {"nlctrl"})
-    monkeypatch.setattr(kernel, "_read_proc_modules", lambda: None)
+    monkeypatch.setattr(modules, "_read_proc_modules", lambda: None)
     monkeypatch.setattr(proc, "run", lambda *a, **k: pytest.fail("no modprobe without modules"))
     try:
         assert not kernel.openvswitch_datapath_works()
@@ -286,9 +286,9 @@ def test_a_modular_kernel_loads_the_module_looks_again_and_unloads_what_it_loade
         return subprocess.CompletedProcess(argv, 0, "", "")
 
     monkeypatch.setattr(kernel, "genetlink_families", lambda: set(registered))
-    monkeypatch.setattr(kernel, "_read_proc_modules", lambda: "before\n")
+    monkeypatch.setattr(modules, "_read_proc_modules", lambda: "before\n")
     monkeypatch.setattr(proc, "run", modprobe)
-    monkeypatch.setattr(kernel, "unload_modules_loaded_since", unloaded.append)
+    monkeypatch.setattr(modules, "unload_modules_loaded_since", unloaded.append)
     try:
         assert kernel.openvswitch_datapath_works()
     finally:

@@ -7,9 +7,11 @@ import pytest
 import expts
 from ground.errors import UserError
 from ground.path import PathSpec
-from netrepro import cli, derive, params
-from netrepro.spec import Figure, path_params
-from netrepro.workloads import WORKLOADS
+from netrepro.front import cli
+from netrepro.runner import derive
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit import params
+from netrepro.studykit.spec import Figure, path_params
 
 
 def keys_of(name: str) -> dict[str, params.Key]:

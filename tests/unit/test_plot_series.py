@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro.plot import PRINT_DPI, draw_series, series_figure
+from netrepro.studykit.plot import PRINT_DPI, draw_series, series_figure
 
 CWND = {
     "10.0.0.2:5201>10.0.0.1:40000": [(0.0, 10.0), (0.1, 20.0), (0.2, 40.0)],
@@ -88,7 +88,7 @@ def test_a_figure_is_drawn_to_print_with_its_notes_beside_it(tmp_path: Path, mon
     import expts
     from ground.results import REFERENCE
     from ground.trials import latest_rows, read_rows
-    from netrepro import plot
+    from netrepro.studykit import plot
 
     fig = expts.find("cubicplus/fig3")
     rows = latest_rows(read_rows(REFERENCE / fig.study / fig.csv_name))

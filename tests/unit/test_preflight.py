@@ -10,8 +10,9 @@ import expts
 from ground import kernel
 from ground.errors import SetupError, UserError
 from kmod import loader
-from netrepro import cli, preflight, sweep
-from netrepro.workloads import WORKLOADS
+from netrepro.front import cli
+from netrepro.runner import preflight, sweep
+from netrepro.runner.workloads import WORKLOADS
 from topologies import emulation
 from topologies.emulation import ShaperUnavailable
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ground import kernel, proc
+from ground import modules, proc
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 BEFORE = (FIXTURES / "proc_modules_before_nfqueue_probe.txt").read_text()
@@ -34,42 +34,42 @@ def released(text: str) -> str:
 
 
 def assert_users_first(order: list[str], text: str) -> None:
-    modules = kernel.parse_proc_modules(text)
+    loaded = modules.parse_proc_modules(text)
     for i, name in enumerate(order):
-        for user in modules[name].used_by:
+        for user in loaded[name].used_by:
             assert user in order[:i], f"{name} before its user {user}: {order}"
 
 
 def test_parse_reads_name_refcount_users_and_state() -> None:
-    modules = kernel.parse_proc_modules(AFTER)
-    assert modules["x_tables"] == kernel.LoadedModule(
+    loaded = modules.parse_proc_modules(AFTER)
+    assert loaded["x_tables"] == modules.LoadedModule(
         "x_tables", 4, ("iptable_filter", "xt_NFQUEUE", "xt_physdev", "ip_tables"), "Live"
     )
-    assert modules["br_netfilter"].used_by == () and modules["br_netfilter"].refcount == 0
-    assert set(modules) - set(kernel.parse_proc_modules(BEFORE)) == PROBE_LOADED
+    assert loaded["br_netfilter"].used_by == () and loaded["br_netfilter"].refcount == 0
+    assert set(loaded) - set(modules.parse_proc_modules(BEFORE)) == PROBE_LOADED
 
 
 def test_what_the_namespace_still_holds_is_left_for_now() -> None:
-    order = kernel.modules_to_unload(BEFORE, AFTER)
+    order = modules.modules_to_unload(BEFORE, AFTER)
     assert order == ["br_netfilter", "bridge", "stp", "llc"]
     assert_users_first(order, AFTER)
 
 
 def test_once_released_every_module_the_probe_loaded_goes_users_first() -> None:
-    order = kernel.modules_to_unload(BEFORE, released(AFTER))
+    order = modules.modules_to_unload(BEFORE, released(AFTER))
     assert set(order) == PROBE_LOADED
     assert_users_first(order, AFTER)
 
 
 def test_modules_loaded_before_the_probe_are_never_unloaded() -> None:
-    assert kernel.modules_to_unload(BEFORE, BEFORE) == []
-    assert kernel.modules_to_unload(AFTER, released(AFTER)) == []
+    assert modules.modules_to_unload(BEFORE, BEFORE) == []
+    assert modules.modules_to_unload(AFTER, released(AFTER)) == []
 
 
 def test_a_module_still_loading_or_held_by_an_older_one_stays() -> None:
     before = "x_tables 61440 0 - Live 0x0\n"
     after = "x_tables 61440 1 ip_tables, Live 0x0\nip_tables 36864 0 - Loading 0x0\nnew_one 100 1 - Live 0x0\n"
-    assert kernel.modules_to_unload(before, after) == []
+    assert modules.modules_to_unload(before, after) == []
 
 
 def test_unload_waits_for_the_namespace_then_removes_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,10 +92,10 @@ def test_unload_waits_for_the_namespace_then_removes_in_order(monkeypatch: pytes
         text = "".join(line for line in text.splitlines(keepends=True) if line.split()[0] != argv[1])
         return subprocess.CompletedProcess(argv, 0, "", "")
 
-    monkeypatch.setattr(kernel, "_read_proc_modules", read)
+    monkeypatch.setattr(modules, "_read_proc_modules", read)
     monkeypatch.setattr(proc, "run", fake_run)  # kernel runs rmmod through proc.run
     monkeypatch.setattr(time, "sleep", lambda _: None)
-    kernel.unload_modules_loaded_since(BEFORE, settle=5)
+    modules.unload_modules_loaded_since(BEFORE, settle=5)
     assert set(removed) == PROBE_LOADED
     assert removed[:4] == ["br_netfilter", "bridge", "stp", "llc"]
-    assert set(kernel.parse_proc_modules(text)) == set(kernel.parse_proc_modules(BEFORE))
+    assert set(modules.parse_proc_modules(text)) == set(modules.parse_proc_modules(BEFORE))

@@ -16,12 +16,15 @@ from typing import Any
 
 import pytest
 
-from ground import kernel, logs
+from ground import kernel, logs, modules
 from ground.errors import SetupError
 from ground.results import REFERENCE, REPO
 from ground.trials import TrialLog
-from netrepro import cli, params, report, sweep, vm
-from netrepro.session import Session
+from netrepro.front import cli, report
+from netrepro.lanes import vm
+from netrepro.runner import sweep
+from netrepro.runner.session import Session
+from netrepro.studykit import params
 
 GOOD_STUDY = """
 study = "mine"
@@ -192,7 +195,8 @@ def test_dry_run_says_the_shard(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_title_with_good_mathtext_and_a_dollar_is_drawn(tmp_path: Path) -> None:
-    from netrepro import plot, studyfile
+    from netrepro.front import studyfile
+    from netrepro.studykit import plot
 
     path = _study_file(tmp_path, GOOD_STUDY.replace("({rate})", r"in $\\frac{{1}}{{2}}$ of \\$5 ({rate})"))
     [fig] = studyfile.load(path)
@@ -229,7 +233,7 @@ def test_report_leaves_out_a_malformed_manifest_naming_it(
             shutil.copy(REFERENCE / "iw" / f"{name}{suffix}", tree / "iw" / f"{name}{suffix}")
     bad = tree / "iw" / "fig5a.manifest.json"
     bad.write_bytes(manifest)
-    with caplog.at_level(logging.WARNING, logger="netrepro.report"):
+    with caplog.at_level(logging.WARNING, logger="netrepro.front.report"):
         out, entries = report.write(tree, tmp_path / "index.html")
     assert [e.fig.full_name for e in entries] == ["iw/fig2"]
     assert f"{bad}: {says}" in caplog.text and "left out of the page" in caplog.text
@@ -257,19 +261,19 @@ class _Ledger:
 
 
 @pytest.mark.parametrize(
-    ("available", "modules", "did"),
+    ("available", "loaded", "did"),
     [
         (["reno", "cubic"], "tcp_bbr 1 0 - Live 0x0\n", [("modprobe", "tcp_bbr"), ("allow", "bbr")]),
         (["reno", "cubic", "bbr"], "", [("allow", "bbr")]),  # built in, or loaded already
     ],
 )
 def test_a_kernel_cc_that_is_an_unloaded_module_is_loaded_through_the_ledger(
-    available: list[str], modules: str, did: list[tuple[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    available: list[str], loaded: str, did: list[tuple[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """bbr resolves as a port does (kmod.loader): the kernel's own, its module loaded where it is not, in
     the run's ledger (which unloads it), then allowed in the lab's namespaces."""
     monkeypatch.setattr(kernel, "congestion_controls", lambda: (available, ["reno", "cubic"]))
-    monkeypatch.setattr(kernel, "proc_modules", lambda: modules)
+    monkeypatch.setattr(modules, "proc_modules", lambda: loaded)
     ledger = _Ledger(tmp_path)
     session = object.__new__(Session)
     session.ledger = ledger  # type: ignore[assignment]
@@ -292,7 +296,7 @@ def test_a_corrupt_accel_cache_is_taken_as_absent(
     monkeypatch.setattr(vm, "qemu_version", lambda: "QEMU emulator version 7.2.0")
     monkeypatch.setattr(os, "access", lambda path, mode: False)  # no /dev/kvm: no guest is booted
     stock = vm.StockKernel("6.1.0-56-amd64", Path("/boot/vmlinuz-6.1.0-56-amd64"), Path("/usr/src/h"))
-    with caplog.at_level(logging.WARNING, logger="netrepro.vm"):
+    with caplog.at_level(logging.WARNING, logger="netrepro.lanes.vm"):
         found = vm.detect_accel(stock, None, cache)  # type: ignore[arg-type]
     assert found == {"accel": "tcg", "why": "no usable /dev/kvm"}
     assert str(cache) in caplog.text and "detecting the acceleration again" in caplog.text
@@ -334,7 +338,7 @@ class _FullDisk:
 def test_a_log_file_on_a_full_disk_stops_without_a_traceback_per_line(
     failed_run: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = logging.getLogger("netrepro.sweep")
+    log = logging.getLogger("netrepro.runner.sweep")
     with (
         caplog.at_level(logging.WARNING, logger="netrepro"),
         contextlib.suppress(RuntimeError),

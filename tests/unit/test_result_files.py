@@ -19,8 +19,8 @@ import expts
 from ground import figurelock, kernel, results, trials
 from ground.figurelock import FigureBusy
 from ground.trials import TrialLog, complete_length, latest_rows, trial_key
-from netrepro import cli
-from netrepro.sweep import FailureStreak, Options, trials_to_run
+from netrepro.front import cli
+from netrepro.runner.sweep import FailureStreak, Options, trials_to_run
 
 
 def row(a: int, index: int, status: str = "ok", **more: Any) -> dict[str, Any]:

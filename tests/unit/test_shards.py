@@ -1,4 +1,4 @@
-"""Shards of a figure's trials and the merge of CSVs (netrepro.shards), without a lab."""
+"""Shards of a figure's trials and the merge of CSVs (netrepro.runner.shards), without a lab."""
 
 import csv
 import json
@@ -10,9 +10,10 @@ import expts
 from ground.errors import UserError
 from ground.trials import trial_key
 from ground.units import QuantityError
-from netrepro import cli, shards
-from netrepro.shards import Shard
-from netrepro.spec import Figure, Params
+from netrepro.front import cli
+from netrepro.runner import shards
+from netrepro.runner.shards import Shard
+from netrepro.studykit.spec import Figure, Params
 
 
 def all_trials(fig: Figure, quick: bool = False) -> tuple[list[Params], int, list[tuple[Params, int]]]:

@@ -12,9 +12,9 @@ import random
 from expts import spdy
 from ground.results import REFERENCE
 from ground.trials import latest_rows, read_rows
-from netrepro import claims
-from netrepro.claims import DIFFERS, HOLDS, UNDECIDED
-from netrepro.spec import Figure
+from netrepro.studykit import claims
+from netrepro.studykit.claims import DIFFERS, HOLDS, UNDECIDED
+from netrepro.studykit.spec import Figure
 
 Row = dict[str, str]
 

@@ -8,7 +8,9 @@ import pytest
 from expts import iw
 from ground.results import REPO
 from ground.trials import trial_key
-from netrepro import claims, cli, derive, studyfile
+from netrepro.front import cli, studyfile
+from netrepro.runner import derive
+from netrepro.studykit import claims
 
 EXAMPLE = REPO / "expts" / "example-study.toml"
 

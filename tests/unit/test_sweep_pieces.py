@@ -9,9 +9,10 @@ import expts
 from expts import iw
 from ground.cwnd import slow_start_rounds
 from ground.trials import TrialLog, read_rows, trial_key
-from netrepro.plot import numeric, quartiles, summarize
-from netrepro.spec import Figure, Series
-from netrepro.sweep import Options, earlier_verifications, figure_manifest
+from ground.units import numeric
+from netrepro.runner.sweep import Options, earlier_verifications, figure_manifest
+from netrepro.studykit.plot import quartiles, summarize
+from netrepro.studykit.spec import Figure, Series
 
 
 def test_slow_start_model_of_studies_md() -> None:

@@ -21,10 +21,10 @@ from ground.trials import (
     trial_key,
 )
 from ground.units import Duration, Probability
-from netrepro import sweep
-from netrepro.spec import Figure, trial_path
-from netrepro.sweep import Options, figure_manifest
-from netrepro.workloads import WORKLOADS
+from netrepro.runner import sweep
+from netrepro.runner.sweep import Options, figure_manifest
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit.spec import Figure, trial_path
 from topologies import shaping
 from topologies.delayline import set_command
 from topologies.emulation import DelayLineStage, NetemStage, Stage

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from ground.proc import ROOT, CommandError
-from netrepro import verify
+from netrepro.runner import verify
 
 LOST = '{"start": {"connected": []}, "error": "unable to read from stream socket: "}'
 GOOD = '{"end": {}}'

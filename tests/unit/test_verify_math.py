@@ -4,8 +4,8 @@ import pytest
 
 from ground.path import PathSpec
 from ground.units import Duration
-from netrepro import verify
-from netrepro.verify import (
+from netrepro.runner import verify
+from netrepro.runner.verify import (
     WINDOW_LIMIT,
     Check,
     binomial_interval,
@@ -117,7 +117,7 @@ def test_socket_buffer_limit_is_the_least_of_the_machines_two(
         raise FileNotFoundError(key)
 
     monkeypatch.setattr(verify, "read_sysctl", unreadable)
-    with caplog.at_level("WARNING", logger="netrepro.verify"):
+    with caplog.at_level("WARNING", logger="netrepro.runner.verify"):
         assert verify.socket_buffer_limit() == WINDOW_LIMIT
     assert "socket-buffer limit unreadable" in caplog.text
 

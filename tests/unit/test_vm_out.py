@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro import vm
+from netrepro.lanes import vm
 
 REPO = Path("/srv/netrepro")
 KERNEL = vm.StockKernel("6.1.0-56-amd64", Path("/boot/vmlinuz-6.1.0-56-amd64"), Path("/usr/src/h"))

@@ -5,7 +5,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from netrepro import cli, vm
+from netrepro.front import cli
+from netrepro.lanes import vm
 
 
 @pytest.fixture

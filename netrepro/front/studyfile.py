@@ -1,7 +1,7 @@
 """Studies declared in TOML files: a user's figures, run by the same runner as `expts/`.
 
 A file names its study and declares one or more figures, each as a figure
-spec in `expts/` would (netrepro.spec.Figure): the workload, the factor on
+spec in `expts/` would (netrepro.studykit.spec.Figure): the workload, the factor on
 the x axis and its levels, the series, the fixed parameters, the metric, the
 trials, a quick variant, labels and the source's finding.  Everything is
 checked when the file is read, before anything runs: an unknown key, a
@@ -31,7 +31,7 @@ the message names the file, the figure and the key.
     higher = false
     worth = 0.10
 
-A figure's claims are judged as a built-in figure's are (netrepro.claims).
+A figure's claims are judged as a built-in figure's are (netrepro.studykit.claims).
 A study file's results go to results/<study>/ like any figure's; its study
 may not take the name of one of netrepro's own.
 """
@@ -52,8 +52,8 @@ else:  # Ubuntu 22.04's Python 3.10: the same parser, from PyPI
 
 from ground.errors import UserError
 from ground.units import QuantityError
-from netrepro import claims, params, plot
-from netrepro.spec import Figure, Series, trial_path
+from netrepro.studykit import claims, params, plot
+from netrepro.studykit.spec import Figure, Series, trial_path
 from topologies.topology import Topology
 
 FIGURE_KEYS = {
@@ -78,7 +78,7 @@ FIGURE_KEYS = {
     'links = ["r1-r2:rate=11mbit,queue=15p"] } (default: path)',
     "claim": "[[figure.claim]] tables: the source's sentences, each with its test (see CLAIM_KEYS)",
 }
-# A claim of a study file: the source's sentence and its test, as netrepro.claims declares them.  A group
+# A claim of a study file: the source's sentence and its test, as netrepro.studykit.claims declares them.  A group
 # is a series' label or a table of parameters ({ initcwnd = 10 }); a group naming the figure's own x factor
 # compares levels of it (claims.Regrouped).
 CLAIM_KEYS = {
@@ -166,7 +166,7 @@ def _is_name(text: str) -> bool:
 
 
 def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
-    from netrepro.workloads import WORKLOADS
+    from netrepro.runner.workloads import WORKLOADS
 
     where = f"{path}: figure {index + 1}"
     if not isinstance(table, dict):
@@ -258,7 +258,7 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
 
 
 def _claim(where: str, path: Path, fig: Figure, metrics: Any, table: Mapping[str, Any]) -> claims.Claim:
-    """A [[figure.claim]] table as a netrepro.claims.Claim, every key checked."""
+    """A [[figure.claim]] table as a netrepro.studykit.claims.Claim, every key checked."""
     for key in table:
         if key not in CLAIM_KEYS:
             raise StudyFileError(f"{where}: unknown key {key!r}; a claim takes {', '.join(CLAIM_KEYS)}")

@@ -17,9 +17,10 @@ numbers where the figure is the one declared.  Every log record of the run
 (each command with its namespace) also goes to
 results/<study>/logs/<figure>-<time>.log, which the manifest names.  A
 derived figure (other parameters than declared) has a directory of its own.
-With `Options.engine` the trials run on a Dask cluster's workers instead
-(netrepro.cluster), each worker running this module's `run_trials` on its
-own lab, and this process writing every row.
+With `Options.engine` the trials run elsewhere instead (an `Engine` the
+front passes in: netrepro.engine.cluster's Dask cluster, each worker running
+this module's `run_trials` on its own lab, and this process writing every
+row); the runner imports no engine.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ground import figurelock, kernel, logs, results
 from ground.errors import SetupError, TrialError, UserError
@@ -43,18 +44,16 @@ from ground.ledger import Ledger
 from ground.proc import CommandError
 from ground.progress import Progress
 from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_draw, trial_key
-from netrepro import claims, plot, preflight, shards
-from netrepro.session import Session
-from netrepro.shards import Shard
-from netrepro.spec import Figure, Params, Point, Rows, trial_path
-from netrepro.verify import verify
-from netrepro.workloads import WORKLOADS
+from netrepro.runner import preflight, shards
+from netrepro.runner.session import Session
+from netrepro.runner.shards import Shard
+from netrepro.runner.verify import verify
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit import claims, plot
+from netrepro.studykit.spec import Figure, Params, Point, Rows, trial_path
 from topologies.lab import Lab
 
-if TYPE_CHECKING:
-    from netrepro.cluster import Engine
-
-log = logging.getLogger("netrepro.sweep")
+log = logging.getLogger("netrepro.runner.sweep")
 
 
 class VerificationFailed(SetupError):
@@ -102,6 +101,27 @@ class RowSink(Protocol):
     def append(self, row: dict[str, Any]) -> None: ...
 
 
+class EngineRun(Protocol):
+    """What an engine's run of a figure's trials came to: each path's verification, the settings
+    lost with their workers, and the manifest's account of where the trials ran."""
+
+    verifications: dict[str, Any]
+    lost: list[str]
+
+    def manifest(self) -> dict[str, Any]: ...
+
+
+class Engine(Protocol):
+    """Where a figure's trials run instead of this machine (netrepro.engine.cluster.Engine, a Dask
+    cluster), passed in by the front: it runs `todo` as `run_trials` would, and puts each row into
+    `sink` as it comes.  `allow_mixed`: rows of a second kernel or backend are taken, not refused."""
+
+    @property
+    def allow_mixed(self) -> bool: ...
+
+    def run_trials(self, fig: Figure, todo: list[tuple[Params, int]], opts: Options, sink: RowSink) -> EngineRun: ...
+
+
 @dataclass
 class Options:
     out: Path = results.RESULTS
@@ -116,8 +136,8 @@ class Options:
     shaper: str = "auto"
     switch: str = "auto"  # ovs, bridge or auto (topologies.ovs.choose_switch)
     cc_impl: str | None = None  # kernel, lkm or bpf (kmod.loader.choose_impl); None: the loader's choice
-    shard: Shard | None = None  # only this part of the trials (netrepro.shards)
-    engine: Engine | None = None  # run the trials on a Dask cluster (netrepro.cluster); None: on this machine
+    shard: Shard | None = None  # only this part of the trials (netrepro.runner.shards)
+    engine: Engine | None = None  # run the trials elsewhere (netrepro.engine.cluster's Dask cluster); None: here
 
 
 @contextlib.contextmanager
@@ -587,13 +607,11 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         if missing:
             print(f"  --plot-only: {missing} trials missing, not run", flush=True)
     elif todo and opts.engine is not None:
-        from netrepro import cluster  # imported here: the engine's workers run this module's run_trials
-
         # the workers decide their backend, switch, implementations and kernel: each row is checked as it comes
         sink = ResumeGuard(fig, csv_path, trial_log, earlier, allow_mixed=opts.engine.allow_mixed)
-        home = cluster.run_trials(opts.engine, fig, todo, opts, sink)
+        home = opts.engine.run_trials(fig, todo, opts, sink)
         verifications.update(home.verifications)
-        engine = home.describe(opts.engine)
+        engine = home.manifest()
         # a setting Dask gave up on (its workers kept dying): its trials without a row are missing, and said so
         tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
         missing = sum(1 for p, i in todo if trial_key(p, i) not in tried)
@@ -646,7 +664,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
 
 
 def judgement_of(fig: Figure, points: list[Point], rows: Rows) -> dict[str, Any]:
-    """The figure's verdict on its rows: its claims judged (netrepro.claims), and how many of its trials ran
+    """The figure's verdict on its rows: its claims judged (netrepro.studykit.claims), and how many of its trials ran
     before each trial drew its own loss seed and start phase (ground.trials.trial_draw)."""
     judgement = claims.verdict(claims.judge(fig.claims, fig, rows))
     ok = [r for r in rows if r.get("status") == "ok"]

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ground import results
-from netrepro import shards
-from netrepro.claims import MANY_TRIALS, needs_text
-from netrepro.spec import Figure, Params, path_params
+from netrepro.runner import shards
+from netrepro.studykit.claims import MANY_TRIALS, needs_text
+from netrepro.studykit.spec import Figure, Params, path_params
 
 LAB_SECONDS = 10.0
 

@@ -48,7 +48,7 @@ from ground.units import Duration, Rate
 from servers.iperf import iperf3_server_argv, wait_listening
 from topologies.topology import Network, Pair
 
-log = logging.getLogger("netrepro.verify")
+log = logging.getLogger("netrepro.runner.verify")
 
 IPERF_PORT = 5201
 UDP_PAYLOAD = 200  # small datagrams: many samples for the loss estimate

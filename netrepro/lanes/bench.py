@@ -27,7 +27,7 @@ samples of one implementation lie apart.  It needs the modules:
 `run.sh --vm bench ports`.
 
 `cluster`: a figure (iw/fig5b, 210 trials on 7 path settings) from scratch
-on a local Dask cluster of one worker, then of two (netrepro.cluster): the
+on a local Dask cluster of one worker, then of two (netrepro.engine.cluster): the
 wall time of each and the speed-up.  Both workers' labs share this
 machine's cores; beside the measured ratio stands the one a worker per VM
 would give, the model: each setting's load is its trials' own seconds plus
@@ -38,7 +38,7 @@ worker; the slowest worker's load is the run's length.
 `soak`: `cubicplus/fig3 --quick` killed (SIGKILL, then `clean`) at N seeded
 random moments, then interrupted by SIGINT, SIGTERM and SIGHUP; per round,
 whether the machine came back as it was and the CSV stayed whole
-(netrepro.soak).  The suite runs five rounds of the same.  With `--cluster`,
+(netrepro.lanes.soak).  The suite runs five rounds of the same.  With `--cluster`,
 each run a `--hosts root@127.0.0.1` run through an sshd of the soak's own:
 what the SSH launcher started must end too.
 """
@@ -65,7 +65,7 @@ from ground.path import FRAME, MSS, PathSpec
 from ground.results import RESULTS, hand_back, provenance, replace_file, write_json
 from ground.tcpprobe import ProbeSample, delivery_rate, reductions
 from kmod import loader
-from netrepro.verify import measure_goodput, ping_rtts, rtt_check
+from netrepro.runner.verify import measure_goodput, ping_rtts, rtt_check
 from topologies.emulation import DelayLineStage
 from topologies.lab import Lab
 
@@ -129,9 +129,9 @@ LINK_RATES_MBIT = (20, 100, 200)
 
 
 def delayline_links(rates_mbit: tuple[int, ...] = LINK_RATES_MBIT, out: Path | None = None) -> list[dict[str, Any]]:
-    from netrepro.session import Session
-    from netrepro.verify import PairView
-    from netrepro.workloads import WORKLOADS
+    from netrepro.runner.session import Session
+    from netrepro.runner.verify import PairView
+    from netrepro.runner.workloads import WORKLOADS
     from topologies.topology import Topology
 
     rows = []
@@ -233,7 +233,7 @@ def ports(
 
     With `control`, the module against itself: the columns of the second are `kernel_again_*`.
     """
-    from netrepro.workloads import iperf3_trace
+    from netrepro.runner.workloads import iperf3_trace
 
     missing = [name for name in algorithms if loader.kernel_has(name) is None]
     if missing:
@@ -319,7 +319,7 @@ def ports(
 def runner(out: Path | None = None) -> dict[str, Any]:
     from expts import iw
     from ground.trials import numbers, read_rows
-    from netrepro import sweep
+    from netrepro.runner import sweep
 
     target = out or RESULTS / "bench"
     began = time.monotonic()
@@ -373,8 +373,8 @@ def cluster(figure: str = "iw/fig5b", quick: bool = False, out: Path | None = No
 
     import expts
     from ground.trials import numbers, read_rows
-    from netrepro import shards, sweep
-    from netrepro.cluster import Engine
+    from netrepro.engine.cluster import Engine
+    from netrepro.runner import shards, sweep
 
     fig = expts.find(figure)
     rows: list[dict[str, Any]] = []
@@ -433,8 +433,8 @@ def soak(kills: int, seed: int, out: Path | None = None, cluster: bool = False) 
     each run on a Dask cluster launched over SSH on loopback, through an sshd of the soak's own."""
     import tempfile
 
-    from netrepro import soak as soak_rounds
-    from netrepro.loopback_sshd import loopback_sshd
+    from netrepro.lanes import soak as soak_rounds
+    from netrepro.lanes.loopback_sshd import loopback_sshd
 
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="netrepro-soak-") as work, contextlib.ExitStack() as stack:

@@ -29,8 +29,8 @@ from typing import Any
 
 from ground.results import replace_file
 from ground.trials import numbers
-from ground.units import Duration, Probability, Rate, parse_duration, parse_probability, parse_rate
-from netrepro.spec import Figure, Point, Rows
+from ground.units import numeric
+from netrepro.studykit.spec import Figure, Point, Rows
 
 
 def quartiles(values: list[float]) -> tuple[float, float, float]:
@@ -39,31 +39,6 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
         return values[0], values[0], values[0]
     q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
     return q1, q2, q3
-
-
-def numeric(level: Any) -> float:
-    """A level as a number for the x axis: ms for times, Mbit/s for rates, % for loss."""
-    if isinstance(level, Duration):
-        return level.ms
-    if isinstance(level, Rate):
-        return level.mbps
-    if isinstance(level, Probability):
-        return level.percent
-    if isinstance(level, (int, float)):
-        return float(level)
-    text = str(level)
-    try:
-        return parse_duration(text).ms
-    except ValueError:
-        pass
-    try:
-        return parse_rate(text).mbps
-    except ValueError:
-        pass
-    try:
-        return parse_probability(text).percent
-    except ValueError:
-        return float(text)
 
 
 def categorical(fig: Figure) -> bool:

@@ -3,7 +3,7 @@
 `run.sh FIG --set rtt=80ms --vary loss=1%,2% --series cc=reno,cubic` runs
 a figure of its own (spec.Figure.derive), with its own directory; every key
 it names and every value it gives is checked against the keys a trial of
-the figure may have (netrepro.params) before anything is built, and refused
+the figure may have (netrepro.studykit.params) before anything is built, and refused
 as the user typed it, with what is allowed.
 """
 
@@ -13,19 +13,19 @@ import argparse
 
 from ground.errors import UserError
 from ground.units import QuantityError
-from netrepro import params
-from netrepro.spec import Figure
-from netrepro.workloads import WORKLOADS
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit import params
+from netrepro.studykit.spec import Figure
 from topologies.topology import Topology
 
 
 def keys_of(fig: Figure) -> dict[str, params.Key]:
-    """Every key a trial of this figure may have (netrepro.params), by name."""
+    """Every key a trial of this figure may have (netrepro.studykit.params), by name."""
     return params.trial_keys(WORKLOADS[fig.workload].keys)
 
 
 def typed_value(fig: Figure, option: str, key: str, text: str) -> object:
-    """A value from the command line in the type its key declares (netrepro.params): a path quantity
+    """A value from the command line in the type its key declares (netrepro.studykit.params): a path quantity
     normalized (3000kbit is 3mbit), a whole number where the key takes one, a value among its choices.
     Refused as what the user typed, with what is allowed."""
     try:
@@ -62,7 +62,7 @@ def levels(fig: Figure, option: str, text: str, allowed: list[str]) -> tuple[str
 def derived_figure(fig: Figure, args: argparse.Namespace, topo: Topology | None = None) -> Figure:
     """The figure as declared, or the figure --set, --vary and --series (`args`) derive from it
     (spec.Figure.derive), on `topo` if one was given; every trial of it checked against the keys it
-    may have (netrepro.params)."""
+    may have (netrepro.studykit.params)."""
     series_keys = {k for s in fig.series for k in s.params}
     settable = set(keys_of(fig)) - {"series", "cc_params"}
     vary = series = None

@@ -12,7 +12,7 @@ runs as many as asked and reports how many the machine survived.
 
 With `cluster` (`run.sh bench soak --cluster`) each run is a `--hosts
 root@127.0.0.1` run, through an sshd of the soak's own on a loopback port
-(netrepro.loopback_sshd): the Dask scheduler, nanny, worker and trial
+(netrepro.lanes.loopback_sshd): the Dask scheduler, nanny, worker and trial
 process the launcher starts under that sshd must also be gone within a
 minute of the kill, and the host's copy of the run's certificate with them.
 """
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ground.machinestate import snapshot, wait_until_as_before
-from netrepro.loopback_sshd import Sshd, descendants, still_running
+from netrepro.lanes.loopback_sshd import Sshd, descendants, still_running
 
 REPO = Path(__file__).resolve().parent.parent
 FIGURE = ("run", "cubicplus/fig3", "--quick")

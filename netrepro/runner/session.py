@@ -5,7 +5,7 @@ trials first need it), the netrepro variants loaded and how they are tuned,
 one tcp_probe capture, the hosts' current TCP settings and whether the
 server's sending is paced; each is changed only when a trial asks for
 something other than what the last trial left.  The workloads
-(netrepro.workloads) take a session and a trial's parameters.
+(netrepro.runner.workloads) take a session and a trial's parameters.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 
 from ground import kernel
 from ground.ledger import Ledger
-from ground.proc import run
 from ground.tcpprobe import TcpProbe
 from kmod import loader
 from servers import content
@@ -124,7 +123,7 @@ class Session:
             slow_start_after_idle=params.get("slow_start_after_idle"),
         )
         # The client's route carries initrwnd, so that its SYN advertises a
-        # window the server's initial window can fill (STUDIES.md).
+        # window the server's initial window can fill (docs/studies/iw.md).
         client = HostTcp(
             congestion_control=cc,
             initrwnd=max(initcwnd, 10) if initcwnd is not None else None,
@@ -152,9 +151,7 @@ class Session:
                 self._fq_available = kernel.qdisc_works("fq")
             used = "fq" if self._fq_available else "tcp"
         if (used == "fq") != self._fq_on:
-            dev = self.lab.host_port(self.lab.pairs[0].server)
-            change = ["replace", "dev", dev, "root", "fq"] if used == "fq" else ["del", "dev", dev, "root"]
-            run(["tc", "qdisc", *change], self.lab.server)  # in the server's namespace: gone with the lab
+            self.lab.fair_queue_at_server(used == "fq")
             self._fq_on = used == "fq"
         return used
 

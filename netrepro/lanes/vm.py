@@ -37,7 +37,7 @@ from ground.ledger import Ledger
 from ground.proc import Process, run
 from kmod import loader
 
-log = logging.getLogger("netrepro.vm")
+log = logging.getLogger("netrepro.lanes.vm")
 
 REPO = Path(__file__).resolve().parent.parent
 KVM_PROBE_SECONDS = 45

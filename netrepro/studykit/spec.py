@@ -7,7 +7,7 @@ and what the source reported.  Every parameter of a trial is one flat
 mapping: path keys (`rtt`, `rate`, `rate_up`, `loss`, `loss_up`, `queue`,
 `mtu`, `jitter`), host keys (`cc`, `cc_params`, `initcwnd`, `slow_start_after_idle`,
 ...) and workload keys (`protocol`, `object_bytes`, `page`, ...), each declared
-once by what consumes it (netrepro.params, netrepro.workloads).
+once by what consumes it (netrepro.studykit.params, netrepro.runner.workloads).
 
 A figure run with other parameters than its spec declares (`--set`,
 `--vary`, `--series`) is a *derived* figure (`Figure.derive`): a figure of
@@ -16,7 +16,7 @@ its own, whose fixed parameters, levels and series are the effective ones
 their own directory, `<study>/<figure>@<what differs>/`, never over the
 declared figure's.
 
-A figure's judgement is data too: its `claims` (netrepro.claims), each a
+A figure's judgement is data too: its `claims` (netrepro.studykit.claims), each a
 sentence of the source quoted verbatim with the test that decides it on the
 trials, judged once per run into the manifest's verdict (agrees, partly,
 differs, undecided; unjudged without a claim) and printed in the caption.
@@ -34,7 +34,7 @@ from typing import Any
 from ground.errors import UserError
 from ground.path import PathSpec
 from ground.units import parse_duration, parse_rate
-from netrepro.claims import Claim, as_derived
+from netrepro.studykit.claims import Claim, as_derived
 from topologies.topology import Topology
 
 PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue", "mtu", "jitter")
@@ -69,7 +69,7 @@ class Figure:
     study: str
     name: str
     title: str
-    workload: str  # a name in netrepro.workloads.WORKLOADS
+    workload: str  # a name in netrepro.runner.workloads.WORKLOADS
     x: str  # the factor on the x axis
     levels: tuple[Any, ...]
     y: str  # the metric plotted (a workload metric, or a derived one)
@@ -93,10 +93,10 @@ class Figure:
     summarize: Callable[[Figure, Rows], list[Point]] | None = None
     # Adds model lines, reference panels and notes; returns the notes.
     annotate: Callable[[Figure, list[Point], Rows, Any], list[str]] | None = None
-    # The source's sentences, verbatim, each with the test that decides it (netrepro.claims).
+    # The source's sentences, verbatim, each with the test that decides it (netrepro.studykit.claims).
     claims: tuple[Claim, ...] = ()
     # A figure that is not points over its x axis (windows over time) draws itself instead of
-    # netrepro.plot.draw, with the same arguments (figure, points, rows, png, quick, reference), and
+    # netrepro.studykit.plot.draw, with the same arguments (figure, points, rows, png, quick, reference), and
     # returns its notes; its points still make the table and the manifest.
     drawing: Callable[..., list[str]] | None = None
     # Trial time limit in seconds, from the trial's parameters.

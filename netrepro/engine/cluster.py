@@ -19,7 +19,7 @@ A running cluster is reached with the TLS files given, or through Dask's
 own configuration; plain TCP only to loopback, or with `--insecure`.
 
 The coordinator (this process) submits one task per path setting, largest
-first (netrepro.worker.run_setting: the lab once, verified, then the
+first (netrepro.engine.worker.run_setting: the lab once, verified, then the
 setting's trials, as a local run does), and appends each row to the
 figure's CSV as it arrives from the run's queue, so progress and resume
 work as on one machine.  A worker that dies takes its task with it; Dask
@@ -58,12 +58,12 @@ from ground.errors import SetupError, UserError
 from ground.progress import Progress
 from ground.results import REPO
 from ground.trials import trial_key
-from netrepro import shards
-from netrepro.spec import Figure, Params
-from netrepro.sweep import Options, RowSink
-from netrepro.worker import Job, WorkerFailed, WorkerRefused, run_setting
+from netrepro.engine.worker import Job, WorkerFailed, WorkerRefused, run_setting
+from netrepro.runner import shards
+from netrepro.runner.sweep import Options, RowSink
+from netrepro.studykit.spec import Figure, Params
 
-log = logging.getLogger("netrepro.cluster")
+log = logging.getLogger("netrepro.engine.cluster")
 
 CONNECT_SECONDS = 60  # the scheduler, and a first worker with a lab slot
 POLL_SECONDS = 0.2
@@ -166,6 +166,10 @@ class Engine:
         if ssh_config is not None:
             raise UserError("--ssh-config is for --hosts")
         return None
+
+    def run_trials(self, fig: Figure, todo: list[tuple[Params, int]], opts: Options, sink: RowSink) -> Writer:
+        """The trials on this cluster's workers (sweep.Engine)."""
+        return run_trials(self, fig, todo, opts, sink)
 
     def describe(self) -> str:
         if self.scheduler:
@@ -594,8 +598,10 @@ class Writer:
         progress: Progress | None = None,
         on_done: Callable[[list[str]], None] | None = None,
         expected: set[str] | None = None,
+        launcher: str = "",
     ) -> None:
         self.fig = fig
+        self.launcher = launcher  # where the trials ran, as the engine describes itself
         self.expected = expected
         self.trial_log = trial_log
         self.allow_mixed = allow_mixed
@@ -646,10 +652,10 @@ class Writer:
             if self.progress is not None:
                 self.progress.step(f"{item['host']}: {self.fig.x}={row.get(self.fig.x)}")
 
-    def describe(self, engine: Engine) -> dict[str, Any]:
+    def manifest(self) -> dict[str, Any]:
         """The manifest's `engine`: the cluster, and each worker with the rows it sent."""
         return {
-            "launcher": engine.describe(),
+            "launcher": self.launcher,
             "workers": self.workers,
             "second_rows_dropped": self.second_rows_dropped,
             "rows_not_handed_out_dropped": self.rows_not_handed_out_dropped,
@@ -709,7 +715,8 @@ def run_trials(
         print(f"  {engine.describe()}: {len(groups)} path settings, {len(todo)} trials", flush=True)
         progress = Progress(len(todo), fig.full_name)
         handed_out = {trial_key(params, index) for params, index in todo}
-        writer = Writer(fig, trial_log, engine.allow_mixed, progress, on_done=done.set, expected=handed_out)
+        writer = Writer(fig, trial_log, engine.allow_mixed, progress, on_done=done.set, expected=handed_out,
+                        launcher=engine.describe())  # fmt: skip
         try:
             pending = set(futures)
             while pending:

@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from ground import kernel
 from ground.errors import SetupError, UserError
 from kmod import loader
-from netrepro.spec import Figure
-from netrepro.workloads import WORKLOADS
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit.spec import Figure
 from topologies import emulation, shaping
 
 # What every lab runs: Mininet's helpers, the links and qdiscs, the path's verification, the hosts' settings.
 LAB_TOOLS = ("ip", "tc", "ethtool", "ping", "nsenter", "mnexec", "ss", "sysctl", "iperf3")
 # The delay line's NFQUEUE rules (the netem backend needs no iptables).
 DELAYLINE_TOOLS = (shaping.IPTABLES,)
-# The server every figure's trials share (each workload declares its clients: netrepro.workloads.WORKLOADS).
+# The server every figure's trials share (each workload declares its clients: netrepro.runner.workloads.WORKLOADS).
 FIGURE_TOOLS = ("apache2",)
 # Building and loading a netrepro variant, by implementation (kmod.loader).
 VARIANT_TOOLS = {"lkm": ("make", "insmod"), "bpf": ("make", "clang", "bpftool")}

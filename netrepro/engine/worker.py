@@ -1,9 +1,9 @@
 """What a cluster's worker runs: one path setting's trials, on a lab of its own, rows sent home.
 
-The coordinator (netrepro.cluster) submits `run_setting` once per path
+The coordinator (netrepro.engine.cluster) submits `run_setting` once per path
 setting.  It runs in a thread of a Dask worker, where neither signals nor
 a lab's clean-up on a kill can work, so it starts this module as a process
-of its own (`python -m netrepro.worker`), which runs the trials exactly as a
+of its own (`python -m netrepro.engine.worker`), which runs the trials exactly as a
 local run does (`sweep.run_trials`: the lab once, verified, then each trial)
 and speaks a line protocol with the thread:
 
@@ -48,8 +48,8 @@ from typing import IO, Any
 from ground import kernel, logs, results
 from ground.errors import NetreproError, SetupError, UserError
 from ground.results import REPO
-from netrepro import preflight, sweep
-from netrepro.spec import Figure, Params
+from netrepro.runner import preflight, sweep
+from netrepro.studykit.spec import Figure, Params
 
 PROTOCOL_FD = 3
 PR_SET_PDEATHSIG = 1
@@ -127,11 +127,12 @@ def run_setting(job: Job) -> dict[str, Any]:
 
 
 def start_trial_process(job: Job, log_file: IO[str]) -> tuple[subprocess.Popen[str], int]:
-    """`python -m netrepro.worker`, given the job; its output to log_file.  Returns it and the protocol's read end."""
+    """`python -m netrepro.engine.worker`, given the job; its output to log_file.  Returns it and the
+    protocol's read end."""
     read_end, write_end = os.pipe()
     try:
         child = subprocess.Popen(
-            [sys.executable, "-m", "netrepro.worker"],
+            [sys.executable, "-m", "netrepro.engine.worker"],
             cwd=REPO,
             stdin=subprocess.PIPE,
             stdout=log_file,

@@ -1,11 +1,11 @@
 """Trials: one workload run on a lab with one parameter setting, as a result row.
 
-Each workload takes the session (netrepro.session: the servers and host
+Each workload takes the session (netrepro.runner.session: the servers and host
 settings a figure's trials share) and the trial's parameters and returns the
 trial's metrics; a TrialError (a client or parser that did not get what it
 needed) or a failed tool fails the trial, anything else stops the run
 (sweep.trial_outcome).  A workload declares itself (`Workload`): the keys
-it takes (netrepro.params.Key), the metrics it reports and the tools it
+it takes (netrepro.studykit.params.Key), the metrics it reports and the tools it
 runs, registered by name in WORKLOADS; `run.sh workloads` lists them.
 """
 
@@ -23,12 +23,12 @@ from ground import flows
 from ground.errors import UserError
 from ground.ledger import Ledger
 from ground.parsers import ParseError, iperf3_json, parse_iperf3_tcp
-from ground.path import MSS
+from ground.path import IP_UDP_HEADERS, MSS
 from ground.proc import Process, run
 from ground.tcpprobe import ProbeSample, TcpProbe, sender_samples
 from ground.units import parse_rate
-from netrepro.params import RATE, Key
-from netrepro.session import Metrics, Session
+from netrepro.runner.session import Metrics, Session
+from netrepro.studykit.params import RATE, Key
 from servers import burst_trace, clients, content
 from servers.apache import HTTP_PORT, TLS_PORT
 from servers.bursts import run_bursts
@@ -133,29 +133,6 @@ def bulk(session: Session, params: Mapping[str, Any]) -> Metrics:
     }
 
 
-def bottleneck_queue(lab: Lab) -> list[flows.QdiscStats]:
-    """The counters of the qdiscs on the bottleneck's egress port (its FIFO is handle 10:)."""
-    d = lab.network.direction(*lab.network.bottleneck.split(">"))
-    shown = run(["tc", "-s", "-j", "qdisc", "show", "dev", lab.port_of(d, d.src)], lab.ns(d.src))
-    return flows.qdisc_stats(shown.stdout)
-
-
-def quiet_bottleneck(lab: Lab, within_s: float = 60.0) -> list[flows.QdiscStats]:
-    """Wait until the bottleneck has sent nothing for a round trip (an earlier trial's sender may
-    still be draining its socket buffer over a long path), and return its counters then."""
-    idle = max(0.5, lab.path.rtt.seconds)
-    deadline = time.monotonic() + within_s
-    last = bottleneck_queue(lab)
-    while True:
-        time.sleep(idle)
-        now = bottleneck_queue(lab)
-        if flows.find_qdisc(now, "10:").sent_packets == flows.find_qdisc(last, "10:").sent_packets:
-            return now
-        if time.monotonic() > deadline:
-            raise flows.FlowDataError(f"the bottleneck was still busy {within_s:g} s after the trial began")
-        last = now
-
-
 def udp_cross_traffic(
     session: Session, rate: str, seconds: int, *, port: int, datagram: int = 1400, interval_s: float | None = None
 ) -> CrossTraffic:
@@ -187,7 +164,7 @@ def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
     window = float(params.get("window_s", 10))
     if window > seconds:
         raise flows.FlowDataError(f"window_s {window:g} is longer than the run's duration_s {seconds}")
-    cc = params.get("cc")
+    cc = session.registered(params.get("cc"))  # a port's registered name, as every workload uses it
     if cc is not None:
         session.ledger.allow_congestion_control(cc)
     cross_rate = params.get("cross_rate")
@@ -208,9 +185,9 @@ def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
     ]
     if cross_rate is not None:
         senders.append(udp_cross_traffic(session, cross_rate, seconds, port=5209, interval_s=0.1))
-    before = bottleneck_queue(lab)
+    before = lab.bottleneck_reading()
     reports = run_together(senders)
-    drops = flows.find_qdisc(flows.qdisc_delta(before, bottleneck_queue(lab)), "10:").drops
+    drops = lab.bottleneck_queue(since=before).drops
     tcp = reports[: len(lab.pairs)]
     whole = [parse_iperf3_tcp(r) for r in tcp]
     first = [flows.window_throughput(flows.throughput_bins(r), 0, window) for r in tcp]
@@ -230,7 +207,6 @@ def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
 LONG_FLOW_PORT, LONG_FLOW_CROSS_PORT = 5221, 5222
 LONG_FLOW_WINDOWS_S = (10, 15)  # seed 004's Figures 6 and 7: throughput over the first 10 and 15 s
 WINDOW_STEP_S = 0.5  # the window is kept in the row at this step (tcp_probe saw every ACK)
-IP_UDP_HEADERS = 28
 
 
 def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
@@ -249,10 +225,10 @@ def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
                        duration_s=seconds, port=LONG_FLOW_PORT, cc=session.registered(params.get("cc")),
                        interval_s=0.1, rtt_s=lab.network.rtt(pair).seconds)  # fmt: skip
     senders.append(tcp)
-    before = quiet_bottleneck(lab)  # drops counted are this trial's, not an earlier sender's tail
+    before = lab.quiet_bottleneck()  # drops counted are this trial's, not an earlier sender's tail
     with TcpProbe(session.ledger, [LONG_FLOW_PORT]) as probe:
         reports = run_together(senders)
-    queue = flows.find_qdisc(flows.qdisc_delta(before, bottleneck_queue(lab)), "10:")
+    queue = lab.bottleneck_queue(since=before)
     report = reports[-1]
     whole, doc = parse_iperf3_tcp(report), iperf3_json(report)
     bins = flows.throughput_bins(report)
@@ -348,7 +324,7 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
             cc="reno",
             interval_s=0.5,
         )
-    drops_before = bottleneck_queue(lab)
+    drops_before = lab.bottleneck_reading()
     report = None
     with PacketCapture(lab.server, lab.host_port(lab.pairs[0].server), session.work_dir / "bursts.pcap",
                        HTTP_PORT, session.ledger) as capture:  # fmt: skip
@@ -362,7 +338,7 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
         finally:
             if bulk is not None:
                 bulk.stop()
-    drops = flows.find_qdisc(flows.qdisc_delta(drops_before, bottleneck_queue(lab)), "10:").drops
+    drops = lab.bottleneck_queue(since=drops_before).drops
     sender = f"{server_ip}:{HTTP_PORT}>"
     samples = [s for s in probe.take() if s.flow not in old and s.flow.startswith(sender)]
     if len({s.flow for s in samples}) != 1:
@@ -424,7 +400,7 @@ FIRST_FLIGHT = ("initcwnd_measured", "first_flight_segments")
 PAGE = Key(
     "page",
     str,
-    "a page: one of STUDIES.md's page set, or N objects of a size after the HTML",
+    "a page: one of the page set of study cubicplus (servers/content.py), or N objects of a size after the HTML",
     form=(lambda text: content.page_spec(text).name, f"one of {', '.join(content.PAGES)}, or e.g. 20x50KB"),
 )
 

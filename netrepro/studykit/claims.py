@@ -50,8 +50,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ground.units import numeric
+
 if TYPE_CHECKING:
-    from netrepro.spec import Figure, Rows
+    from netrepro.studykit.spec import Figure, Rows
 
 HOLDS, DIFFERS, UNDECIDED, BY_DESIGN = "holds", "differs", "undecided", "set by design"
 ALL_LEVELS = "all levels"  # where a finding over the whole figure (a trend, a reading) stands
@@ -404,8 +406,6 @@ class Trend:
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         import numpy as np
         from scipy import stats
-
-        from netrepro.plot import numeric
 
         position = self.x or numeric
         paired = self.against is not None

@@ -1,8 +1,8 @@
 """The command line behind run.sh: its parser, and one function per command.
 
 A figure's run (`run.sh iw/fig2 ...`) is parsed here and handed to the
-sweep (netrepro/sweep.py); how --set, --vary and --series change a figure
-is netrepro/derive.py; `--vm` hands the whole command to netrepro/vm.py.
+sweep (netrepro/runner/sweep.py); how --set, --vary and --series change a figure
+is netrepro/runner/derive.py; `--vm` hands the whole command to netrepro/lanes/vm.py.
 """
 
 from __future__ import annotations
@@ -29,12 +29,16 @@ from ground.results import REPO, RESULTS
 from ground.trials import trial_key
 from ground.units import QuantityError
 from kmod import loader
-from netrepro import __version__, checks, derive, doctor, params, plot, preflight, shards, studyfile, sweep, verify
-from netrepro.cluster import Engine
-from netrepro.plan import Plan
-from netrepro.shards import Shard
-from netrepro.spec import Figure, trial_path
-from netrepro.workloads import WORKLOADS
+from netrepro import __version__
+from netrepro.engine.cluster import Engine
+from netrepro.front import checks, studyfile
+from netrepro.lanes import doctor
+from netrepro.runner import derive, preflight, shards, sweep, verify
+from netrepro.runner.plan import Plan
+from netrepro.runner.shards import Shard
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit import params, plot
+from netrepro.studykit.spec import Figure, trial_path
 from topologies import topology
 from topologies.lab import Lab
 
@@ -367,7 +371,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_workloads(args: argparse.Namespace) -> int:
-    """Each workload with its keys and metrics, then the keys every trial takes (netrepro.params)."""
+    """Each workload with its keys and metrics, then the keys every trial takes (netrepro.studykit.params)."""
 
     def show(keys: Sequence[params.Key]) -> None:
         for k in keys:
@@ -390,7 +394,7 @@ def cmd_workloads(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from netrepro import report
+    from netrepro.front import report
 
     if not args.results.is_dir():
         raise UserError(f"--results {args.results}: no such directory of stored results")
@@ -591,7 +595,7 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from netrepro import bench
+    from netrepro.lanes import bench
 
     if args.which == "delayline":
         bench.delayline(rtt=args.rtt or "20ms", out=args.out)
@@ -679,8 +683,8 @@ COMMANDS = {
 
 
 def _in_vm(argv: list[str]) -> int:
-    """`run.sh --vm <command ...>`: the command inside the distribution's stock kernel (netrepro.vm)."""
-    from netrepro import vm
+    """`run.sh --vm <command ...>`: the command inside the distribution's stock kernel (netrepro.lanes.vm)."""
+    from netrepro.lanes import vm
 
     if not argv or argv[0] == "--vm":
         print("run.sh --vm <command ...>: e.g. run.sh --vm check --rtt 50ms --shaper netem", file=sys.stderr)

@@ -42,7 +42,7 @@ from ground.errors import UserError
 from ground.results import replace_file
 from ground.trials import DEFAULT_SEED, read_rows, row_seed, trial_key
 from ground.units import QuantityError
-from netrepro.spec import Params, path_params
+from netrepro.studykit.spec import Params, path_params
 
 MAX_SHARDS = 1000
 MIXED = ("kernel", "backend", "switch")  # what one figure's rows must share, unless mixing is asked for

@@ -5,7 +5,7 @@ consumes it: the path (`rtt`, `rate`, ...: ground.path parses them), the
 hosts' TCP settings (`cc`, `initcwnd`, ...: Session.apply_hosts), a netrepro
 congestion-control variant's parameters (`n`, `beta`, `r`, ..., or all of
 them in `cc_params`: kmod.loader), and the workload (`protocol`, `page`,
-...: each workload in netrepro.workloads declares its own).  `check`
+...: each workload in netrepro.runner.workloads declares its own).  `check`
 refuses a key no consumer takes (a misspelt key in a figure spec too), and
 a value of the wrong type or outside what is allowed, naming the key and
 listing what is allowed; `Key.parse` turns command-line text into the key's

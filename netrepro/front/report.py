@@ -27,10 +27,10 @@ from typing import Any
 
 import expts
 from ground import results
-from netrepro.claims import OUTCOMES, VERDICTS, needs_text
-from netrepro.spec import Figure
+from netrepro.studykit.claims import OUTCOMES, VERDICTS, needs_text
+from netrepro.studykit.spec import Figure
 
-log = logging.getLogger("netrepro.report")
+log = logging.getLogger("netrepro.front.report")
 
 STYLE = """
 body { font-family: sans-serif; max-width: 72em; margin: 2em auto; padding: 0 1em; color: #222; }
@@ -113,7 +113,7 @@ def _e(text: object) -> str:
 
 
 def _verdict(manifest: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """The figure's verdict and its judged claims (netrepro.claims), as the manifest keeps them."""
+    """The figure's verdict and its judged claims (netrepro.studykit.claims), as the manifest keeps them."""
     judged = manifest.get("verdict") or {}
     return str(judged.get("verdict") or "unjudged"), [c for c in judged.get("claims") or [] if isinstance(c, dict)]
 
