@@ -8,6 +8,7 @@ is netrepro/runner/derive.py; `--vm` hands the whole command to netrepro/lanes/v
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import logging
@@ -753,6 +754,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"run.sh {args.command}: interrupted; everything it created has been undone", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # whoever read the output has gone (`| head`): stop quietly, as a filter does
+        _discard_stdout()
+        return 128 + signal.SIGPIPE
     except Exception as e:  # anything else is a bug in netrepro, but a full disk
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
             named = f" ({e.filename})" if e.filename else ""
@@ -768,6 +772,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 1
+
+
+def _discard_stdout() -> None:
+    """Standard output to /dev/null, so that the interpreter's last flush at exit finds no broken pipe."""
+    with contextlib.suppress(OSError, ValueError):  # not a file descriptor (a test's captured stdout)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _report(args: argparse.Namespace, e: NetreproError) -> None:

@@ -73,3 +73,19 @@ def test_bench_ports_refuses_a_path_it_does_not_have(
     err = capsys.readouterr().err
     assert f"--paths {named}" in err and "random, droptail, droptail100" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_output_cut_short_by_its_reader_ends_quietly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run.sh list | head -1`: the reader went, and the next write raised BrokenPipeError; the command
+    stops without an error of its own (before: "internal error: BrokenPipeError") and with 141, as a
+    filter killed by SIGPIPE does."""
+
+    def cut_short(args: object) -> int:
+        print("figure  trials")
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setitem(cli.COMMANDS, "list", cut_short)
+    assert cli.main(["list"]) == 141
+    assert capsys.readouterr().err == ""
