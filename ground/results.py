@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ground import kernel, proc
+from ground import kernel, manifests, proc
 
 log = logging.getLogger("netrepro.results")
 
@@ -32,7 +32,6 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
 # The project's own reproduction, committed: what a user's run is set beside (results/reference/README.md).
 REFERENCE = RESULTS / "reference"
-MANIFEST_VERSION = 1
 TOOLS = ("ip", "tc", "iptables-legacy", "ethtool", "ping", "iperf3", "apache2", "h2load", "curl", "bpftool", "clang")
 
 
@@ -154,7 +153,7 @@ def code_fingerprint() -> str:
 def provenance() -> dict[str, Any]:
     """The machine, kernel, tools and code a result came from."""
     return {
-        "format": MANIFEST_VERSION,
+        "format": manifests.MANIFEST_VERSION,
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": platform.node(),
         "kernel": kernel.release(),

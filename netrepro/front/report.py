@@ -18,7 +18,6 @@ images that loaded and says so at the top (the test reads it in Chromium).
 from __future__ import annotations
 
 import html
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 
 import expts
 from ground import results
+from ground.manifests import ManifestUnreadable, read_manifest
 from netrepro.studykit.claims import OUTCOMES, VERDICTS, needs_text
 from netrepro.studykit.spec import Figure
 
@@ -79,14 +79,11 @@ def stored(tree: Path, page_dir: Path) -> list[Entry]:
         if not path.exists() or not png.exists():
             continue
         try:
-            manifest = json.loads(path.read_bytes())
-        except OSError as e:
-            log.warning("%s: cannot read it (%s): left out of the page", path, e.strerror or e)
+            manifest = read_manifest(path).doc
+        except ManifestUnreadable as e:
+            log.warning("%s: left out of the page", e)
             continue
-        except ValueError as e:  # UnicodeDecodeError too
-            log.warning("%s: not JSON (%s): left out of the page", path, e)
-            continue
-        entry = Entry(fig, manifest, os.path.relpath(png, page_dir))
+        entry = Entry(fig, dict(manifest), os.path.relpath(png, page_dir))
         problem = malformed(entry)
         if problem:
             log.warning("%s: not a manifest as a run writes it (%s): left out of the page", path, problem)
@@ -98,8 +95,6 @@ def stored(tree: Path, page_dir: Path) -> list[Entry]:
 def malformed(entry: Entry) -> str | None:
     """What in a manifest the page or the findings could not read (a value of another type than a run
     writes), or None: found by making both for it alone."""
-    if not isinstance(entry.manifest, dict):
-        return f"a JSON {type(entry.manifest).__name__}, not an object"
     try:
         page([entry])
         findings([entry])

@@ -12,12 +12,12 @@ A figure without a stored result has no estimate.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ground import results
+from ground.manifests import ManifestUnreadable, read_manifest
 from netrepro.runner import shards
 from netrepro.studykit.claims import MANY_TRIALS, needs_text
 from netrepro.studykit.spec import Figure, Params, path_params
@@ -39,30 +39,22 @@ class Stored:
 
     @classmethod
     def of(cls, fig: Figure, tree: Path = results.REFERENCE) -> Stored | None:
-        path = tree / fig.directory / f"{fig.name}.manifest.json"
         try:
-            doc: dict[str, Any] = json.loads(path.read_text())
-        except (OSError, ValueError):
+            stored = read_manifest(tree / fig.directory / f"{fig.name}.manifest.json")
+        except ManifestUnreadable:
             return None
         # the code the rows ran from (the manifest's own `git` is the code that last drew it)
-        codes = [str(c) for c in doc.get("code_of_rows") or [] if c]
+        codes = stored.rows_code
         if len(codes) == 1:
             commit = "rows " + codes[0][:12]
         elif codes:
             commit = f"rows of {len(codes)} commits"
         else:
-            git: dict[str, Any] = doc["git"] if isinstance(doc.get("git"), dict) else {}
-            commit = str(git.get("commit") or "unknown")[:12] + ("+dirty" if git.get("dirty") else "")
-        rows = int(doc.get("rows") or 0)
-        seconds = doc.get("trial_seconds_all_rows")
-        per_trial = float(seconds) / rows if rows and seconds else None
-        verdict: dict[str, Any] = doc["verdict"] if isinstance(doc.get("verdict"), dict) else {}
+            commit = str(stored.commit or "unknown")[:12] + ("+dirty" if stored.dirty else "")
         judged = tuple(
-            (str(c.get("quote")), str(c.get("outcome")), c.get("trials_needed") or None)
-            for c in verdict.get("claims") or []
-            if isinstance(c, dict)
+            (str(c.get("quote")), str(c.get("outcome")), c.get("trials_needed") or None) for c in stored.judged_claims
         )
-        return cls(path, commit, rows, bool(doc.get("quick")), per_trial, judged)
+        return cls(stored.path, commit, stored.rows, stored.quick, stored.seconds_per_trial, judged)
 
     def to_decide(self) -> str:
         """What the stored trials left open: `decided`, or the trials per series its undecided claims need."""

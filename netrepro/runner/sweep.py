@@ -26,7 +26,6 @@ row); the runner imports no engine.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import platform
 import random
@@ -41,6 +40,7 @@ from typing import Any, Protocol
 from ground import figurelock, kernel, logs, results
 from ground.errors import SetupError, TrialError, UserError
 from ground.ledger import Ledger
+from ground.manifests import ManifestUnreadable, read_manifest
 from ground.proc import CommandError
 from ground.progress import Progress
 from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_draw, trial_key
@@ -310,12 +310,10 @@ def earlier_verifications(manifest: Path, fresh: bool) -> dict[str, Any]:
     if fresh or not manifest.exists():
         return {}
     try:
-        doc = json.loads(manifest.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        log.warning("%s unreadable (%s): the earlier runs' path verifications are not carried over", manifest, e)
+        return read_manifest(manifest).verifications
+    except ManifestUnreadable as e:
+        log.warning("%s: the earlier runs' path verifications are not carried over", e)
         return {}
-    found = doc.get("verification")
-    return dict(found) if isinstance(found, dict) else {}
 
 
 def _ran_as(row: Mapping[str, Any]) -> str:
@@ -722,17 +720,16 @@ def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Refer
     if fig.variant or out.resolve() == reference.resolve() or not csv_path.is_file():
         return None
     made_by: dict[str, Any] = {"seed": DEFAULT_SEED}
-    manifest = reference / fig.study / f"{fig.name}.manifest.json"
     try:
-        doc = json.loads(manifest.read_text())
+        stored = read_manifest(reference / fig.study / f"{fig.name}.manifest.json")
         made_by = {
-            "git": doc.get("git", {}).get("commit") if isinstance(doc.get("git"), dict) else doc.get("git"),
-            "kernel": doc.get("kernel"),
-            "shaper": ",".join(doc.get("shaper") or []),
-            "seed": int(doc.get("seed", DEFAULT_SEED)),
+            "git": stored.commit,
+            "kernel": stored.doc.get("kernel"),
+            "shaper": ",".join(stored.doc.get("shaper") or []),
+            "seed": DEFAULT_SEED if stored.seed is None else stored.seed,
         }
-    except (OSError, ValueError, TypeError) as e:
-        log.warning("%s unreadable (%s): the reference is shown without its provenance", manifest, e)
+    except (ManifestUnreadable, ValueError, TypeError) as e:
+        log.warning("%s: the reference is shown without its provenance", e)
     wanted = {trial_key(p, i) for p in fig.grid() for i in range(fig.trials)}
     rows = latest_rows(
         r for r in read_rows(csv_path) if r.get("trial_key") in wanted and row_seed(r) == made_by["seed"]
