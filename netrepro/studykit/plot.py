@@ -85,7 +85,11 @@ def save(figure: Any, png: Path, caption: Sequence[str] = ()) -> list[Path]:
     try:
         for path, kind in ((png, "png"), (png.with_suffix(".svg"), "svg")):
             data = io.BytesIO()
-            figure.savefig(data, format=kind, dpi=PRINT_DPI, bbox_inches="tight")
+            # An SVG without the moment it was drawn and with ids from a fixed salt: the same rows
+            # drawn again give the same file (a PNG does already), so a redraw changes nothing.
+            extra: dict[str, Any] = {"metadata": {"Date": None}} if kind == "svg" else {}
+            with plt.rc_context({"svg.hashsalt": "netrepro"}):
+                figure.savefig(data, format=kind, dpi=PRINT_DPI, bbox_inches="tight", **extra)
             replace_file(path, data.getvalue())
             written.append(path)
     finally:

@@ -32,6 +32,18 @@ def test_it_writes_a_print_png_an_svg_and_the_caption_beside(tmp_path: Path) -> 
     assert (tmp_path / "cwnd.caption.txt").read_text() == "cwnd of three flows\n\ntcp_probe, every sample\n"
 
 
+def test_the_same_rows_drawn_again_give_the_same_files(tmp_path: Path) -> None:
+    """No moment of drawing and no random ids in the SVG (before: its date and clip-path ids changed
+    with every redraw of a stored reference, a change to commit for nothing)."""
+    drawn = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        draw_series(tmp_path / name / "cwnd.png", "cwnd of three flows", CWND, "cwnd (segments)")
+        drawn.append({p.name: p.read_bytes() for p in (tmp_path / name).iterdir()})
+    assert drawn[0] == drawn[1]
+    assert b"<dc:date>" not in drawn[0]["cwnd.svg"]
+
+
 def test_one_legend_entry_and_one_line_per_flow() -> None:
     import matplotlib.pyplot as plt
 
