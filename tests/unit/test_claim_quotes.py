@@ -1,21 +1,26 @@
 """Every claim a figure declares is its source's own sentence: found verbatim in the source's text.
 
-The sources' texts are not part of the project (they are the papers, kept
-beside the repository where this project is developed, in
-`../shared/seeds/`); where that folder is absent, as in a user's clone, the
-test says it skipped and why.
+The sources' texts are not part of the project (they are the papers): give
+their folder, one text file per source under the name a claim's `source`
+gives (`000_156489580aaffd1b.txt` ...), in NETREPRO_SOURCES, e.g.
+`NETREPRO_SOURCES=~/papers ./run.sh test tests/unit/test_claim_quotes.py`.
+Without it, as in a clone of the project alone, the test says it skipped
+and why.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 import expts
-from ground.results import REPO
 from netrepro.studykit.claims import Claim, found_in
 from netrepro.studykit.spec import Figure
 
-SEEDS = REPO.parent / "shared" / "seeds"
+SOURCES = os.environ.get("NETREPRO_SOURCES", "")
+SEEDS = Path(SOURCES).expanduser() if SOURCES else None
 
 
 def declared() -> list[tuple[Figure, Claim]]:
@@ -28,8 +33,8 @@ def test_figures_declare_claims() -> None:
 
 @pytest.mark.parametrize(("fig", "claim"), declared(), ids=lambda v: getattr(v, "full_name", "") or "")
 def test_a_claims_quote_stands_verbatim_in_its_source(fig: Figure, claim: Claim) -> None:
-    if not SEEDS.is_dir():
-        pytest.skip(f"the sources' texts are not here ({SEEDS}): a clone of the project alone does not have them")
+    if SEEDS is None or not SEEDS.is_dir():
+        pytest.skip(f"the sources' texts are not given (NETREPRO_SOURCES={SOURCES!r}): a clone does not have them")
     source = SEEDS / claim.source
     assert source.is_file(), f"{fig.full_name}: no source text {claim.source} in {SEEDS}"
     text = source.read_text(encoding="utf-8")
