@@ -99,8 +99,11 @@ def timeout(params: Params) -> float:
 
 def _mean_se(fig: Figure, rows: Rows, label: str, level: Any) -> tuple[float, float, int] | None:
     """Mean, its standard error and n over the successful trials of a series at a level (one value a trial)."""
-    values = [float(r[fig.y]) for r in rows if r.get("series") == label and r.get(fig.x) == str(level)
-              and r.get("status") == "ok" and r.get(fig.y)]  # fmt: skip
+    values = [
+        float(r[fig.y])
+        for r in rows
+        if r.get("series") == label and r.get(fig.x) == str(level) and r.get("status") == "ok" and r.get(fig.y)
+    ]
     if not values:
         return None
     se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.inf
@@ -159,8 +162,9 @@ def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[s
     the two and their sum."""
     notes = []
     for level in fig.levels:
-        ok = [r for r in rows if r.get("series") == CUBIC.label and r.get(fig.x) == str(level)
-              and r.get("status") == "ok"]  # fmt: skip
+        ok = [
+            r for r in rows if r.get("series") == CUBIC.label and r.get(fig.x) == str(level) and r.get("status") == "ok"
+        ]
         if ok:
             plt = [float(r["page_load_time_ms"]) for r in ok]
             page_bytes = int(ok[0]["bytes"])
@@ -463,39 +467,150 @@ IW_FINDING = "seed 000: the initial window has little role, and the three varian
 BY_LOSS = {"annotate": annotate_loss, "x_label": "loss (%)", "y_log": True}
 
 FIGURES = (
-    _figure("fig3", "Throughput vs loss, large page", "loss", LOSS, "large", "throughput_mbit",
-            quick_levels=("0%", "6%"), quick_trials=2, finding=LARGER_FINDING, claims=(THROUGHPUT_BETTER,),
-            **BY_LOSS),
-    _figure("fig4", "Throughput vs loss, medium page", "loss", LOSS, "medium", "throughput_mbit",
-            quick_levels=("0%", "6%"), finding=LARGER_FINDING, claims=(THROUGHPUT_BETTER,), **BY_LOSS),
-    _figure("fig5", "Throughput vs loss, small page", "loss", LOSS, "small", "throughput_mbit",
-            quick_levels=("0%", "6%"), finding=MEDIUM_FINDING, claims=(MEDIUM_BETTER, MEDIUM_LESS), **BY_LOSS),
-    _figure("fig6", "Page load time vs loss, large page", "loss", LOSS, "large", "page_load_time_ms",
-            quick_levels=("0%", "6%"), quick_trials=2, trials_of="fig3",
-            finding="seed 000: PLT almost equal at low loss, and better with CUBIC+ as loss increases",
-            claims=(PLT_LOW_SAME, PLT_HIGH_BETTER, PLT_GROWS), **BY_LOSS),
-    _figure("fig7", "Throughput vs RTT, medium page", "rtt", RTTS, "medium", "throughput_mbit",
-            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, annotate=annotate_rtt, x_label="RTT (ms)",
-            claims=(DELAY_CLOSE,)),
-    _figure("fig8", "Throughput vs RTT, small page", "rtt", RTTS, "small", "throughput_mbit",
-            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, annotate=annotate_rtt, x_label="RTT (ms)",
-            claims=(DELAY_CLOSE,)),
-    _figure("fig9", "Throughput vs RTT, large page", "rtt", RTTS, "large", "throughput_mbit",
-            quick_levels=("20ms", "200ms"), finding=RTT_FINDING, annotate=annotate_rtt, x_label="RTT (ms)",
-            claims=(DELAY_LARGE,)),
-    _figure("fig10", "Throughput vs initial window, small page", "initcwnd", IWS, "small", "throughput_mbit",
-            quick_levels=(3, 32), finding=IW_FINDING, annotate=annotate_iw, x_label="initial window (segments)",
-            claims=(IW_ROLE, IW_SAME)),
-    _figure("fig11", "Throughput vs initial window, medium page", "initcwnd", IWS, "medium", "throughput_mbit",
-            quick_levels=(3, 32), finding=IW_FINDING, annotate=annotate_iw, x_label="initial window (segments)",
-            claims=(IW_ROLE, IW_SAME)),
-    _figure("fig12", "Page load time vs loss, large page, Reno with reduction factor r", "loss", LOSS, "large",
-            "page_load_time_ms", quick_levels=("0%", "8%"), x_label="loss (%)", y_log=True, series=RENO,
-            quick_series=(RENO[0].label, RENO[-1].label),
-            finding="seed 000: for Reno, every r similar at low loss; a smaller reduction factor does better "
-                    "at high loss, larger ones taking longer as loss increases",
-            annotate=annotate_reno, claims=(RENO_LOW_SAME, RENO_GROWS, RENO_HIGH_BETTER)),
-    _figure("tiny", "Throughput vs loss, tiny page (objects under 1 KB; seed 000 has no figure)", "loss", LOSS,
-            "tiny", "throughput_mbit", quick_levels=("0%", "6%"), quick_trials=2, finding=TINY_FINDING,
-            claims=(TINY_SAME,), **BY_LOSS),
-)  # fmt: skip
+    _figure(
+        "fig3",
+        "Throughput vs loss, large page",
+        "loss",
+        LOSS,
+        "large",
+        "throughput_mbit",
+        quick_levels=("0%", "6%"),
+        quick_trials=2,
+        finding=LARGER_FINDING,
+        claims=(THROUGHPUT_BETTER,),
+        **BY_LOSS,
+    ),
+    _figure(
+        "fig4",
+        "Throughput vs loss, medium page",
+        "loss",
+        LOSS,
+        "medium",
+        "throughput_mbit",
+        quick_levels=("0%", "6%"),
+        finding=LARGER_FINDING,
+        claims=(THROUGHPUT_BETTER,),
+        **BY_LOSS,
+    ),
+    _figure(
+        "fig5",
+        "Throughput vs loss, small page",
+        "loss",
+        LOSS,
+        "small",
+        "throughput_mbit",
+        quick_levels=("0%", "6%"),
+        finding=MEDIUM_FINDING,
+        claims=(MEDIUM_BETTER, MEDIUM_LESS),
+        **BY_LOSS,
+    ),
+    _figure(
+        "fig6",
+        "Page load time vs loss, large page",
+        "loss",
+        LOSS,
+        "large",
+        "page_load_time_ms",
+        quick_levels=("0%", "6%"),
+        quick_trials=2,
+        trials_of="fig3",
+        finding="seed 000: PLT almost equal at low loss, and better with CUBIC+ as loss increases",
+        claims=(PLT_LOW_SAME, PLT_HIGH_BETTER, PLT_GROWS),
+        **BY_LOSS,
+    ),
+    _figure(
+        "fig7",
+        "Throughput vs RTT, medium page",
+        "rtt",
+        RTTS,
+        "medium",
+        "throughput_mbit",
+        quick_levels=("20ms", "200ms"),
+        finding=RTT_FINDING,
+        annotate=annotate_rtt,
+        x_label="RTT (ms)",
+        claims=(DELAY_CLOSE,),
+    ),
+    _figure(
+        "fig8",
+        "Throughput vs RTT, small page",
+        "rtt",
+        RTTS,
+        "small",
+        "throughput_mbit",
+        quick_levels=("20ms", "200ms"),
+        finding=RTT_FINDING,
+        annotate=annotate_rtt,
+        x_label="RTT (ms)",
+        claims=(DELAY_CLOSE,),
+    ),
+    _figure(
+        "fig9",
+        "Throughput vs RTT, large page",
+        "rtt",
+        RTTS,
+        "large",
+        "throughput_mbit",
+        quick_levels=("20ms", "200ms"),
+        finding=RTT_FINDING,
+        annotate=annotate_rtt,
+        x_label="RTT (ms)",
+        claims=(DELAY_LARGE,),
+    ),
+    _figure(
+        "fig10",
+        "Throughput vs initial window, small page",
+        "initcwnd",
+        IWS,
+        "small",
+        "throughput_mbit",
+        quick_levels=(3, 32),
+        finding=IW_FINDING,
+        annotate=annotate_iw,
+        x_label="initial window (segments)",
+        claims=(IW_ROLE, IW_SAME),
+    ),
+    _figure(
+        "fig11",
+        "Throughput vs initial window, medium page",
+        "initcwnd",
+        IWS,
+        "medium",
+        "throughput_mbit",
+        quick_levels=(3, 32),
+        finding=IW_FINDING,
+        annotate=annotate_iw,
+        x_label="initial window (segments)",
+        claims=(IW_ROLE, IW_SAME),
+    ),
+    _figure(
+        "fig12",
+        "Page load time vs loss, large page, Reno with reduction factor r",
+        "loss",
+        LOSS,
+        "large",
+        "page_load_time_ms",
+        quick_levels=("0%", "8%"),
+        x_label="loss (%)",
+        y_log=True,
+        series=RENO,
+        quick_series=(RENO[0].label, RENO[-1].label),
+        finding="seed 000: for Reno, every r similar at low loss; a smaller reduction factor does better "
+        "at high loss, larger ones taking longer as loss increases",
+        annotate=annotate_reno,
+        claims=(RENO_LOW_SAME, RENO_GROWS, RENO_HIGH_BETTER),
+    ),
+    _figure(
+        "tiny",
+        "Throughput vs loss, tiny page (objects under 1 KB; seed 000 has no figure)",
+        "loss",
+        LOSS,
+        "tiny",
+        "throughput_mbit",
+        quick_levels=("0%", "6%"),
+        quick_trials=2,
+        finding=TINY_FINDING,
+        claims=(TINY_SAME,),
+        **BY_LOSS,
+    ),
+)

@@ -265,11 +265,13 @@ def bursts_of(rows: Rows) -> Iterator[Burst]:
     for row in rows:
         if row.get("status") != "ok":
             continue
-        columns = [row[c].split(";") for c in ("idle_s", "burst_ms", "cwnd_resumed", "retransmitted",
-                                                 "first_flight_ms")]  # fmt: skip
+        columns = [
+            row[c].split(";") for c in ("idle_s", "burst_ms", "cwnd_resumed", "retransmitted", "first_flight_ms")
+        ]
         for idle, ms, cwnd, retrans, flight in zip(*columns, strict=True):
-            yield Burst(row["series"], int(row["burst_kb"]), float(idle), float(ms), int(cwnd), int(retrans),
-                        float(flight))  # fmt: skip
+            yield Burst(
+                row["series"], int(row["burst_kb"]), float(idle), float(ms), int(cwnd), int(retrans), float(flight)
+            )
 
 
 def cells(rows: Rows) -> dict[tuple[str, int, float], list[Burst]]:
@@ -352,8 +354,7 @@ def _mean_over_idles(points: list[Point], arm: str, kb: int) -> float | None:
 def _kept_share(points: list[Point], kbs: list[int]) -> list[str]:
     out = []
     for kb in kbs:
-        kept = next((p for p in points if p.series == f"{RENO_KEPT.label}, all idle periods" and int(p.x) == kb),
-                    None)  # fmt: skip
+        kept = next((p for p in points if p.series == f"{RENO_KEPT.label}, all idle periods" and int(p.x) == kb), None)
         ours = _mean_over_idles(points, NEWCWV.label, kb)
         if kept is not None and ours is not None:
             out.append(
@@ -475,8 +476,9 @@ def annotate_pacing(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> li
 def seed_table(name: str) -> dict[tuple[int, float], float]:
     with open(REFERENCE, newline="") as f:
         rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return {(int(r["burst_kb"]), float(r["idle_s"])): float(r["improvement_pct"]) for r in rows
-                if r["table"] == name}  # fmt: skip
+        return {
+            (int(r["burst_kb"]), float(r["idle_s"])): float(r["improvement_pct"]) for r in rows if r["table"] == name
+        }
 
 
 def annotate_table(name: str, arm: str):  # type: ignore[no-untyped-def]
@@ -1029,8 +1031,9 @@ def _bursts_figure(name: str, **kw: Any) -> Figure:
         "deviations": DEVIATIONS,
         "trial_timeout": timeout,
     }
-    return Figure(study="newcwv", name=name, workload="http_bursts", x="burst_kb", x_label="burst size (KB)",
-                  **{**defaults, **kw})  # fmt: skip
+    return Figure(
+        study="newcwv", name=name, workload="http_bursts", x="burst_kb", x_label="burst size (KB)", **{**defaults, **kw}
+    )
 
 
 # What every gain figure shares, and the quick runs of the single-pair paths and of the bulk flow's.

@@ -102,11 +102,35 @@ CC_ALLOWED = "net.ipv4.tcp_allowed_congestion_control"
 # br_netfilter), socket diagnostics (`ss -K`) and a congestion control named in a namespace's sysctl.
 # `ss` loads the *_diag module of every socket family it asks about (af_packet_diag, unix_diag, ...).
 AUTOLOADED_NAMES = frozenset(
-    {"veth", "bridge", "stp", "llc", "ifb", "br_netfilter", "x_tables", "ip_tables", "ip6_tables", "nf_tables",
-     "nfnetlink"}
-)  # fmt: skip
-AUTOLOADED_PREFIXES = ("sch_", "cls_", "act_", "em_", "xt_", "ipt_", "ip6t_", "iptable_", "ip6table_",
-                       "nf_", "nft_", "nfnetlink_", "tcp_")  # fmt: skip
+    {
+        "veth",
+        "bridge",
+        "stp",
+        "llc",
+        "ifb",
+        "br_netfilter",
+        "x_tables",
+        "ip_tables",
+        "ip6_tables",
+        "nf_tables",
+        "nfnetlink",
+    }
+)
+AUTOLOADED_PREFIXES = (
+    "sch_",
+    "cls_",
+    "act_",
+    "em_",
+    "xt_",
+    "ipt_",
+    "ip6t_",
+    "iptable_",
+    "ip6table_",
+    "nf_",
+    "nft_",
+    "nfnetlink_",
+    "tcp_",
+)
 
 
 def autoloaded_for_a_lab(name: str) -> bool:
@@ -991,7 +1015,7 @@ PHASES: tuple[tuple[str, dict[str, Step]], ...] = (
             "struct_ops": _shared(_undo_struct_ops),
             "module": _shared(_undo_module),
         },
-    ),  # fmt: skip
+    ),
     ("modules", {"modules_loaded": _shared(_undo_modules_loaded), "autoloads": _shared(_undo_autoloads)}),
     ("sysctls", {"sysctl": _shared(_undo_sysctl)}),
     ("tracing", {"trace_enable": _undo_trace_enable, "tracefs": _undo_tracefs}),

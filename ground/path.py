@@ -90,8 +90,11 @@ class PathSpec:
         )
         if path.queue.bytes is not None and path.queue.bytes < path.frame:
             # a byte buffer smaller than one frame would drop every full-sized packet
-            raise QuantityError("--queue", str(queue), f"at MTU {path.mtu} one full frame is {path.frame}b: "
-                                f"allowed range is {path.frame}b to 1024mb")  # fmt: skip
+            raise QuantityError(
+                "--queue",
+                str(queue),
+                f"at MTU {path.mtu} one full frame is {path.frame}b: " f"allowed range is {path.frame}b to 1024mb",
+            )
         return path
 
     @property

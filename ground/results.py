@@ -144,8 +144,10 @@ def code_fingerprint() -> str:
     if not version.endswith("+dirty"):
         return version
     digest = hashlib.sha256()
-    for args in (["diff", "HEAD", "--binary", "--", ".", ":(exclude)results"],
-                 ["ls-files", "--others", "--exclude-standard", "-z", "--", ".", ":(exclude)results"]):  # fmt: skip
+    for args in (
+        ["diff", "HEAD", "--binary", "--", ".", ":(exclude)results"],
+        ["ls-files", "--others", "--exclude-standard", "-z", "--", ".", ":(exclude)results"],
+    ):
         digest.update(proc.run(["git", "-C", str(REPO), *args], check=False).stdout.encode())
     return f"{version}:{digest.hexdigest()[:12]}"
 

@@ -248,8 +248,10 @@ class TrialLog:
             except OSError as e:
                 os.ftruncate(fd, size)  # no torn line for the next row to be glued to
                 # one line that names the file (a full disk, most often), not a bare OSError
-                raise SetupError(f"{self.path}: cannot append the trial's row: {e.strerror or e}; the file is as "
-                                 "it was before it: run the command again to resume") from e  # fmt: skip
+                raise SetupError(
+                    f"{self.path}: cannot append the trial's row: {e.strerror or e}; the file is as "
+                    "it was before it: run the command again to resume"
+                ) from e
         finally:
             os.close(fd)
         self.rows.append({c: cells.get(c, "") for c in self.columns})

@@ -409,8 +409,23 @@ class LoadedAlgorithm:
                 values["set"] = 1  # from now on the port reads its parameters from the map (port.h)
             # The map's fields are __u32 in BTF order (see kmod/README.md).
             raw = struct.pack(f"<{len(values)}I", *values.values())
-            run(["bpftool", "map", "update", "id", str(self._map_id()), "key", "0", "0", "0", "0",
-                 "value", "hex", *(f"{b:02x}" for b in raw)])  # fmt: skip
+            run(
+                [
+                    "bpftool",
+                    "map",
+                    "update",
+                    "id",
+                    str(self._map_id()),
+                    "key",
+                    "0",
+                    "0",
+                    "0",
+                    "0",
+                    "value",
+                    "hex",
+                    *(f"{b:02x}" for b in raw),
+                ]
+            )
         return self.read()
 
     def read(self) -> dict[str, int]:

@@ -168,10 +168,25 @@ def httpd_conf(cfg: ApacheConfig) -> str:
 def certificate_argv(cert: Path, key: Path, address: str, days: int = 2) -> list[str]:
     """A self-signed P-256 certificate for the server's address (so curl can verify it with --cacert)."""
     return [
-        "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-        "-nodes", "-keyout", str(key), "-out", str(cert), "-days", str(days),
-        "-subj", "/CN=server", "-addext", f"subjectAltName=IP:{address}",
-    ]  # fmt: skip
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        str(key),
+        "-out",
+        str(cert),
+        "-days",
+        str(days),
+        "-subj",
+        "/CN=server",
+        "-addext",
+        f"subjectAltName=IP:{address}",
+    ]
 
 
 def apache_argv(conf: Path) -> list[str]:

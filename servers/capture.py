@@ -29,9 +29,23 @@ _TCPDUMP_COUNT = re.compile(r"^(\d+) packets (captured|received by filter|droppe
 def tcpdump_argv(dev: str, pcap: Path, port: int, snaplen: int = 128) -> list[str]:
     """Headers only, each packet handed over and written at once, nanosecond kernel timestamps, as root."""
     return [
-        "tcpdump", "-i", dev, "-w", str(pcap), "-U", "--immediate-mode", "-n", "-Z", "root", "-s", str(snaplen),
-        "--time-stamp-precision=nano", "tcp", "port", str(port),
-    ]  # fmt: skip
+        "tcpdump",
+        "-i",
+        dev,
+        "-w",
+        str(pcap),
+        "-U",
+        "--immediate-mode",
+        "-n",
+        "-Z",
+        "root",
+        "-s",
+        str(snaplen),
+        "--time-stamp-precision=nano",
+        "tcp",
+        "port",
+        str(port),
+    ]
 
 
 class PacketCapture:

@@ -101,8 +101,10 @@ def check_jitter(backend: str, jitter: Duration) -> None:
     """Refuse jitter where the backend would reorder: netem's queue is ordered by due time, so its
     jittered packets overtake one another, which a link does not do (and TCP reads as loss)."""
     if backend == "netem" and jitter.seconds:
-        raise ShaperUnavailable(f"jitter {jitter}: netem reorders jittered packets; the delay line keeps them "
-                                "in order (--shaper delayline), or leave jitter unset")  # fmt: skip
+        raise ShaperUnavailable(
+            f"jitter {jitter}: netem reorders jittered packets; the delay line keeps them "
+            "in order (--shaper delayline), or leave jitter unset"
+        )
 
 
 class NetemStage:

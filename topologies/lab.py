@@ -345,8 +345,9 @@ class Lab:
             stages = by_node.setdefault(d.dst, [])
             k = len(stages)
             bridged = self.network.node(d.dst).kind == SWITCH
-            stages.append(Stage(d.name, self.port_of(d, d.dst), queue_num=k, ifb=f"ifb{k}", seed=self.seed + i,
-                                bridged=bridged))  # fmt: skip
+            stages.append(
+                Stage(d.name, self.port_of(d, d.dst), queue_num=k, ifb=f"ifb{k}", seed=self.seed + i, bridged=bridged)
+            )
             self._stage_of[d.name] = d.dst
             self._seed_offset[d.name] = i
         for node, stages in by_node.items():

@@ -75,10 +75,30 @@ def bottleneck(dev: str, rate: Rate, queue: Queue, frame: int = FRAME) -> list[A
     return [
         # quantum = one frame: a single class needs no fairness, and it keeps
         # HTB quiet about quanta at very low and very high rates.
-        ["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
-         "rate", bits, "ceil", bits, "burst", burst, "cburst", burst, "quantum", str(frame)],
+        [
+            "tc",
+            "class",
+            "replace",
+            "dev",
+            dev,
+            "parent",
+            "1:",
+            "classid",
+            "1:1",
+            "htb",
+            "rate",
+            bits,
+            "ceil",
+            bits,
+            "burst",
+            burst,
+            "cburst",
+            burst,
+            "quantum",
+            str(frame),
+        ],
         ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", BOTTLENECK_FIFO, *leaf],
-    ]  # fmt: skip
+    ]
 
 
 def qdisc_counters(dev: str) -> Argv:
@@ -93,10 +113,24 @@ def fair_queue(dev: str, on: bool) -> Argv:
 
 def netem_qdisc(ifb: str, delay: Duration, loss: Probability, seed: int | None = None) -> Argv:
     """netem on the IFB: delay and loss only (the bottleneck does rate and buffer)."""
-    argv = ["tc", "qdisc", "replace", "dev", ifb, "root", "handle", "1:", "netem",
-            "delay", f"{delay.us}us", "loss", f"{loss.percent:.6g}%",
-            # room for everything in flight: delay must never drop
-            "limit", "1000000"]  # fmt: skip
+    argv = [
+        "tc",
+        "qdisc",
+        "replace",
+        "dev",
+        ifb,
+        "root",
+        "handle",
+        "1:",
+        "netem",
+        "delay",
+        f"{delay.us}us",
+        "loss",
+        f"{loss.percent:.6g}%",
+        # room for everything in flight: delay must never drop
+        "limit",
+        "1000000",
+    ]
     if seed is not None:
         argv += ["seed", str(seed)]
     return argv
@@ -108,10 +142,30 @@ def netem_stage(port: str, ifb: str, delay: Duration, loss: Probability, seed: i
         ["ip", "link", "add", ifb, "type", "ifb"],
         ["ip", "link", "set", "dev", ifb, "up"],
         ["tc", "qdisc", "add", "dev", port, "handle", "ffff:", "ingress"],
-        ["tc", "filter", "add", "dev", port, "parent", "ffff:", "protocol", "all",
-         "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb],
+        [
+            "tc",
+            "filter",
+            "add",
+            "dev",
+            port,
+            "parent",
+            "ffff:",
+            "protocol",
+            "all",
+            "u32",
+            "match",
+            "u32",
+            "0",
+            "0",
+            "action",
+            "mirred",
+            "egress",
+            "redirect",
+            "dev",
+            ifb,
+        ],
         netem_qdisc(ifb, delay, loss, seed),
-    ]  # fmt: skip
+    ]
 
 
 def nfqueue_rule(action: str, port: str, queue_num: int, bridged: bool = True) -> Argv:

@@ -439,8 +439,14 @@ class Topology:
                     if not opt.both:
                         raise QuantityError("--link", opt.text, "a delay is a link's, both ways: write A-B, not A>B")
                     delay[key] = opt.delay
-        bare = Network(self.shape, tuple(nodes), tuple(Link(a, b, Direction(a, b), Direction(b, a)) for a, b in ends),
-                       tuple(pairs), cross, "")  # fmt: skip
+        bare = Network(
+            self.shape,
+            tuple(nodes),
+            tuple(Link(a, b, Direction(a, b), Direction(b, a)) for a, b in ends),
+            tuple(pairs),
+            cross,
+            "",
+        )
         for i, pair in enumerate(pairs):
             rtt = self.rtts[i] if self.rtts else path.rtt
             route = [frozenset((d.src, d.dst)) for d in bare.route(pair.client, pair.server)]
@@ -461,8 +467,11 @@ class Topology:
             ab, ba = self._place_path_options(ab, ba, path, (down_src, down_dst), kinds)
             for opt in options.get(key, []):
                 if opt.queue is not None and opt.queue.bytes is not None and opt.queue.bytes < path.frame:
-                    raise QuantityError("--link", opt.text, f"a buffer of {opt.queue} holds no full frame at MTU "
-                                        f"{path.mtu} ({path.frame}b)")  # fmt: skip
+                    raise QuantityError(
+                        "--link",
+                        opt.text,
+                        f"a buffer of {opt.queue} holds no full frame at MTU {path.mtu} ({path.frame}b)",
+                    )
                 ab, ba = self._refine(opt, ab, ba, kinds)
             ab, ba = self._fold_delay(ab, ba, delay.get(key, Duration(0)), kinds)
             # jitter varies a delay: a stage that delays nothing (a dumbbell's core) gets none
@@ -527,8 +536,9 @@ class Topology:
                 d = replace(d, rate=opt.rate, queue=d.queue or DEFAULT_QUEUE)
             if opt.queue is not None:
                 if d.rate is None:
-                    raise QuantityError("--link", opt.text, f"a queue fills only behind a rate: {d.name} has none; "
-                                        "give rate= too")  # fmt: skip
+                    raise QuantityError(
+                        "--link", opt.text, f"a queue fills only behind a rate: {d.name} has none; give rate= too"
+                    )
                 d = replace(d, queue=opt.queue)
             if opt.loss is not None:
                 if opt.both and kinds[d.dst] == HOST:
@@ -553,13 +563,19 @@ class Topology:
             toward_host = kinds[d.dst] == HOST
             from_host = kinds[d.src] == HOST
             if toward_host and d.loss.fraction > 0:
-                raise QuantityError("--link", f"{d.name}:loss={d.loss}",
-                                    f"loss toward a host has no place (it is emulated where packets enter a switch "
-                                    f"or router); set it on {other.name}, or on a link between routers")  # fmt: skip
+                raise QuantityError(
+                    "--link",
+                    f"{d.name}:loss={d.loss}",
+                    f"loss toward a host has no place (it is emulated where packets enter a switch "
+                    f"or router); set it on {other.name}, or on a link between routers",
+                )
             if from_host and d.rate is not None:
-                raise QuantityError("--link", f"{d.name}:rate={d.rate}",
-                                    f"a host's own egress is not shaped (TCP Small Queues would starve it); "
-                                    f"shape {other.name}, or a link between switches or routers")  # fmt: skip
+                raise QuantityError(
+                    "--link",
+                    f"{d.name}:rate={d.rate}",
+                    f"a host's own egress is not shaped (TCP Small Queues would starve it); "
+                    f"shape {other.name}, or a link between switches or routers",
+                )
             if toward_host:
                 result.append(replace(d, delay=Duration(0)))
             elif kinds[other.dst] == HOST:

@@ -134,20 +134,28 @@ class Engine:
             scheme, host, _ = found.groups()
             if scheme == "tcp":
                 if given:
-                    raise UserError(f"--scheduler {scheduler}: {', '.join(given)} are for tls://; "
-                                    f"write {scheduler.replace('tcp://', 'tls://', 1)}")  # fmt: skip
+                    raise UserError(
+                        f"--scheduler {scheduler}: {', '.join(given)} are for tls://; "
+                        f"write {scheduler.replace('tcp://', 'tls://', 1)}"
+                    )
                 if not insecure and not is_loopback(host):
-                    raise UserError(f"--scheduler {scheduler}: plain tcp:// (no encryption, no authentication) "
-                                    "only to loopback (127.0.0.1, ::1, localhost); use tls:// with --tls-ca-file, "
-                                    "--tls-cert, --tls-key, or add --insecure on a trusted network")  # fmt: skip
+                    raise UserError(
+                        f"--scheduler {scheduler}: plain tcp:// (no encryption, no authentication) "
+                        "only to loopback (127.0.0.1, ::1, localhost); use tls:// with --tls-ca-file, "
+                        "--tls-cert, --tls-key, or add --insecure on a trusted network"
+                    )
             else:
                 if insecure:
                     raise UserError(f"--insecure: --scheduler {scheduler} is tls://; --insecure is for tcp://")
                 _check_tls_files(scheduler, tls_ca_file, tls_cert, tls_key)
             return cls(
-                scheduler=scheduler, allow_mixed=allow_mixed, tls_ca_file=tls_ca_file, tls_cert=tls_cert,
-                tls_key=tls_key, insecure=insecure and scheme == "tcp",
-            )  # fmt: skip
+                scheduler=scheduler,
+                allow_mixed=allow_mixed,
+                tls_ca_file=tls_ca_file,
+                tls_cert=tls_cert,
+                tls_key=tls_key,
+                insecure=insecure and scheme == "tcp",
+            )
         if given or insecure:
             what = ", ".join([*given, *(["--insecure"] if insecure else [])])
             raise UserError(f"{what}: for --scheduler (--hosts makes the run's own certificates, and uses TLS)")
@@ -155,8 +163,10 @@ class Engine:
             names = tuple(h.strip() for h in hosts.split(","))
             bad = [h for h in names if not HOST.fullmatch(h)]
             if bad or not names:
-                raise UserError(f"--hosts {hosts}: {', '.join(map(repr, bad)) or 'empty'} is not a host; "
-                                "write [user@]host,[user@]host,... (ports and keys: --ssh-config)")  # fmt: skip
+                raise UserError(
+                    f"--hosts {hosts}: {', '.join(map(repr, bad)) or 'empty'} is not a host; "
+                    "write [user@]host,[user@]host,... (ports and keys: --ssh-config)"
+                )
             machines = [h.rsplit("@", 1)[-1] for h in names]
             if len(set(machines)) != len(machines):
                 raise UserError(f"--hosts {hosts}: a host named twice; one worker (one lab) per VM")
@@ -198,16 +208,22 @@ def _check_tls_files(scheduler: str, ca: Path | None, cert: Path | None, key: Pa
     if ca is None and cert is None and key is None:
         import dask.config
 
-        if not (dask.config.get("distributed.comm.tls.ca-file", None)
-                and dask.config.get("distributed.comm.tls.client.cert", None)):  # fmt: skip
-            raise UserError(f"--scheduler {scheduler}: no TLS credentials; give --tls-ca-file, --tls-cert "
-                            "(and --tls-key), or set distributed.comm.tls.ca-file and .client.cert in Dask's "
-                            "configuration")  # fmt: skip
+        if not (
+            dask.config.get("distributed.comm.tls.ca-file", None)
+            and dask.config.get("distributed.comm.tls.client.cert", None)
+        ):
+            raise UserError(
+                f"--scheduler {scheduler}: no TLS credentials; give --tls-ca-file, --tls-cert "
+                "(and --tls-key), or set distributed.comm.tls.ca-file and .client.cert in Dask's "
+                "configuration"
+            )
         return
     if ca is None or cert is None:
         missing = " and ".join(n for n, p in (("--tls-ca-file", ca), ("--tls-cert", cert)) if p is None)
-        raise UserError(f"--scheduler {scheduler}: {missing} missing; a TLS client needs the cluster's CA "
-                        "and a certificate it signed (--tls-key: its key, unless in the cert's file)")  # fmt: skip
+        raise UserError(
+            f"--scheduler {scheduler}: {missing} missing; a TLS client needs the cluster's CA "
+            "and a certificate it signed (--tls-key: its key, unless in the cert's file)"
+        )
     for name, path in (("--tls-ca-file", ca), ("--tls-cert", cert), ("--tls-key", key)):
         if path is not None and not path.is_file():
             raise UserError(f"{name} {path}: no such file")
@@ -293,7 +309,7 @@ def make_certificates(directory: Path, run: str) -> RunCertificates:
                 decipher_only=False,
             ),
             critical=True,
-        )  # fmt: skip
+        )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
@@ -389,8 +405,9 @@ class RemoteCertificates:
     host removes its copy.  Should this process die, its sessions close and the hosts remove them too.
     """
 
-    def __init__(self, hosts: list[str], connect_options: list[dict[str, Any]], directory: str,
-                 files: dict[str, bytes]) -> None:  # fmt: skip
+    def __init__(
+        self, hosts: list[str], connect_options: list[dict[str, Any]], directory: str, files: dict[str, bytes]
+    ) -> None:
         self.hosts = hosts
         self.connect_options = connect_options
         self.directory = directory
@@ -429,8 +446,10 @@ class RemoteCertificates:
                         break
             if not ready.startswith("ready"):
                 said = await _drain(process.stderr)
-                raise SetupError(f"--hosts: {host}: could not place the run's certificate in {self.directory} "
-                                 f"(exit {process.exit_status}): {said.strip() or 'no message'}")  # fmt: skip
+                raise SetupError(
+                    f"--hosts: {host}: could not place the run's certificate in {self.directory} "
+                    f"(exit {process.exit_status}): {said.strip() or 'no message'}"
+                )
             return bind_address(ready, host)
 
         names = [h.rsplit("@", 1)[-1] for h in self.hosts]
@@ -507,8 +526,9 @@ def connect(engine: Engine) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def _launch(engine: Engine, connect_options: list[dict[str, Any]], binds: dict[str, str], remote: str,
-            made: RunCertificates) -> Iterator[Any]:  # fmt: skip
+def _launch(
+    engine: Engine, connect_options: list[dict[str, Any]], binds: dict[str, str], remote: str, made: RunCertificates
+) -> Iterator[Any]:
     """Dask's SSH launcher (its SSHCluster, but each worker given its own address): the scheduler on
     the first host, a nanny and its worker on each; TLS only, each bound to its host's address."""
     import dask.config
@@ -536,7 +556,7 @@ def _launch(engine: Engine, connect_options: list[dict[str, Any]], binds: dict[s
                 "port": SCHEDULER_PORT,
                 "dashboard_address": None,
                 "idle_timeout": IDLE_SECONDS,
-            },  # fmt: skip
+            },
             "remote_python": remote_python,
         },
     }
@@ -552,7 +572,7 @@ def _launch(engine: Engine, connect_options: list[dict[str, Any]], binds: dict[s
                     "protocol": "tls",
                     "host": binds[host],
                     "death_timeout": DEATH_SECONDS,
-                },  # fmt: skip
+                },
                 "worker_class": "distributed.Nanny",
                 "remote_python": remote_python,
             },
@@ -627,8 +647,13 @@ class Writer:
             key = row["trial_key"]
             if self.expected is not None and key not in self.expected:
                 self.rows_not_handed_out_dropped += 1
-                log.warning("%s: a row for %s, a trial not handed out, dropped (from %s, %s)",
-                            self.fig.full_name, key, item["host"], item["worker"])  # fmt: skip
+                log.warning(
+                    "%s: a row for %s, a trial not handed out, dropped (from %s, %s)",
+                    self.fig.full_name,
+                    key,
+                    item["host"],
+                    item["worker"],
+                )
                 continue
             seen = json.dumps(row, sort_keys=True, default=str)
             if key in self.have or seen in self.seen:
@@ -640,8 +665,10 @@ class Writer:
             self.kinds.setdefault(kind, item["host"])
             if len(self.kinds) > 1 and not self.allow_mixed:
                 listed = "; ".join(f"kernel {k}, backend {b} (first from {h})" for (k, b), h in self.kinds.items())
-                raise UserError(f"{self.fig.full_name}: the workers differ: {listed}; the rows before are kept; "
-                                "--allow-mixed runs on all the same")  # fmt: skip
+                raise UserError(
+                    f"{self.fig.full_name}: the workers differ: {listed}; the rows before are kept; "
+                    "--allow-mixed runs on all the same"
+                )
             self.trial_log.append(row)
             me = self.workers.setdefault(item["worker"], {"host": item["host"], "kernel": item["kernel"], "rows": 0})
             me["rows"] += 1
@@ -681,8 +708,10 @@ def _wait_for_lab_slots(client: Any, engine: Engine) -> None:
         if any(w.get("resources", {}).get("lab") for w in workers.values()):
             return
         time.sleep(0.5)
-    raise SetupError(f"{engine.describe()}: no worker offers the resource lab=1 (start each with "
-                     "`dask worker ADDRESS --resources lab=1 --nthreads 1`, as root, from this checkout)")  # fmt: skip
+    raise SetupError(
+        f"{engine.describe()}: no worker offers the resource lab=1 (start each with "
+        "`dask worker ADDRESS --resources lab=1 --nthreads 1`, as root, from this checkout)"
+    )
 
 
 def run_trials(
@@ -703,10 +732,20 @@ def run_trials(
         stop = Event(f"netrepro-stop-{run}")  # set: every worker stops and unwinds its lab
         done.set([])
         every = Job(
-            figure=fig, todo=[], quick=opts.quick, overrides=dict(opts.overrides), seed=opts.seed,
-            strict=opts.strict, shaper=opts.shaper, switch=opts.switch, cc_impl=opts.cc_impl,
-            code=results.code_fingerprint(), rows=rows.name, done=done.name, stop=stop.name,
-        )  # fmt: skip
+            figure=fig,
+            todo=[],
+            quick=opts.quick,
+            overrides=dict(opts.overrides),
+            seed=opts.seed,
+            strict=opts.strict,
+            shaper=opts.shaper,
+            switch=opts.switch,
+            cc_impl=opts.cc_impl,
+            code=results.code_fingerprint(),
+            rows=rows.name,
+            done=done.name,
+            stop=stop.name,
+        )
         futures = {}
         for n, name in enumerate(sorted(groups, key=lambda s: (-len(groups[s]), s))):
             job = dataclasses.replace(every, todo=groups[name])
@@ -715,8 +754,15 @@ def run_trials(
         print(f"  {engine.describe()}: {len(groups)} path settings, {len(todo)} trials", flush=True)
         progress = Progress(len(todo), fig.full_name)
         handed_out = {trial_key(params, index) for params, index in todo}
-        writer = Writer(fig, trial_log, engine.allow_mixed, progress, on_done=done.set, expected=handed_out,
-                        launcher=engine.describe())  # fmt: skip
+        writer = Writer(
+            fig,
+            trial_log,
+            engine.allow_mixed,
+            progress,
+            on_done=done.set,
+            expected=handed_out,
+            launcher=engine.describe(),
+        )
         try:
             pending = set(futures)
             while pending:

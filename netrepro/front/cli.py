@@ -83,13 +83,25 @@ def topology_options() -> argparse.ArgumentParser:
     g.add_argument("--pairs", type=int, default=None, help="dumbbell: client/server pairs (client1..N, server1..N)")
     g.add_argument("--rtts", default=None, metavar="RTT1,RTT2,...", help="dumbbell: each pair's RTT, e.g. 40ms,120ms")
     g.add_argument("--routers", type=int, default=None, help="chain: routers r1..rK (default 2)")
-    g.add_argument("--cross", action="store_true", help="cross-traffic hosts xsender (at the server's router) and "
-                   "xreceiver (at the client's)")  # fmt: skip
-    g.add_argument("--switch", default="auto", help="ovs, bridge or auto (Open vSwitch where the kernel has its "
-                   "datapath and the shaper is netem; else the Linux bridge)")  # fmt: skip
-    g.add_argument("--link", action="append", default=[], metavar="A-B:KEY=VALUE,...",
-                   help="refine a link (A>B: one direction): rate, delay, loss, queue, e.g. r1-r2:rate=11mbit,"
-                   "delay=250ms,queue=15p")  # fmt: skip
+    g.add_argument(
+        "--cross",
+        action="store_true",
+        help="cross-traffic hosts xsender (at the server's router) and " "xreceiver (at the client's)",
+    )
+    g.add_argument(
+        "--switch",
+        default="auto",
+        help="ovs, bridge or auto (Open vSwitch where the kernel has its "
+        "datapath and the shaper is netem; else the Linux bridge)",
+    )
+    g.add_argument(
+        "--link",
+        action="append",
+        default=[],
+        metavar="A-B:KEY=VALUE,...",
+        help="refine a link (A>B: one direction): rate, delay, loss, queue, e.g. r1-r2:rate=11mbit,"
+        "delay=250ms,queue=15p",
+    )
     return p
 
 
@@ -190,8 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="start over instead of resuming; the old CSV is kept as <name>.csv.<time>.bak once the first row comes",
     )
     again.add_argument("--plot-only", action="store_true", help="redraw figure, manifest and table from the CSV")
-    again.add_argument("--dry-run", action="store_true",
-                       help="print the grid, the trial count and an estimate of the time; run nothing")  # fmt: skip
+    again.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the grid, the trial count and an estimate of the time; run nothing",
+    )
     r.add_argument(
         "--no-retry-failed",
         dest="retry_failed",
@@ -310,8 +325,10 @@ def _lab(
     if args.cc in loader.ALGORITHMS:
         algorithm = loader.load(args.cc, run_ledger, args.impl)
         cc = algorithm.registered
-        print(f"*** {args.cc} ({algorithm.impl}, as {cc}): "
-              f"{json.dumps(algorithm.set(**values) if values else algorithm.read())}")  # fmt: skip
+        print(
+            f"*** {args.cc} ({algorithm.impl}, as {cc}): "
+            f"{json.dumps(algorithm.set(**values) if values else algorithm.read())}"
+        )
     else:
         loader.load_kernel_own(cc, run_ledger)
     return Lab(path, run_ledger, shaper=args.shaper, seed=args.seed, cc=cc, topology=topo, switch=args.switch)
@@ -360,8 +377,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(_describe(lab).replace("***", "checking", 1) + " ...", file=sys.stderr)
         result = verify.verify(lab)
     if args.json:
-        doc = {"path": path.describe(), "network": lab.network.describe(), "backend": lab.backend,
-               "switch": lab.switch_kind}  # fmt: skip
+        doc = {
+            "path": path.describe(),
+            "network": lab.network.describe(),
+            "backend": lab.backend,
+            "switch": lab.switch_kind,
+        }
         print(json.dumps({**doc, **result.as_dict()}, indent=2))
     else:
         for c in result.checks:
@@ -410,16 +431,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Every figure: its trials and estimated time (full and quick), its stored result, its title."""
-    print(f"{'figure':<16} {'trials':>11} {'time full / quick':>19}  {'stored result':<32} "
-          f"{'claims':>6} {'the stored trials decide':<34} title")  # fmt: skip
+    print(
+        f"{'figure':<16} {'trials':>11} {'time full / quick':>19}  {'stored result':<32} "
+        f"{'claims':>6} {'the stored trials decide':<34} title"
+    )
     for fig in expts.all_figures():
         full, quick = Plan.of(fig), Plan.of(fig, quick=True)
         stored = full.stored
         kept = f"{stored.rows}{' quick' if stored.quick else ''} trials, {stored.commit}" if stored else "none"
         decide = stored.to_decide() if stored else "-"
-        print(f"{fig.full_name:<16} {f'{full.trials} / {quick.trials}':>11} "
-              f"{f'{full.time()} / {quick.time()}':>19}  {kept:<32} {len(fig.claims):>6} {decide:<34} "
-              f"{fig.heading}")  # fmt: skip
+        print(
+            f"{fig.full_name:<16} {f'{full.trials} / {quick.trials}':>11} "
+            f"{f'{full.time()} / {quick.time()}':>19}  {kept:<32} {len(fig.claims):>6} {decide:<34} "
+            f"{fig.heading}"
+        )
     print("time: estimated from the stored result (results/reference/); <=: an upper bound; ?: none stored")
     print("claims: the source's sentences each figure tests; `FIGURE --dry-run` lists them and the trials each needs")
     return 0
@@ -451,9 +476,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.trials is not None and not 1 <= args.trials <= 1000:
         raise QuantityError("--trials", args.trials, "allowed range is 1 to 1000")
     engine = Engine.parse(
-        args.hosts, args.scheduler, args.ssh_config, args.allow_mixed,
-        tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert, tls_key=args.tls_key, insecure=args.insecure,
-    )  # fmt: skip
+        args.hosts,
+        args.scheduler,
+        args.ssh_config,
+        args.allow_mixed,
+        tls_ca_file=args.tls_ca_file,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        insecure=args.insecure,
+    )
     topo = parse_topology(args) if args.topo != "path" or args.link else None
     figures = [derive.derived_figure(fig, args, topo) for fig in declared]
     shard = Shard.parse(args.shard) if args.shard else None  # K/N, with --dry-run too
@@ -484,8 +515,10 @@ def _shard_line(fig: Figure, args: argparse.Namespace, shard: Shard) -> str:
     settings = {shards.setting(p) for p in grid}
     own = {shards.setting(p) for p in grid for i in range(trials) if trial_key(p, i) in mine}
     whole = "the counts and the estimate above are the whole figure's"
-    return (f"  --shard {shard}: {len(mine)} of the {len(grid) * trials} trials are this shard's, on {len(own)} "
-            f"of the {len(settings)} path settings ({whole})")  # fmt: skip
+    return (
+        f"  --shard {shard}: {len(mine)} of the {len(grid) * trials} trials are this shard's, on {len(own)} "
+        f"of the {len(settings)} path settings ({whole})"
+    )
 
 
 def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> None:
@@ -513,8 +546,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
         checks.readable_csv(csv_path, "merge: ")
     name = shards.figure_of(args.csvs)
     if "@" in name:
-        raise UserError(f"merge: {name} is a derived figure: merge into a directory by hand and draw it with "
-                        "`run.sh <figure> <its --set/--vary/--series> --plot-only --out DIR`")  # fmt: skip
+        raise UserError(
+            f"merge: {name} is a derived figure: merge into a directory by hand and draw it with "
+            "`run.sh <figure> <its --set/--vary/--series> --plot-only --out DIR`"
+        )
     fig = expts.find(name)
     into = writable_out(args.into, fig)
     target = into / fig.directory / fig.csv_name
@@ -528,8 +563,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         quick = args.quick or _rows_are_quick(fig, keys)
         shards.write_rows(rows, target)
         results.hand_back(target, into)
-        print(f"merge: {len(rows)} rows of {fig.full_name} ({len(keys)} trials, seed {seed}) into {target}",
-              flush=True)  # fmt: skip
+        print(f"merge: {len(rows)} rows of {fig.full_name} ({len(keys)} trials, seed {seed}) into {target}", flush=True)
         sweep.run_figure(fig, sweep.Options(out=into, quick=quick, plot_only=True, seed=seed), locked=True)
     return 0
 
@@ -614,8 +648,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if unknown or not paths:
             named = unknown[0] if unknown else args.paths
             raise QuantityError("--paths", named, f"the paths are {', '.join(bench.PORT_PATH_NAMES)}")
-        bench.ports(names, runs=args.runs, seconds=args.seconds, rate=args.rate, rtt=args.rtt or "100ms", out=args.out,
-                    paths=tuple(bench.PORT_PATH_NAMES[p] for p in paths), control=args.control)  # fmt: skip
+        bench.ports(
+            names,
+            runs=args.runs,
+            seconds=args.seconds,
+            rate=args.rate,
+            rtt=args.rtt or "100ms",
+            out=args.out,
+            paths=tuple(bench.PORT_PATH_NAMES[p] for p in paths),
+            control=args.control,
+        )
     elif args.which == "delayline-links":
         bench.delayline_links(out=args.out)
     elif args.which == "cluster":
@@ -739,8 +781,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure(args.verbose)
     if os.geteuid() != 0 and needs_root(args):
         allowed = ", ".join([*ROOTLESS, "--help", "--version", "run --dry-run", "run --plot-only"])
-        print(f"run.sh {args.command}: needs root (network namespaces, qdiscs, sysctls, BPF): "
-              f"sudo ./run.sh {' '.join(argv)}; without root: {allowed}", file=sys.stderr)  # fmt: skip
+        print(
+            f"run.sh {args.command}: needs root (network namespaces, qdiscs, sysctls, BPF): "
+            f"sudo ./run.sh {' '.join(argv)}; without root: {allowed}",
+            file=sys.stderr,
+        )
         return 1
     _stop_on_signals()
     try:
@@ -760,8 +805,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # anything else is a bug in netrepro, but a full disk
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
             named = f" ({e.filename})" if e.filename else ""
-            print(f"run.sh {args.command}: {e.strerror}{named}: free some space and run the command again",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"run.sh {args.command}: {e.strerror}{named}: free some space and run the command again",
+                file=sys.stderr,
+            )
             return 1
         if args.verbose:
             traceback.print_exception(e, file=sys.stderr)

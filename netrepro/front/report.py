@@ -144,19 +144,27 @@ def _facts(m: dict[str, Any]) -> list[tuple[str, str]]:
     verified = sum(1 for v in paths.values() if v.get("ok"))
     git: dict[str, Any] = m["git"] if isinstance(m.get("git"), dict) else {}
     return [
-        ("trials", f"{m.get('rows', '?')} ({m.get('trials_per_setting', '?')} per setting"
-                   f"{', quick' if m.get('quick') else ''}); failed: {m.get('failed_trials', 0)}, "
-                   f"failed attempts: {m.get('failed_attempts', 0)}, missing: {m.get('trials_missing', 0)}"),
+        (
+            "trials",
+            f"{m.get('rows', '?')} ({m.get('trials_per_setting', '?')} per setting"
+            f"{', quick' if m.get('quick') else ''}); failed: {m.get('failed_trials', 0)}, "
+            f"failed attempts: {m.get('failed_attempts', 0)}, missing: {m.get('trials_missing', 0)}",
+        ),
         ("run time", f"{m.get('trial_seconds_all_rows', '?')} s of trials"),
-        ("paths verified", f"{verified} of {len(paths)} within tolerance"
-                           + "".join(f"; {v.get('path', k)}: {'ok' if v.get('ok') else 'OUT of tolerance'}"
-                                     for k, v in paths.items())),
+        (
+            "paths verified",
+            f"{verified} of {len(paths)} within tolerance"
+            + "".join(f"; {v.get('path', k)}: {'ok' if v.get('ok') else 'OUT of tolerance'}" for k, v in paths.items()),
+        ),
         ("congestion control", ", ".join(m.get("congestion_control") or []) or "-"),
         ("backend", ", ".join(m.get("shaper") or []) + "; switch " + ", ".join(m.get("switch") or [])),
         ("kernel", ", ".join(m.get("kernels_of_rows") or [str(m.get("kernel"))])),
-        ("commit", f"rows: {', '.join(m.get('code_of_rows') or [])}; manifest: "
-                   f"{str(git.get('commit') or '?')[:12]}{' (dirty)' if git.get('dirty') else ''}"),
-    ]  # fmt: skip
+        (
+            "commit",
+            f"rows: {', '.join(m.get('code_of_rows') or [])}; manifest: "
+            f"{str(git.get('commit') or '?')[:12]}{' (dirty)' if git.get('dirty') else ''}",
+        ),
+    ]
 
 
 def figure_html(entry: Entry) -> str:

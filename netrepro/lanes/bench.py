@@ -159,15 +159,17 @@ def delayline_links(rates_mbit: tuple[int, ...] = LINK_RATES_MBIT, out: Path | N
                 cpu = (sum(map(_cpu_seconds, pids)) - cpu0) / (time.monotonic() - wall0)
                 # what the core carried, in frames: TCP payload 1448 of 1514, UDP payload 1400 of 1442
                 carried = m["goodput_mbit"] * FRAME / MSS + m["cross_delivered_mbit"] * (1400 + 42) / 1400
-                row.update({
-                    "tcp_goodput_mbit": m["goodput_mbit"],
-                    "udp_offered_mbit": mbit / 5,
-                    "udp_delivered_mbit": m["cross_delivered_mbit"],
-                    "core_carried_ratio": round(carried / mbit, 4),
-                    "jain_index": m["jain_index"],
-                    "bottleneck_drops": m["bottleneck_drops"],
-                    "delaylines_cpu_percent": round(cpu * 100, 1),
-                })  # fmt: skip
+                row.update(
+                    {
+                        "tcp_goodput_mbit": m["goodput_mbit"],
+                        "udp_offered_mbit": mbit / 5,
+                        "udp_delivered_mbit": m["cross_delivered_mbit"],
+                        "core_carried_ratio": round(carried / mbit, 4),
+                        "jain_index": m["jain_index"],
+                        "bottleneck_drops": m["bottleneck_drops"],
+                        "delaylines_cpu_percent": round(cpu * 100, 1),
+                    }
+                )
                 print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
                 rows.append(row)
     _write_rows(rows, "delayline_links", {"benchmark": "delayline-links", "topology": topo.describe()}, out)
@@ -272,10 +274,16 @@ def ports(
                         goodput[side].append(mbit)
                         backoff[side].append([after / before for before, after in flow_cuts])
                         cuts += [
-                            {"path": label, "algorithm": name, "side": side, "flow": run_no,
-                             "cwnd_before": before, "ssthresh_after": after}
+                            {
+                                "path": label,
+                                "algorithm": name,
+                                "side": side,
+                                "flow": run_no,
+                                "cwnd_before": before,
+                                "ssthresh_after": after,
+                            }
                             for before, after in flow_cuts
-                        ]  # fmt: skip
+                        ]
                 stats = {side: _mean_se(goodput[side]) for side in pair}
                 pooled = {side: [x for flow in backoff[side] for x in flow] for side in pair}
                 medians = {side: statistics.median(pooled[side]) if pooled[side] else math.nan for side in pair}

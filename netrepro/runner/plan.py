@@ -132,8 +132,10 @@ class Plan:
             lines.append("  no stored result (results/reference/) to estimate from")
         else:
             kind = "quick" if self.stored.quick else "full"
-            lines.append(f"  estimate from the stored {kind} result: {self.stored.rows} trials, "
-                         f"{self.stored.commit} ({self.stored.manifest.relative_to(results.REPO)})")  # fmt: skip
+            lines.append(
+                f"  estimate from the stored {kind} result: {self.stored.rows} trials, "
+                f"{self.stored.commit} ({self.stored.manifest.relative_to(results.REPO)})"
+            )
         if self.upper_bound:
             lines.append("  the quick grid shortens its trials: the estimate is an upper bound")
         lines += self.claim_lines()

@@ -137,8 +137,9 @@ class Session:
                 if previous != settings:
                     # the lab's one interface per host; on a routed shape, looked up with its router
                     dev = None if routed else f"{host}-eth0"
-                    apply_host_tcp(self.lab.ns(host), settings, self.lab.ip(peer), self.ledger, previous=previous,
-                                   dev=dev)  # fmt: skip
+                    apply_host_tcp(
+                        self.lab.ns(host), settings, self.lab.ip(peer), self.ledger, previous=previous, dev=dev
+                    )
                     self._applied[host] = settings
 
     def pace(self, pacer: str | None) -> str:

@@ -117,8 +117,10 @@ def merge_rows(
     reader of the figure cannot see."""
     figures = {r.get("figure", "") for _, rows in files for r in rows}
     if len(figures) > 1:
-        raise UserError(f"merge: the files hold rows of several figures ({', '.join(sorted(figures))}); "
-                        "merge one figure's CSVs at a time")  # fmt: skip
+        raise UserError(
+            f"merge: the files hold rows of several figures ({', '.join(sorted(figures))}); "
+            "merge one figure's CSVs at a time"
+        )
     seeds: dict[str, set[str]] = {}
     for name, rows in files:
         for row in rows:
@@ -126,8 +128,10 @@ def merge_rows(
             seeds.setdefault(str(seed) if seed is not None else repr(row.get("seed")), set()).add(name)
     if len(seeds) > 1:
         listed = "; ".join(f"seed {seed} ({', '.join(sorted(names))})" for seed, names in sorted(seeds.items()))
-        raise UserError(f"merge: the rows ran with {len(seeds)} seeds: {listed}; a figure is drawn from one "
-                        "seed's trials: merge one seed's CSVs at a time")  # fmt: skip
+        raise UserError(
+            f"merge: the rows ran with {len(seeds)} seeds: {listed}; a figure is drawn from one "
+            "seed's trials: merge one seed's CSVs at a time"
+        )
     if any(row_seed(r) is None for _, rows in files for r in rows):
         raise UserError(f"merge: a row's seed is not a number ({', '.join(sorted(seeds))})")
     failed: list[dict[str, str]] = []
@@ -147,8 +151,10 @@ def merge_rows(
             ok.setdefault(key, (name, dict(row)))
     if clashes:
         shown = "\n  ".join(clashes[:10]) + (f"\n  ... and {len(clashes) - 10} more" if len(clashes) > 10 else "")
-        raise MergeConflict(f"merge: {len(clashes)} trials ran in two files with different results, and only "
-                            f"one may count:\n  {shown}")  # fmt: skip
+        raise MergeConflict(
+            f"merge: {len(clashes)} trials ran in two files with different results, and only "
+            f"one may count:\n  {shown}"
+        )
     merged = failed + [row for _, row in ok.values()]
     if not allow_mixed:
         for column in (*MIXED, *MIXED_BY_CC):
@@ -163,8 +169,10 @@ def merge_rows(
                     listed = "; ".join(f"{v} ({', '.join(sorted(names))})" for v, names in sorted(values.items()))
                     whose = f" of {cc or 'the default cc'}" if column in MIXED_BY_CC else ""
                     columns = "switches" if column == "switch" else f"{column}s"
-                    raise UserError(f"merge: the rows{whose} ran on {len(values)} {columns}: {listed}; "
-                                    "--allow-mixed merges them all the same")  # fmt: skip
+                    raise UserError(
+                        f"merge: the rows{whose} ran on {len(values)} {columns}: {listed}; "
+                        "--allow-mixed merges them all the same"
+                    )
     return merged
 
 
@@ -182,8 +190,10 @@ def figure_of(paths: Sequence[Path]) -> str:
     the merged CSV: merge_files); UserError where they name none, or several."""
     names = {r.get("figure", "") for r in merge_files(paths, allow_mixed=True, check=False)}
     if len(names) > 1:
-        raise UserError(f"merge: the files hold rows of several figures ({', '.join(sorted(names))}); "
-                        "merge one figure's CSVs at a time")  # fmt: skip
+        raise UserError(
+            f"merge: the files hold rows of several figures ({', '.join(sorted(names))}); "
+            "merge one figure's CSVs at a time"
+        )
     name = names.pop() if names else ""
     if not name:
         raise UserError(f"merge: {', '.join(map(str, paths))} hold no rows of a figure")

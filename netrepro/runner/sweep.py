@@ -614,8 +614,11 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
         missing = sum(1 for p, i in todo if trial_key(p, i) not in tried)
         if missing:
-            print(f"  {missing} trials not run: their settings were lost with their workers "
-                  f"({'; '.join(home.lost)}); run the command again to resume them", flush=True)  # fmt: skip
+            print(
+                f"  {missing} trials not run: their settings were lost with their workers "
+                f"({'; '.join(home.lost)}); run the command again to resume them",
+                flush=True,
+            )
     elif todo:
         preflight.check_machine(needs)
         # what the lab and the session will use, decided as they will decide it, before anything is built

@@ -279,8 +279,7 @@ def goodput_args(path: PathSpec, limit: int = WINDOW_LIMIT) -> list[str]:
     """
     measured, omitted = goodput_duration(path, limit)
     window = goodput_window(path, limit)
-    return ["-R", "-C", GOODPUT_CC, "-t", str(measured), "-O", str(omitted),
-            *(["-w", str(window)] if window else [])]  # fmt: skip
+    return ["-R", "-C", GOODPUT_CC, "-t", str(measured), "-O", str(omitted), *(["-w", str(window)] if window else [])]
 
 
 def buffer_bytes(path: PathSpec) -> int:
@@ -342,8 +341,9 @@ UDP_ATTEMPTS = 3
 
 def _iperf3_once(lab: PathUnderTest, argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     """One iperf3 test from client to server, the server started and stopped here."""
-    server = Process(iperf3_server_argv(lab.ip("server"), IPERF_PORT), lab.server, ledger=lab.ledger,
-                     label="iperf3 server")  # fmt: skip
+    server = Process(
+        iperf3_server_argv(lab.ip("server"), IPERF_PORT), lab.server, ledger=lab.ledger, label="iperf3 server"
+    )
     try:
         wait_listening(lab.server, lab.ip("server"), IPERF_PORT, server)
         return run(argv, lab.client, check=False, timeout=timeout)
@@ -359,8 +359,9 @@ def _iperf3(lab: PathUnderTest, client_args: list[str], timeout: float, attempts
         done = _iperf3_once(lab, argv, timeout)
         if UDP_HANDSHAKE_LOST not in done.stdout + done.stderr or attempt == attempts:
             break
-        log.warning("iperf3's UDP handshake was lost on the emulated path (test %d of at most %d); again", attempt,
-                    attempts)  # fmt: skip
+        log.warning(
+            "iperf3's UDP handshake was lost on the emulated path (test %d of at most %d); again", attempt, attempts
+        )
     if done.returncode != 0:
         raise CommandError(argv, lab.client, done.returncode, done.stderr + done.stdout[-500:])
     return done.stdout, attempt
@@ -414,9 +415,13 @@ def measure_loss(lab: PathUnderTest, direction: str, seconds: int | None = None,
         low / n * 100,
         high / n * 100,
         # a test run again because its handshake was lost says so
-        {"datagrams": result.packets, "lost": lost, "receiver_drops": receiver_drops,
-         **({"handshake_retries": tests - 1} if tests > 1 else {})},
-    )  # fmt: skip
+        {
+            "datagrams": result.packets,
+            "lost": lost,
+            "receiver_drops": receiver_drops,
+            **({"handshake_retries": tests - 1} if tests > 1 else {}),
+        },
+    )
 
 
 def udp_receive_buffer_drops(ns: Netns) -> int:

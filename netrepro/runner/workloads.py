@@ -141,9 +141,19 @@ def udp_cross_traffic(
     x = lab.network.cross
     if x is None:
         raise flows.FlowDataError(f"cross_rate {rate}: this topology has no cross-traffic hosts (--cross)")
-    return CrossTraffic(lab.ns(x.client), lab.ns(x.server), lab.ip(x.server), session.ledger, session.work_dir,
-                        duration_s=seconds, udp_rate=parse_rate(rate, "cross_rate"), port=port, datagram=datagram,
-                        interval_s=interval_s, rtt_s=lab.network.rtt(x).seconds)  # fmt: skip
+    return CrossTraffic(
+        lab.ns(x.client),
+        lab.ns(x.server),
+        lab.ip(x.server),
+        session.ledger,
+        session.work_dir,
+        duration_s=seconds,
+        udp_rate=parse_rate(rate, "cross_rate"),
+        port=port,
+        datagram=datagram,
+        interval_s=interval_s,
+        rtt_s=lab.network.rtt(x).seconds,
+    )
 
 
 def run_together(senders: Sequence[CrossTraffic]) -> list[str]:
@@ -180,7 +190,7 @@ def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
             cc=cc,
             interval_s=0.1,
             rtt_s=lab.network.rtt(p).seconds,
-        )  # fmt: skip
+        )
         for i, p in enumerate(lab.pairs)
     ]
     if cross_rate is not None:
@@ -219,11 +229,23 @@ def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
     address = lab.ip(pair.server)
     senders = []
     if cross_rate is not None:  # started first: the TCP flow meets the UDP flow from its first packet
-        senders.append(udp_cross_traffic(session, cross_rate, seconds, port=LONG_FLOW_CROSS_PORT,
-                                         datagram=lab.path.mtu - IP_UDP_HEADERS))  # fmt: skip
-    tcp = CrossTraffic(lab.ns(pair.client), lab.ns(pair.server), address, session.ledger, session.work_dir,
-                       duration_s=seconds, port=LONG_FLOW_PORT, cc=session.registered(params.get("cc")),
-                       interval_s=0.1, rtt_s=lab.network.rtt(pair).seconds)  # fmt: skip
+        senders.append(
+            udp_cross_traffic(
+                session, cross_rate, seconds, port=LONG_FLOW_CROSS_PORT, datagram=lab.path.mtu - IP_UDP_HEADERS
+            )
+        )
+    tcp = CrossTraffic(
+        lab.ns(pair.client),
+        lab.ns(pair.server),
+        address,
+        session.ledger,
+        session.work_dir,
+        duration_s=seconds,
+        port=LONG_FLOW_PORT,
+        cc=session.registered(params.get("cc")),
+        interval_s=0.1,
+        rtt_s=lab.network.rtt(pair).seconds,
+    )
     senders.append(tcp)
     before = lab.quiet_bottleneck()  # drops counted are this trial's, not an earlier sender's tail
     with TcpProbe(session.ledger, [LONG_FLOW_PORT]) as probe:
@@ -238,8 +260,11 @@ def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
         raise ParseError("iperf3", "no end.sum_sent.bytes: what the sender sent", report)
     segments = math.ceil(int(sent) / mss)
     retransmits = whole.retransmits or 0
-    data = max(flows.flow_series(sender_samples(probe.samples, f"{address}:{LONG_FLOW_PORT}")),
-               key=lambda f: f.acked_bytes, default=None)  # fmt: skip
+    data = max(
+        flows.flow_series(sender_samples(probe.samples, f"{address}:{LONG_FLOW_PORT}")),
+        key=lambda f: f.acked_bytes,
+        default=None,
+    )
     if data is None:
         raise flows.FlowDataError(f"tcp_probe saw no ACK of the flow from {address}:{LONG_FLOW_PORT}")
     window = flows.sampled_every(data.points, WINDOW_STEP_S, seconds)
@@ -326,8 +351,9 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
         )
     drops_before = lab.bottleneck_reading()
     report = None
-    with PacketCapture(lab.server, lab.host_port(lab.pairs[0].server), session.work_dir / "bursts.pcap",
-                       HTTP_PORT, session.ledger) as capture:  # fmt: skip
+    with PacketCapture(
+        lab.server, lab.host_port(lab.pairs[0].server), session.work_dir / "bursts.pcap", HTTP_PORT, session.ledger
+    ) as capture:
         try:
             if bulk is not None:
                 bulk.start()
@@ -455,7 +481,7 @@ WORKLOADS: dict[str, Workload] = {
                 ),
                 Key("repeats", int, "bursts after each idle period per trial", low=1, high=100),
                 Key("bulk", int, "1: a bulk TCP flow (Reno) on the second pair throughout", choices=(0, 1)),
-            ),  # fmt: skip
+            ),
             (
                 "bursts",
                 "idle_s",
@@ -471,7 +497,7 @@ WORKLOADS: dict[str, Workload] = {
                 "bottleneck_drops",
                 "pacer_used",
                 "bulk_goodput_mbit",
-            ),  # fmt: skip
+            ),
             ("tcpdump", "iperf3"),
         ),
         Workload(
@@ -485,7 +511,7 @@ WORKLOADS: dict[str, Workload] = {
                     "each flow's goodput is also taken over its first window_s seconds",
                     low=0.1,
                     high=3600,
-                ),  # fmt: skip
+                ),
                 CROSS_RATE,
             ),
             (
@@ -496,7 +522,7 @@ WORKLOADS: dict[str, Workload] = {
                 "retransmits",
                 "bottleneck_drops",
                 "cross_delivered_mbit",
-            ),  # fmt: skip
+            ),
             ("iperf3",),
         ),
         Workload(
@@ -509,7 +535,7 @@ WORKLOADS: dict[str, Workload] = {
                     "how long the flow lasts, seconds (its first 15 s are measured apart)",
                     low=max(LONG_FLOW_WINDOWS_S),
                     high=3600,
-                ),  # fmt: skip
+                ),
                 CROSS_RATE,
             ),
             (

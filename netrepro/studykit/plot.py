@@ -126,10 +126,15 @@ def legend_beside(ax: Any, *args: Any, x: float = 1.01, **kw: Any) -> Any:
 def line_styles(n: int) -> list[dict[str, Any]]:
     """n styles no two alike: the colour cycle's ten colours, then the same with another dash and marker."""
     return [
-        {"color": f"C{i % 10}", "linestyle": DASHES[i // 10 % len(DASHES)], "marker": MARKERS[i % len(MARKERS)],
-         "markevery": 0.1, "markersize": 3}
+        {
+            "color": f"C{i % 10}",
+            "linestyle": DASHES[i // 10 % len(DASHES)],
+            "marker": MARKERS[i % len(MARKERS)],
+            "markevery": 0.1,
+            "markersize": 3,
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def point_at(points: list[Point], series: str, x: object) -> Point | None:

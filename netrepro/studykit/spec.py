@@ -232,8 +232,13 @@ class Figure:
             for s in series:
                 quick_fixed = self.quick_fixed if quick else {}
                 params: Params = {
-                    **self.fixed, **quick_fixed, **(overrides or {}), **s.params, self.x: level, "series": s.label
-                }  # fmt: skip
+                    **self.fixed,
+                    **quick_fixed,
+                    **(overrides or {}),
+                    **s.params,
+                    self.x: level,
+                    "series": s.label,
+                }
                 out.append(params)
         return out
 
