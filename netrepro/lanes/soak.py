@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ground.machinestate import snapshot, wait_until_as_before
+from ground.results import REPO
 from netrepro.lanes.loopback_sshd import Sshd, descendants, still_running
 
-REPO = Path(__file__).resolve().parent.parent
 FIGURE = ("run", "cubicplus/fig3", "--quick")
 # Up to 40 s covers the lab's start, the path's verification, the algorithm's load and the first trials.
 KILL_WINDOW_S = (0.5, 40.0)

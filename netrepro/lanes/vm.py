@@ -35,11 +35,11 @@ from ground.errors import SetupError
 from ground.kernel import VM_ACCEL_ENV
 from ground.ledger import Ledger
 from ground.proc import Process, run
+from ground.results import REPO
 from kmod import loader
 
 log = logging.getLogger("netrepro.lanes.vm")
 
-REPO = Path(__file__).resolve().parent.parent
 KVM_PROBE_SECONDS = 45
 # The guest's own view of its machine: 2 CPUs as on the host, memory for Apache and Mininet.
 GUEST_CPUS, GUEST_MEMORY = "2", "2G"

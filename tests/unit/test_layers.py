@@ -236,3 +236,15 @@ def test_an_import_that_points_up_breaks_them(tmp_path: Path, module: str, wrong
     done = check(tree)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "BROKEN" in done.stdout and module.removesuffix(".py").replace("/", ".") in done.stdout
+
+
+def test_the_checkout_is_found_in_one_place() -> None:
+    """Only ground.results derives the checkout's root from its own file: a module that did so itself
+    pointed into netrepro/ once it moved a room deeper (the stock-kernel lane built kmod/ there)."""
+    found = [
+        str(path.relative_to(REPO))
+        for name in PACKAGES
+        for path in (REPO / name).rglob("*.py")
+        if "__file__).resolve().parent.parent" in path.read_text()
+    ]
+    assert found == ["ground/results.py"]

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from ground import results
 from netrepro.lanes import vm
 
 REPO = Path("/srv/netrepro")
@@ -78,7 +79,9 @@ def test_vng_argv_shares_the_repository_and_each_out(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(vm, "vng", lambda: "/venv/bin/vng")
     argv = vm.vng_argv(KERNEL, "tcg", ["env", "A=1", "python", "-m", "netrepro"], [Path("/tmp/r")])
     assert argv[:7] == ["/venv/bin/vng", "--run", str(KERNEL.image), "--cpus", "2", "--memory", "2G"]
-    assert argv[7:13] == ["--rwdir", str(vm.REPO), "--rwdir", "/tmp/r", "--cwd", str(vm.REPO)]
+    checkout = results.REPO  # the checkout's root, whatever room vm.py sits in (before: netrepro/, kmod/ not in it)
+    assert argv[7:13] == ["--rwdir", str(checkout), "--rwdir", "/tmp/r", "--cwd", str(checkout)]
+    assert (checkout / "run.sh").is_file() and (checkout / "kmod").is_dir()
     assert argv[13:] == ["--disable-kvm", "--exec", "env A=1 python -m netrepro"]
 
 
