@@ -25,7 +25,7 @@ import expts
 from ground import figurelock, kernel, ledger, logs, results
 from ground.errors import NetreproError, UserError
 from ground.ledger import Ledger
-from ground.path import DEFAULT_MTU, DEFAULT_QUEUE, MAX_MTU, MIN_MTU, PathSpec
+from ground.path import PathSpec
 from ground.results import REPO, RESULTS
 from ground.trials import trial_key
 from ground.units import QuantityError
@@ -51,19 +51,10 @@ IMPL_HELP = "kernel (the kernel's own), lkm (a module) or bpf (netrepro's BPF pr
 def path_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("path")
-    g.add_argument("--rtt", default="20ms", help="round-trip time, e.g. 100ms (0 to 10s)")
-    g.add_argument("--rate", default="100mbit", help="bottleneck rate, e.g. 3mbit (1kbit to 10gbit)")
-    g.add_argument("--rate-up", default=None, help="rate client to server, if not --rate")
-    g.add_argument("--loss", default="0%", help="loss on the data direction (server to client), e.g. 2%%")
-    g.add_argument("--loss-up", default="0%", help="loss client to server")
-    g.add_argument("--queue", default=str(DEFAULT_QUEUE), help="bottleneck buffer: 20p (packets) or 30kb (bytes)")
-    g.add_argument("--mtu", default=str(DEFAULT_MTU), help=f"the links' MTU, bytes ({MIN_MTU} to {MAX_MTU})")
-    g.add_argument(
-        "--jitter",
-        default="0ms",
-        help="each emulated link direction's delay drawn from its delay +- this, packets kept in order "
-        "(the delay line only), e.g. 3ms (0 to 1s)",
-    )
+    for key in params.PATH_PARAMS:  # each declared once (netrepro.studykit.params), with its default
+        form = key.form[1] if key.form else f"{key.low:g} to {key.high:g}"
+        default = f" (default {key.default})" if key.default is not None else ""
+        g.add_argument(key.option, default=key.default, help=f"{key.help}: {form}{default}".replace("%", "%%"))
     g.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
     g.add_argument("--seed", type=int, default=1, help="seed of the emulated loss")
     g.add_argument(
@@ -106,16 +97,8 @@ def topology_options() -> argparse.ArgumentParser:
 
 
 def parse_path(args: argparse.Namespace) -> PathSpec:
-    return PathSpec.parse(
-        rtt=args.rtt,
-        rate=args.rate,
-        rate_up=args.rate_up,
-        loss=args.loss,
-        loss_up=args.loss_up,
-        queue=args.queue,
-        mtu=args.mtu,
-        jitter=args.jitter,
-    )
+    given = {name: getattr(args, name) for name in params.PATH_KEYS}
+    return PathSpec.parse(**{name: value for name, value in given.items() if value is not None})
 
 
 def parse_topology(args: argparse.Namespace) -> topology.Topology:

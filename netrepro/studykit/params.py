@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ground.errors import UserError
-from ground.path import MAX_MTU, MIN_MTU
+from ground.path import DEFAULT_MTU, DEFAULT_QUEUE, MAX_MTU, MIN_MTU
 from ground.units import Duration, QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from kmod import loader
 
@@ -77,6 +77,14 @@ class Key:
     # Text with a form of its own: a parser (ValueError says why not) whose result, as text, is the
     # normal form (3000kbit is 3mbit), and how the form is described.
     form: tuple[Callable[[str], object], str] | None = None
+    # What a trial (or `shell`/`check`) without the key gets, as it would be written; None: none of its
+    # own (rate_up: the same as rate).  Declared for the path's keys, whose consumer is ground.path.
+    default: str | None = None
+
+    @property
+    def option(self) -> str:
+        """The key as a command-line option: --rate-up."""
+        return "--" + self.name.replace("_", "-")
 
     def allowed(self) -> str:
         if self.choices:
@@ -151,18 +159,25 @@ LOSS = (parse_probability, "a loss rate, e.g. 2% (0% to under 100%)")
 BUFFER = (parse_queue, "a buffer, e.g. 100p (packets) or 30kb (bytes)")
 JITTER = (functools.partial(parse_duration, option="jitter", high=Duration(1.0)), "a time, e.g. 3ms (0 to 1s)")
 PATH_PARAMS = (
-    Key("rtt", str, "round-trip time of the path, split evenly over the two directions", form=TIME),
-    Key("rate", str, "bottleneck rate, server to client (and client to server, unless rate_up)", form=RATE),
+    Key("rtt", str, "round-trip time of the path, split evenly over the two directions", form=TIME, default="20ms"),
+    Key(
+        "rate",
+        str,
+        "bottleneck rate, server to client (and client to server, unless rate_up)",
+        form=RATE,
+        default="100mbit",
+    ),
     Key("rate_up", str, "bottleneck rate, client to server", form=RATE),
-    Key("loss", str, "random loss, server to client (the data direction)", form=LOSS),
-    Key("loss_up", str, "random loss, client to server", form=LOSS),
-    Key("queue", str, "the bottleneck's buffer", form=BUFFER),
+    Key("loss", str, "random loss, server to client (the data direction)", form=LOSS, default="0%"),
+    Key("loss_up", str, "random loss, client to server", form=LOSS, default="0%"),
+    Key("queue", str, "the bottleneck's buffer", form=BUFFER, default=str(DEFAULT_QUEUE)),
     Key(
         "jitter",
         str,
         "each emulated link direction's delay drawn uniformly from its delay +- this, packets kept in order "
         "(the delay line only: netem reorders them)",
         form=JITTER,
+        default="0ms",
     ),
     Key(
         "mtu",
@@ -170,8 +185,12 @@ PATH_PARAMS = (
         "the links' MTU, bytes: a full TCP segment is MTU - 52 bytes of payload, MTU + 14 on the wire",
         low=MIN_MTU,
         high=MAX_MTU,
+        default=str(DEFAULT_MTU),
     ),
 )
+# The path's keys, by name: what a trial's parameters give its lab (spec.path_params); ground.path's
+# PathSpec.parse takes exactly these, with these defaults (tests/unit/test_params.py holds them equal).
+PATH_KEYS = tuple(k.name for k in PATH_PARAMS)
 HOST_PARAMS = (
     Key("cc", str, "congestion control of both hosts: a kernel one or a netrepro variant (the preflight checks it)"),
     Key("initcwnd", int, "the server's initial congestion window, segments (ip route initcwnd)", low=1, high=1024),

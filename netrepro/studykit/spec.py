@@ -35,9 +35,8 @@ from ground.errors import UserError
 from ground.path import PathSpec
 from ground.units import parse_duration, parse_rate
 from netrepro.studykit.claims import Claim, as_derived
+from netrepro.studykit.params import PATH_KEYS
 from topologies.topology import Topology
-
-PATH_KEYS = ("rtt", "rate", "rate_up", "loss", "loss_up", "queue", "mtu", "jitter")
 
 Params = dict[str, Any]
 Rows = Sequence[Mapping[str, str]]

@@ -108,3 +108,21 @@ def test_a_page_is_a_parameter() -> None:
     assert fig.fixed["page"] == "20x50KB" and fig.directory == "cubicplus/fig3@page=20x50KB"
     with pytest.raises(UserError, match="--set page=20x0KB: an object has 1 B"):
         derived("cubicplus/fig3", "--set", "page=20x0KB")
+
+
+def test_the_path_keys_are_declared_once_and_the_path_takes_exactly_them() -> None:
+    """params.PATH_PARAMS is the one declaration: ground.path's PathSpec.parse takes exactly its keys, and a
+    path without any is the one its declared defaults give; `shell` and `check` offer an option per key
+    with that default and help (before, cli.path_options declared them again, defaults and help apart)."""
+    import inspect
+
+    taken = [name for name in inspect.signature(PathSpec.parse).parameters if name != "cls"]
+    assert sorted(taken) == sorted(params.PATH_KEYS)
+    declared = {k.name: k.default for k in params.PATH_PARAMS if k.default is not None}
+    assert PathSpec.parse() == PathSpec.parse(**declared)
+    parser = cli.path_options()
+    for key in params.PATH_PARAMS:
+        (action,) = [a for a in parser._actions if key.option in a.option_strings]
+        assert action.default == key.default and key.help in str(action.help), key.name
+    args = parser.parse_args(["--rate-up", "2mbit", "--loss", "1%"])
+    assert cli.parse_path(args) == PathSpec.parse(rate_up="2mbit", loss="1%")
