@@ -53,31 +53,10 @@ else:  # Ubuntu 22.04's Python 3.10: the same parser, from PyPI
 from ground.errors import UserError
 from ground.units import QuantityError
 from netrepro.studykit import claims, params, plot
-from netrepro.studykit.spec import Figure, Series, trial_path
+from netrepro.studykit.spec import Figure, Series, file_keys, trial_path
 from topologies.topology import Topology
 
-FIGURE_KEYS = {
-    "name": "the figure's name, e.g. iw50 (letters, digits, - and _)",
-    "title": "its title; {KEY} fields are filled from the fixed parameters ({{ and }} are braces; $...$ is "
-    "matplotlib's mathtext, \\$ a dollar sign)",
-    "workload": "what one trial runs (run.sh list shows the workloads)",
-    "y": "the metric on the y axis",
-    "x": "{ factor = KEY, levels = [...], quick = [...] }",
-    "fixed": "the parameters every trial has",
-    "series": "[ { label = ..., KEY = VALUE, ... }, ... ]",
-    "trials": "trials per setting (default 10)",
-    "quick_trials": "trials per setting with --quick (default 3)",
-    "x_label": "the x axis' label",
-    "y_label": "the y axis' label",
-    "x_log": "a log x axis (true/false)",
-    "y_log": "a log y axis (true/false)",
-    "finding": "what the source reports, set beside the result",
-    "deviations": "how this setup differs from the source's, a list of strings",
-    "timeout_s": "a trial's time limit in seconds (default 120)",
-    "topology": '{ shape = path|dumbbell|chain, pairs = N, rtts = "40ms,120ms", routers = K, cross = true, '
-    'links = ["r1-r2:rate=11mbit,queue=15p"] } (default: path)',
-    "claim": "[[figure.claim]] tables: the source's sentences, each with its test (see CLAIM_KEYS)",
-}
+FIGURE_KEYS = file_keys()  # declared with Figure's fields (netrepro.studykit.spec.in_file)
 # A claim of a study file: the source's sentence and its test, as netrepro.studykit.claims declares them.  A group
 # is a series' label or a table of parameters ({ initcwnd = 10 }); a group naming the figure's own x factor
 # compares levels of it (claims.Regrouped).

@@ -63,43 +63,78 @@ class Point:
     failed: int = 0
 
 
+def in_file(meaning: str, key: str = "") -> dict[str, str]:
+    """A Figure field's metadata where a study file's figure table has it: what the key means, and the
+    key where it is not the field's name (netrepro.front.studyfile reads its schema from these)."""
+    return {"file_key": key, "file_meaning": meaning}
+
+
+def file_keys() -> dict[str, str]:
+    """A study file's figure keys, each with what it means, in Figure's order (the one declaration)."""
+    return {
+        f.metadata["file_key"] or f.name: f.metadata["file_meaning"]
+        for f in dataclasses.fields(Figure)
+        if "file_meaning" in f.metadata
+    }
+
+
 @dataclass(frozen=True)
 class Figure:
     study: str
-    name: str
-    title: str
-    workload: str  # a name in netrepro.runner.workloads.WORKLOADS
-    x: str  # the factor on the x axis
+    name: str = field(metadata=in_file("the figure's name, e.g. iw50 (letters, digits, - and _)"))
+    title: str = field(
+        metadata=in_file(
+            "its title; {KEY} fields are filled from the fixed parameters ({{ and }} are braces; $...$ is "
+            "matplotlib's mathtext, \\$ a dollar sign)"
+        )
+    )
+    # a name in netrepro.runner.workloads.WORKLOADS
+    workload: str = field(metadata=in_file("what one trial runs (run.sh list shows the workloads)"))
+    # the factor on the x axis, with its levels and quick_levels in one table of a study file
+    x: str = field(metadata=in_file("{ factor = KEY, levels = [...], quick = [...] }"))
     levels: tuple[Any, ...]
-    y: str  # the metric plotted (a workload metric, or a derived one)
-    fixed: Mapping[str, Any]
-    series: tuple[Series, ...] = (Series(""),)
-    trials: int = 10
+    # the metric plotted (a workload metric, or a derived one)
+    y: str = field(metadata=in_file("the metric on the y axis"))
+    fixed: Mapping[str, Any] = field(metadata=in_file("the parameters every trial has"))
+    series: tuple[Series, ...] = field(
+        default=(Series(""),), metadata=in_file("[ { label = ..., KEY = VALUE, ... }, ... ]")
+    )
+    trials: int = field(default=10, metadata=in_file("trials per setting (default 10)"))
     quick_levels: tuple[Any, ...] | None = None
-    quick_trials: int = 3
+    quick_trials: int = field(default=3, metadata=in_file("trials per setting with --quick (default 3)"))
     quick_series: tuple[str, ...] | None = None  # labels of the series a quick run keeps
     quick_note: str = ""
     quick_fixed: Mapping[str, Any] = field(default_factory=dict)  # fixed parameters a quick run changes
-    x_label: str = ""
-    y_label: str = ""
-    x_log: bool = False
-    y_log: bool = False  # for a metric that spans decades (throughput under 0 to 10 % loss)
+    x_label: str = field(default="", metadata=in_file("the x axis' label"))
+    y_label: str = field(default="", metadata=in_file("the y axis' label"))
+    x_log: bool = field(default=False, metadata=in_file("a log x axis (true/false)"))
+    # for a metric that spans decades (throughput under 0 to 10 % loss)
+    y_log: bool = field(default=False, metadata=in_file("a log y axis (true/false)"))
     spread: str = "median and interquartile range over trials"  # what a point and its bar are, as the caption says
-    finding: str = ""  # what the source reports, to set beside ours
-    deviations: tuple[str, ...] = ()
+    finding: str = field(default="", metadata=in_file("what the source reports, set beside the result"))
+    deviations: tuple[str, ...] = field(
+        default=(), metadata=in_file("how this setup differs from the source's, a list of strings")
+    )
     # Turns the trial rows into the plotted points (default: median and
     # interquartile range of `y` per series and level).
     summarize: Callable[[Figure, Rows], list[Point]] | None = None
     # Adds model lines, reference panels and notes; returns the notes.
     annotate: Callable[[Figure, list[Point], Rows, Any], list[str]] | None = None
     # The source's sentences, verbatim, each with the test that decides it (netrepro.studykit.claims).
-    claims: tuple[Claim, ...] = ()
+    claims: tuple[Claim, ...] = field(
+        default=(),
+        metadata=in_file(
+            "[[figure.claim]] tables: the source's sentences, each with its test (see CLAIM_KEYS)", "claim"
+        ),
+    )
     # A figure that is not points over its x axis (windows over time) draws itself instead of
     # netrepro.studykit.plot.draw, with the same arguments (figure, points, rows, png, quick, reference), and
     # returns its notes; its points still make the table and the manifest.
     drawing: Callable[..., list[str]] | None = None
     # Trial time limit in seconds, from the trial's parameters.
-    trial_timeout: Callable[[Params], float] = lambda params: 120.0
+    trial_timeout: Callable[[Params], float] = field(
+        default=lambda params: 120.0, metadata=in_file("a trial's time limit in seconds (default 120)", "timeout_s")
+    )
     # Another figure of the study with the same grid whose trials this one
     # plots (another metric of the same page loads): its CSV is shared, and
     # running either one runs only the trials the CSV lacks.
@@ -108,7 +143,13 @@ class Figure:
     variant: str = ""
     overrides: Mapping[str, Any] = field(default_factory=dict)  # a derived figure's --set, for its manifest
     # The lab's shape (topologies.topology): `path`, today's client - s1 - server, unless declared or derived.
-    topology: Topology = field(default_factory=Topology)
+    topology: Topology = field(
+        default_factory=Topology,
+        metadata=in_file(
+            '{ shape = path|dumbbell|chain, pairs = N, rtts = "40ms,120ms", routers = K, cross = true, '
+            'links = ["r1-r2:rate=11mbit,queue=15p"] } (default: path)'
+        ),
+    )
 
     @property
     def full_name(self) -> str:

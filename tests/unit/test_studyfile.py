@@ -191,3 +191,19 @@ def test_a_quote_not_in_its_source_is_refused(tmp_path: Path) -> None:
     (tmp_path / "source.txt").write_text("a smaller window loads the response faster")
     with pytest.raises(studyfile.StudyFileError, match="does not stand verbatim"):
         studyfile.load(write(tmp_path, CLAIMED))
+
+
+def test_the_files_figure_keys_are_read_from_the_figure_itself() -> None:
+    """One declaration: each key a study file's figure takes is a Figure field's (or stands for one:
+    `claim` for claims, `timeout_s` for trial_timeout), with its meaning beside the field; a field
+    given none is not a file's to set (levels: inside `x`)."""
+    import dataclasses
+
+    from netrepro.studykit.spec import Figure
+
+    fields = {f.name: f for f in dataclasses.fields(Figure)}
+    assert studyfile.FIGURE_KEYS["claim"] == fields["claims"].metadata["file_meaning"]
+    assert studyfile.FIGURE_KEYS["timeout_s"] == fields["trial_timeout"].metadata["file_meaning"]
+    assert {"levels", "quick_levels", "summarize", "drawing", "variant"}.isdisjoint(studyfile.FIGURE_KEYS)
+    for key in studyfile.FIGURE_KEYS:
+        assert key in fields or key in ("claim", "timeout_s"), key
