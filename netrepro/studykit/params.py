@@ -86,7 +86,9 @@ class Key:
         """The key as a command-line option: --rate-up."""
         return "--" + self.name.replace("_", "-")
 
-    def allowed(self) -> str:
+    def allowed(self, here: bool = True) -> str:
+        """What values it takes; `here`: on this machine (a value built in memory is bounded by what this
+        machine has), else the rule alone, as the docs give it."""
         if self.choices:
             return "one of " + ", ".join(map(str, self.choices))
         if self.form is not None:
@@ -94,6 +96,8 @@ class Key:
         kind = {int: "a whole number", float: "a number", str: "text", dict: "a table of KEY = VALUE"}[self.kind]
         if self.low is not None and self.high is not None:
             if self.name in IN_MEMORY:
+                if not here:
+                    return f"{kind} from {int(self.low)} to {MEMORY_RULE} (built in memory, whole)"
                 high = min(int(self.high), memory_limit()[0])
                 return f"{kind} from {int(self.low)} to {high} (built in memory, whole: {MEMORY_RULE})"
             if self.kind is int:
