@@ -11,12 +11,14 @@ runs, registered by name in WORKLOADS; `run.sh workloads` lists them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ground import flows
@@ -59,8 +61,8 @@ def first_flight(samples: list[ProbeSample], server: str, port: int) -> dict[str
 
 def download(session: Session, params: Mapping[str, Any]) -> Metrics:
     """One object over one new connection, timed by curl; the first flight read from tcp_probe."""
-    protocol = params.get("protocol", "http/1.1")
-    obj = session.web_object(int(params["object_bytes"]))
+    protocol = params["protocol"]
+    obj = session.web_object(params["object_bytes"])
     lab = session.lab
     server_ip = lab.ip("server")
     probe = session.probe(_port(protocol))
@@ -91,7 +93,7 @@ def download(session: Session, params: Mapping[str, Any]) -> Metrics:
 
 def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
     """A page of study cubicplus: HTML and all its objects, PLT and throughput; the initial window from tcp_probe."""
-    protocol = params.get("protocol", "h2c")
+    protocol = params["protocol"]
     lab = session.lab
     probe = session.probe()
     old = {s.flow for s in probe.take()}  # the samples of earlier trials are let go
@@ -112,9 +114,9 @@ def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
 
 def bulk(session: Session, params: Mapping[str, Any]) -> Metrics:
     """A fixed-duration bulk download over one HTTP/2 or six HTTP/1.1 connections."""
-    protocol = params.get("protocol", "h2c")
+    protocol = params["protocol"]
     # Fixed duration: the object is requested again and again for duration_s.
-    obj = session.web_object(int(params.get("object_bytes", 20_000_000)))
+    obj = session.web_object(params["object_bytes"])
     lab = session.lab
     result = clients.run_bulk(
         lab.client,
@@ -122,7 +124,7 @@ def bulk(session: Session, params: Mapping[str, Any]) -> Metrics:
         obj.path,
         protocol,
         connections=params.get("connections"),
-        duration_s=float(params.get("duration_s", 10)),
+        duration_s=params["duration_s"],
     )
     return {
         "throughput_mbit": round(result.throughput_bps / 1e6, 4),
@@ -170,8 +172,8 @@ def run_together(senders: Sequence[CrossTraffic]) -> list[str]:
 def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
     """A bulk iperf3 flow on every client/server pair at once, beside UDP cross traffic at cross_rate (if
     given), for duration_s: each flow's goodput over the run and its first window_s, Jain's index, drops."""
-    lab, seconds = session.lab, int(params.get("duration_s", 30))
-    window = float(params.get("window_s", 10))
+    lab, seconds = session.lab, params["duration_s"]
+    window = params["window_s"]
     if window > seconds:
         raise flows.FlowDataError(f"window_s {window:g} is longer than the run's duration_s {seconds}")
     cc = session.registered(params.get("cc"))  # a port's registered name, as every workload uses it
@@ -223,7 +225,7 @@ def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
     """One bulk TCP flow server -> client for duration_s, beside UDP at cross_rate (if given): its
     throughput over its first 10 s, 15 s and the whole run, its window every 0.5 s (tcp_probe, every
     ACK), its retransmissions, the bottleneck queue's drops, what the UDP flow delivered."""
-    lab, seconds = session.lab, int(params.get("duration_s", 120))
+    lab, seconds = session.lab, params["duration_s"]
     cross_rate = params.get("cross_rate")
     pair = lab.pairs[0]
     address = lab.ip(pair.server)
@@ -319,8 +321,8 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
     flow on the second pair (bulk=1): each burst's time, window and first flight, its retransmissions,
     the bulk flow's goodput."""
     lab = session.lab
-    size = int(params["burst_kb"]) * 1000
-    order = idle_periods(params.get("idle_s", "1")) * int(params.get("repeats", 1))
+    size = params["burst_kb"] * 1000
+    order = idle_periods(params["idle_s"]) * params["repeats"]
     random.Random(session.trial_key or str(sorted(params.items()))).shuffle(order)
     obj = session.web_object(size)
     # Two responses before the counted bursts: the first opens the window from the initial window, the
@@ -413,7 +415,17 @@ class Workload:
     tools: tuple[str, ...]
 
     def __call__(self, session: Session, params: Mapping[str, Any]) -> Metrics:
-        return self.run(session, params)
+        return self.run(session, self.trial(params))
+
+    def trial(self, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The trial's parameters as the workload reads them, frozen: each of its keys in the key's type,
+        its declared default where the trial has none (the row keeps what the figure gave)."""
+        typed = dict(params)
+        for key in self.keys:
+            value = params.get(key.name, key.default)
+            if value is not None:
+                typed[key.name] = key.typed(value)
+        return MappingProxyType(typed)
 
     @property
     def doc(self) -> str:
@@ -421,6 +433,7 @@ class Workload:
 
 
 PROTOCOL = Key("protocol", str, "HTTP/1.1, HTTP/2 with prior knowledge (h2c) or over TLS (h2)", clients.PROTOCOLS)
+H2C = dataclasses.replace(PROTOCOL, default="h2c")  # HTTP/2's, where a workload compares the two
 OBJECT_BYTES = Key("object_bytes", int, "the object's size in bytes", low=0, high=2**31 - 1)
 FIRST_FLIGHT = ("initcwnd_measured", "first_flight_segments")
 PAGE = Key(
@@ -439,14 +452,14 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "download",
             download,
-            (PROTOCOL, OBJECT_BYTES),
+            (dataclasses.replace(PROTOCOL, default="http/1.1"), OBJECT_BYTES),
             ("download_time_ms", "connect_ms", "first_byte_ms", "bytes", *FIRST_FLIGHT),
             ("curl",),
         ),
         Workload(
             "page_load",
             page_load,
-            (PROTOCOL, PAGE),
+            (H2C, PAGE),
             ("page_load_time_ms", "throughput_mbit", "bytes", "connections", *FIRST_FLIGHT),
             ("h2load", "flock"),
         ),
@@ -454,10 +467,10 @@ WORKLOADS: dict[str, Workload] = {
             "bulk",
             bulk,
             (
-                PROTOCOL,
-                OBJECT_BYTES,
+                H2C,
+                dataclasses.replace(OBJECT_BYTES, default="20000000"),
                 Key("connections", int, "HTTP/1.1 connections (default six; HTTP/2 uses one)", low=1, high=64),
-                Key("duration_s", float, "how long the download lasts, seconds", low=1, high=3600),
+                Key("duration_s", float, "how long the download lasts, seconds", low=1, high=3600, default="10"),
             ),
             ("throughput_mbit", "bytes", "seconds", "connections"),
             ("h2load",),
@@ -478,8 +491,9 @@ WORKLOADS: dict[str, Workload] = {
                     str,
                     "idle periods before the bursts, seconds, e.g. 1,3,5 (each once per repeat)",
                     form=(idle_text, "idle periods in seconds separated by commas, e.g. 1,3,5"),
+                    default="1",
                 ),
-                Key("repeats", int, "bursts after each idle period per trial", low=1, high=100),
+                Key("repeats", int, "bursts after each idle period per trial", low=1, high=100, default="1"),
                 Key("bulk", int, "1: a bulk TCP flow (Reno) on the second pair throughout", choices=(0, 1)),
             ),
             (
@@ -504,13 +518,14 @@ WORKLOADS: dict[str, Workload] = {
             "competing",
             competing,
             (
-                Key("duration_s", int, "how long the flows last, seconds", low=1, high=3600),
+                Key("duration_s", int, "how long the flows last, seconds", low=1, high=3600, default="30"),
                 Key(
                     "window_s",
                     float,
                     "each flow's goodput is also taken over its first window_s seconds",
                     low=0.1,
                     high=3600,
+                    default="10",
                 ),
                 CROSS_RATE,
             ),
@@ -535,6 +550,7 @@ WORKLOADS: dict[str, Workload] = {
                     "how long the flow lasts, seconds (its first 15 s are measured apart)",
                     low=max(LONG_FLOW_WINDOWS_S),
                     high=3600,
+                    default="120",
                 ),
                 CROSS_RATE,
             ),

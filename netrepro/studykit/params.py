@@ -78,8 +78,18 @@ class Key:
     # normal form (3000kbit is 3mbit), and how the form is described.
     form: tuple[Callable[[str], object], str] | None = None
     # What a trial (or `shell`/`check`) without the key gets, as it would be written; None: none of its
-    # own (rate_up: the same as rate).  Declared for the path's keys, whose consumer is ground.path.
+    # own (rate_up: the same as rate; a workload's object_bytes: the figure must give it).
     default: str | None = None
+
+    def typed(self, value: Any) -> Any:
+        """A value of this key (as a figure, a study file or --set gives it) in the key's own type."""
+        if self.kind is int and not isinstance(value, bool):
+            return int(value)
+        if self.kind is float:
+            return float(value)
+        if self.kind is str:
+            return str(value)
+        return value
 
     @property
     def option(self) -> str:

@@ -126,3 +126,22 @@ def test_the_path_keys_are_declared_once_and_the_path_takes_exactly_them() -> No
         assert action.default == key.default and key.help in str(action.help), key.name
     args = parser.parse_args(["--rate-up", "2mbit", "--loss", "1%"])
     assert cli.parse_path(args) == PathSpec.parse(rate_up="2mbit", loss="1%")
+
+
+def test_a_workload_reads_its_keys_typed_and_with_the_defaults_declared_beside_them() -> None:
+    """Each workload's defaults are declared with its keys (before: at the point of use, duration_s 10,
+    30 or 120 and protocol http/1.1 or h2c, unseen by `run.sh workloads`); the trial it reads is frozen,
+    each of its keys in the key's type, the others as the figure gave them."""
+    bulk = WORKLOADS["bulk"].trial({"duration_s": "20", "rtt": "20ms"})
+    assert bulk["duration_s"] == 20.0 and isinstance(bulk["duration_s"], float)
+    assert (bulk["protocol"], bulk["object_bytes"], bulk["rtt"]) == ("h2c", 20_000_000, "20ms")
+    assert "connections" not in bulk  # no default: the client's own (six for HTTP/1.1)
+    with pytest.raises(TypeError):
+        bulk["duration_s"] = 1  # type: ignore[index]
+    assert WORKLOADS["download"].trial({"object_bytes": "37000"}) == {"protocol": "http/1.1", "object_bytes": 37000}
+    assert WORKLOADS["page_load"].trial({"page": "small"})["protocol"] == "h2c"
+    competing = WORKLOADS["competing"].trial({})
+    assert (competing["duration_s"], competing["window_s"]) == (30, 10.0)
+    assert WORKLOADS["long_flow"].trial({})["duration_s"] == 120
+    bursts = WORKLOADS["http_bursts"].trial({"burst_kb": 80, "bulk": 0})
+    assert (bursts["idle_s"], bursts["repeats"], bursts["bulk"]) == ("1", 1, 0)
