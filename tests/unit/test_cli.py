@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from netrepro.front import cli
+from netrepro.front import cli, options
 
 
 @pytest.mark.parametrize(
@@ -32,8 +32,8 @@ def test_bad_path_values_exit_2_naming_the_option(
 
 def test_mtu_is_a_path_option() -> None:
     args = cli.build_parser().parse_args(["check", "--mtu", "3500"])
-    assert cli.parse_path(args).mtu == 3500
-    assert cli.parse_path(cli.build_parser().parse_args(["shell"])).mtu == 1500
+    assert options.parse_path(args).mtu == 3500
+    assert options.parse_path(cli.build_parser().parse_args(["shell"])).mtu == 1500
 
 
 def test_a_value_that_looks_like_an_option_is_refused_by_argparse(capsys: pytest.CaptureFixture[str]) -> None:

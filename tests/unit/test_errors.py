@@ -21,7 +21,7 @@ from ground.tcpprobe import TraceIncomplete, TraceUnavailable
 from ground.trials import TrialLog, read_rows
 from ground.units import QuantityError
 from kmod import loader
-from netrepro.front import cli
+from netrepro.front import cli, figure_commands
 from netrepro.lanes.vm import VmError
 from netrepro.runner import sweep
 from netrepro.runner.workloads import WORKLOADS
@@ -236,7 +236,7 @@ def test_the_out_probe_leaves_only_what_was_there(tmp_path: Path) -> None:
     fig = expts.find("cubicplus/fig10")
     (tmp_path / "cubicplus").mkdir()
     (tmp_path / "cubicplus" / "fig10.csv").write_bytes(b"trial_key\r\n")
-    assert cli.writable_out(tmp_path / "." / "", fig) == tmp_path.resolve()
+    assert figure_commands.writable_out(tmp_path / "." / "", fig) == tmp_path.resolve()
     assert [p.name for p in (tmp_path / "cubicplus").iterdir()] == ["fig10.csv"]
     assert (tmp_path / "cubicplus" / "fig10.csv").read_bytes() == b"trial_key\r\n"
 

@@ -7,7 +7,7 @@ import pytest
 import expts
 from ground.errors import UserError
 from ground.path import PathSpec
-from netrepro.front import cli
+from netrepro.front import cli, options
 from netrepro.runner import derive
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import params
@@ -120,12 +120,12 @@ def test_the_path_keys_are_declared_once_and_the_path_takes_exactly_them() -> No
     assert sorted(taken) == sorted(params.PATH_KEYS)
     declared = {k.name: k.default for k in params.PATH_PARAMS if k.default is not None}
     assert PathSpec.parse() == PathSpec.parse(**declared)
-    parser = cli.path_options()
+    parser = options.path_options()
     for key in params.PATH_PARAMS:
         (action,) = [a for a in parser._actions if key.option in a.option_strings]
         assert action.default == key.default and key.help in str(action.help), key.name
     args = parser.parse_args(["--rate-up", "2mbit", "--loss", "1%"])
-    assert cli.parse_path(args) == PathSpec.parse(rate_up="2mbit", loss="1%")
+    assert options.parse_path(args) == PathSpec.parse(rate_up="2mbit", loss="1%")
 
 
 def test_a_workload_reads_its_keys_typed_and_with_the_defaults_declared_beside_them() -> None:

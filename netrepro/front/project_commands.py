@@ -1,0 +1,99 @@
+"""The commands of the project itself: `bench` (benchmarks that report numbers) and `test` (the
+whole suite: lint, types, layers, unit and root integration tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import expts
+from ground import kernel
+from ground.results import REPO
+from ground.units import QuantityError
+from kmod import loader
+
+log = logging.getLogger("netrepro")
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from netrepro.lanes import bench
+
+    if args.which == "delayline":
+        bench.delayline(rtt=args.rtt or "20ms", out=args.out)
+    elif args.which == "ports":
+        names = tuple(a for a in args.algorithms.split(",") if a)
+        for name in names:
+            if name not in loader.PORTS:
+                raise QuantityError("--algorithms", name, f"the ports are {', '.join(loader.PORTS)}")
+        if not 1 <= args.runs <= 100:
+            raise QuantityError("--runs", args.runs, "allowed range is 1 to 100")
+        if not 2 <= args.seconds <= 600:
+            raise QuantityError("--seconds", args.seconds, "allowed range is 2 to 600")
+        paths = tuple(p for p in args.paths.split(",") if p)
+        unknown = [p for p in paths if p not in bench.PORT_PATH_NAMES]
+        if unknown or not paths:
+            named = unknown[0] if unknown else args.paths
+            raise QuantityError("--paths", named, f"the paths are {', '.join(bench.PORT_PATH_NAMES)}")
+        bench.ports(
+            names,
+            runs=args.runs,
+            seconds=args.seconds,
+            rate=args.rate,
+            rtt=args.rtt or "100ms",
+            out=args.out,
+            paths=tuple(bench.PORT_PATH_NAMES[p] for p in paths),
+            control=args.control,
+        )
+    elif args.which == "delayline-links":
+        bench.delayline_links(out=args.out)
+    elif args.which == "cluster":
+        expts.find(args.figure)  # a UserError naming it, before anything starts
+        bench.cluster(args.figure, quick=args.quick, out=args.out)
+    elif args.which == "soak":
+        if not 1 <= args.kills <= 10_000:
+            raise QuantityError("--kills", args.kills, "allowed range is 1 to 10000")
+        return 0 if bench.soak(kills=args.kills, seed=args.seed, out=args.out, cluster=args.cluster) else 1
+    else:
+        bench.runner(out=args.out)
+    return 0
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    lint = [
+        [sys.executable, "-m", "ruff", "check", str(REPO)],
+        [sys.executable, "-m", "ruff", "format", "--check", str(REPO)],
+        [sys.executable, "-m", "mypy"],
+    ]
+    layers = Path(sys.executable).with_name("lint-imports")  # the layers of ground/__init__.py
+    if layers.exists():
+        lint.append([str(layers)])
+    else:
+        print("(no import-linter: it needs Python 3.11; the layers go unchecked)", flush=True)
+    if kernel.guest_info() is not None:
+        # The source is the host's, linted there; under software emulation mypy alone takes minutes.
+        print("(in the stock-kernel guest: the source was linted on the host; only pytest runs)", flush=True)
+        lint = []
+    steps = [*lint, [sys.executable, "-m", "pytest", *args.pytest_args]]
+    for argv in steps:
+        print("+ " + " ".join(argv), flush=True)
+        # Not proc.run: the suite's output streams to the terminal as it comes (proc.run captures it),
+        # it has no time limit, and Ctrl-C must reach pytest in our own session and group.
+        code = _wait_through_ctrl_c(subprocess.Popen(argv, cwd=REPO))
+        if code != 0:
+            return code
+    return 0
+
+
+def _wait_through_ctrl_c(child: subprocess.Popen[bytes]) -> int:
+    """The child's exit status.  Ctrl-C reaches the child too (the terminal signals the whole
+    group): it stops and undoes its labs, and is waited for, never killed (as subprocess.run would,
+    0.25 s after a KeyboardInterrupt)."""
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
