@@ -84,6 +84,17 @@ LOOPBACK_NAMES = ("localhost",)
 HTTP_ROUTES = ["distributed.http.health"]
 
 
+# Where a host keeps Dask's scratch files and its copy of the run's certificate (netrepro-tls-RUN): its
+# checkout's .venv, not the host's /tmp.
+REMOTE_DIR = REPO / ".venv" / "dask"
+REMOTE_CERTIFICATE_PREFIX = "netrepro-tls-"
+
+
+def remote_certificate_copies() -> set[str]:
+    """The copies of runs' certificates this host keeps now (each removed when its run's session ends)."""
+    return {p.name for p in REMOTE_DIR.glob(f"{REMOTE_CERTIFICATE_PREFIX}*")} if REMOTE_DIR.is_dir() else set()
+
+
 def is_loopback(host: str) -> bool:
     """A literal loopback address (127.0.0.0/8, ::1) or `localhost`: no name is looked up."""
     host = host.strip("[]")
@@ -515,7 +526,7 @@ def connect(engine: Engine) -> Iterator[Any]:
     # files) for as long as this process's SSH session to it lasts.
     with Ledger(contain=False) as ledger:
         made = make_certificates(ledger.temp_dir("netrepro-tls-"), run)
-        remote = str(REPO / ".venv" / "dask" / f"netrepro-tls-{run}")
+        remote = str(REMOTE_DIR / f"{REMOTE_CERTIFICATE_PREFIX}{run}")
         files = {name: (made.directory / name).read_bytes() for name in REMOTE_FILES}
         with (
             RemoteCertificates(list(engine.hosts), connect_options, remote, files) as binds,
@@ -540,7 +551,7 @@ def _launch(
     # `{remote_python} -m ...` through the remote shell: quoted here, with Dask's scratch files
     # in that checkout's .venv, not in the VM's /tmp, and ended with the SSH session (ENDS_WITH_SESSION).
     python = shlex.quote(str(REPO / ".venv" / "bin" / "python"))
-    scratch = shlex.quote(str(REPO / ".venv" / "dask"))
+    scratch = shlex.quote(str(REMOTE_DIR))
     remote_python = f"env DASK_TEMPORARY_DIRECTORY={scratch} sh -c {shlex.quote(ENDS_WITH_SESSION)} {python}"
     names = [h.rsplit("@", 1)[-1] for h in engine.hosts]
     first = engine.hosts[0]

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ground.machinestate import snapshot, wait_until_as_before
 from ground.results import REPO
+from netrepro.engine.cluster import remote_certificate_copies
 from netrepro.lanes.loopback_sshd import Sshd, descendants, still_running
 
 FIGURE = ("run", "cubicplus/fig3", "--quick")
@@ -40,7 +41,6 @@ KILL_WINDOW_S = (0.5, 40.0)
 SIGNALLED_EXIT_S = 120.0  # a signalled run stops its trial and undoes its lab within this
 SETTLE_S = 150.0  # a struct_ops held by closing sockets is freed by the kernel within about two minutes
 LAUNCHED_END_S = 60.0  # what the SSH launcher started ends within this of the coordinator's death
-REMOTE_TLS = REPO / ".venv" / "dask"  # where a host keeps its copy of the run's certificate
 
 
 @dataclass
@@ -86,15 +86,11 @@ def _netrepro(*args: str) -> list[str]:
     return [sys.executable, "-m", "netrepro", *args]
 
 
-def _remote_certificates() -> set[str]:
-    return {p.name for p in REMOTE_TLS.glob("netrepro-tls-*")} if REMOTE_TLS.is_dir() else set()
-
-
 def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S, sshd: Sshd | None = None) -> Round:
     """Run the figure into `out` (on a cluster launched through `sshd`, if given), interrupt it
     `after_s` seconds in, clean up if killed, compare."""
     before = snapshot()
-    certificates = _remote_certificates()
+    certificates = remote_certificate_copies()
     result = Round(how, after_s)
     killed = how.startswith("SIGKILL")
     launched: dict[int, tuple[int | None, str]] = {}
@@ -144,8 +140,10 @@ def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S, ssh
             result.left.append(f"clean exited {done.returncode}: {result.clean_output[-500:]}")
     left, result.settle_s = wait_until_as_before(before, settle, step_s=0.5)
     result.left += left
-    if _remote_certificates() != certificates:
-        result.left.append(f"the host's copy of the run's certificate: {sorted(_remote_certificates() - certificates)}")
+    if remote_certificate_copies() != certificates:
+        result.left.append(
+            f"the host's copy of the run's certificate: {sorted(remote_certificate_copies() - certificates)}"
+        )
     result.rows, result.csv_problems = csv_problems(out / "cubicplus" / "fig3.csv")
     return result
 

@@ -38,7 +38,7 @@ import expts
 from ground import ledger
 from ground.results import REPO
 from ground.trials import read_rows, trial_key
-from netrepro.engine.cluster import RunCertificates, make_certificates
+from netrepro.engine.cluster import RunCertificates, make_certificates, remote_certificate_copies
 from netrepro.lanes.loopback_sshd import Sshd, descendants, free_port, loopback_sshd, still_running
 from netrepro.runner import shards
 
@@ -207,17 +207,10 @@ def sshd(tmp_path: Path) -> Iterator[Sshd]:
         yield daemon
 
 
-REMOTE_TLS = REPO / ".venv" / "dask"  # where a host keeps the run's certificate (netrepro-tls-RUN)
-
-
-def remote_tls_dirs() -> set[str]:
-    return {p.name for p in REMOTE_TLS.glob("netrepro-tls-*")} if REMOTE_TLS.is_dir() else set()
-
-
 def test_the_ssh_launcher_runs_a_figure(sshd: Sshd, tmp_path: Path) -> None:
     fig = expts.find(ONE_SETTING_FIGURE)
     out = tmp_path / "results"
-    before = remote_tls_dirs()
+    before = remote_certificate_copies()
     said = finished(
         run("run", ONE_SETTING_FIGURE, "--quick", "--hosts", "root@127.0.0.1", "--ssh-config", str(sshd.config),
             "--out", str(out))
@@ -229,7 +222,7 @@ def test_the_ssh_launcher_runs_a_figure(sshd: Sshd, tmp_path: Path) -> None:
     assert manifest["engine"]["launcher"] == "SSH hosts root@127.0.0.1" and len(manifest["engine"]["workers"]) == 1
     assert all(w.startswith("tls://127.0.0.1:") for w in manifest["engine"]["workers"])
     assert manifest["engine"]["rows_not_handed_out_dropped"] == 0
-    assert remote_tls_dirs() == before  # the host's copy of the run's certificate went with the run
+    assert remote_certificate_copies() == before  # the host's copy of the run's certificate went with the run
 
 
 def listening(pids: set[int]) -> list[tuple[str, int]]:
@@ -261,7 +254,7 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
 ) -> None:
     from distributed.security import Security
 
-    before_remote = remote_tls_dirs()
+    before_remote = remote_certificate_copies()
     before_local = set(Path(tempfile.gettempdir()).glob("netrepro-tls-*"))
     coordinator = run("run", SETTINGS_FIGURE, "--quick", "--hosts", "root@127.0.0.1", "--ssh-config",
                       str(sshd.config), "--out", str(tmp_path / "results"))  # fmt: skip
@@ -311,7 +304,7 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
         assert {f.stat().st_mode & 0o777 for p in local for f in p.iterdir()} == {0o600}
         ledgers = [f for f in ledger.ledger_files() if f.owner and f.owner.get("pid") == coordinator.pid]
         assert [str(p) for p in local] == [e["path"] for f in ledgers for e in f.entries if e.get("kind") == "path"]
-        assert remote_tls_dirs() - before_remote, "the host's copy of the run's certificate"
+        assert remote_certificate_copies() - before_remote, "the host's copy of the run's certificate"
         assert coordinator.poll() is None, "the run ended during the probes"
     finally:
         coordinator.send_signal(signal.SIGKILL)
@@ -331,7 +324,7 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
     assert not left(), f"still running a minute after the coordinator's SIGKILL: {left()}"
     # Their SSH sessions' end did it, not the scheduler's idle timeout (the backstop, at 50 s).
     assert gone_after < 30, f"the launched processes took {gone_after:.0f} s to end"
-    assert remote_tls_dirs() == before_remote  # the host removed its copy of the run's certificate
+    assert remote_certificate_copies() == before_remote  # the host removed its copy of the run's certificate
     # The coordinator's own copy is in its ledger, which `clean` undoes (the run would have at its end).
     report = ledger.clean(only=lambda found: (found.owner or {}).get("pid") == coordinator.pid)
     assert not [p for p in local if p.exists()], report
