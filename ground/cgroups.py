@@ -84,6 +84,21 @@ def enter(path: Path, pid: int | str = 0) -> None:
     (path / "cgroup.procs").write_text(f"{pid}\n")
 
 
+def cpu_seconds(path: Path | None) -> float | None:
+    """The CPU time (user and system) of every process that has been in the group and below, from its
+    `cpu.stat` (present in every v2 group, whichever controllers are enabled); None without one."""
+    if path is None:
+        return None
+    try:
+        for line in (path / "cpu.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "usage_usec":
+                return int(value) / 1e6
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def members(path: Path) -> list[int]:
     try:
         return [int(p) for p in (path / "cgroup.procs").read_text().split()]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ground import kernel, modules
 from ground.errors import SetupError
@@ -58,6 +58,7 @@ class DelayLossStage(Protocol):
     def reseed(self, direction: str, seed: int) -> None: ...
     def settle(self) -> None: ...
     def counters(self) -> dict[str, object]: ...
+    def lateness(self) -> dict[str, Any] | None: ...
     def remove(self) -> None: ...
 
 
@@ -146,6 +147,10 @@ class NetemStage:
             d: run(["tc", "-s", "-j", "qdisc", "show", "dev", s.ifb], self.node).stdout for d, s in self.stages.items()
         }
 
+    def lateness(self) -> dict[str, Any] | None:
+        """netem's timers are the kernel's: not measured here."""
+        return None
+
     def remove(self) -> None:
         pass  # the IFBs and qdiscs live in the node's namespace and go with it
 
@@ -214,6 +219,10 @@ class DelayLineStage:
 
     def counters(self) -> dict[str, object]:
         return self.line.stats() if self.line is not None else {}
+
+    def lateness(self) -> dict[str, Any] | None:
+        """How late the line released packets since the last call (delayline.DelayLine.lateness)."""
+        return self.line.lateness() if self.line is not None else None
 
     def remove(self) -> None:
         if self.line is not None:

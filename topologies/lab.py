@@ -47,6 +47,7 @@ from ground.path import DEFAULT_MTU, PathSpec
 from ground.proc import Netns, kill_netns_processes, run, start_time
 from ground.units import Duration, Probability
 from topologies import shaping
+from topologies.delayline import Lateness
 from topologies.emulation import (
     DelayLineStage,
     DelayLossStage,
@@ -484,6 +485,12 @@ class Lab:
     def counters(self) -> dict[str, object]:
         """Each node's delay-and-loss counters."""
         return {node: stage.counters() for node, stage in self.stages.items()}
+
+    def lateness(self) -> Lateness | None:
+        """How late the lab's delay lines released packets since the last call (a new window starts
+        with each call): every stage's releases together; None where netem delays (not measured)."""
+        replies = [r for r in (stage.lateness() for stage in self.stages.values()) if r is not None]
+        return Lateness.of(replies) if replies else None
 
     def stop(self) -> None:
         try:

@@ -37,11 +37,9 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
-import datetime
 import ipaddress
 import json
 import logging
-import os
 import re
 import secrets
 import shlex
@@ -58,6 +56,8 @@ from ground.errors import SetupError, UserError
 from ground.progress import Progress
 from ground.results import REPO
 from ground.trials import trial_key
+from netrepro.engine.local import local_client
+from netrepro.engine.tls import HTTP_ROUTES, RunCertificates, make_certificates
 from netrepro.engine.worker import Job, WorkerFailed, WorkerRefused, run_setting
 from netrepro.runner import shards
 from netrepro.runner.sweep import Options, RowSink
@@ -75,13 +75,9 @@ UNWIND_SECONDS = 120  # a stopped worker's lab: its trial's tools ended, its nam
 # closes after DEATH_SECONDS.  Starting the workers must take less than IDLE_SECONDS.
 IDLE_SECONDS = 50
 DEATH_SECONDS = 50
-CERT_DAYS = 30  # the run's certificates: valid from a few minutes ago, for longer than any run
 HOST = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+|(?:[A-Za-z0-9._-]+@)?\[[0-9A-Fa-f:.]+\]")
 SCHEDULER = re.compile(r"(tcp|tls)://([^\s/]+):(\d+)")
 LOOPBACK_NAMES = ("localhost",)
-# The HTTP servers Dask starts beside each scheduler and worker serve no TLS and ask no credentials:
-# they answer a health check only (no task names, worker list or metrics).
-HTTP_ROUTES = ["distributed.http.health"]
 
 
 # Where a host keeps Dask's scratch files and its copy of the run's certificate (netrepro-tls-RUN): its
@@ -111,6 +107,7 @@ class Engine:
     """Where the trials run: SSH hosts (Dask's SSH launcher), or a running scheduler."""
 
     hosts: tuple[str, ...] = ()
+    jobs: int = 0  # --jobs N: N labs side by side on this machine (netrepro.engine.local)
     scheduler: str | None = None
     ssh_config: Path | None = None  # an OpenSSH config for the launcher (ports, keys, known hosts)
     allow_mixed: bool = False
@@ -132,8 +129,20 @@ class Engine:
         tls_cert: Path | None = None,
         tls_key: Path | None = None,
         insecure: bool = False,
+        jobs: int = 0,
     ) -> Engine | None:
-        """The engine the options ask for, or None (a local run); UserError naming a bad value."""
+        """The engine the options ask for, or None (a local run); UserError naming a bad value.
+        `jobs` (2 or more): labs side by side here, as --jobs resolved it."""
+        if jobs > 1:
+            elsewhere = [
+                n for n, v in (("--hosts", hosts), ("--scheduler", scheduler), ("--ssh-config", ssh_config)) if v
+            ]
+            if elsewhere:
+                raise UserError(
+                    f"--jobs {jobs} and {', '.join(elsewhere)}: --jobs runs labs side by side on this machine, "
+                    f"{elsewhere[0]} on other machines; give one"
+                )
+            return cls(jobs=jobs, allow_mixed=allow_mixed)
         tls_files = {"--tls-ca-file": tls_ca_file, "--tls-cert": tls_cert, "--tls-key": tls_key}
         given = [name for name, path in tls_files.items() if path is not None]
         if hosts is not None and scheduler is not None:
@@ -193,6 +202,8 @@ class Engine:
         return run_trials(self, fig, todo, opts, sink)
 
     def describe(self) -> str:
+        if self.jobs:
+            return f"{self.jobs} labs side by side on this machine"
         if self.scheduler:
             return f"scheduler {self.scheduler}" + (" (insecure)" if self.insecure else "")
         return f"SSH hosts {', '.join(self.hosts)}"
@@ -238,131 +249,6 @@ def _check_tls_files(scheduler: str, ca: Path | None, cert: Path | None, key: Pa
     for name, path in (("--tls-ca-file", ca), ("--tls-cert", cert), ("--tls-key", key)):
         if path is not None and not path.is_file():
             raise UserError(f"{name} {path}: no such file")
-
-
-# -- the run's certificates (--hosts) ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunCertificates:
-    """A CA made for one run, and the certificates it signed, as PEM files in a private directory.
-
-    The CA's key is never written: nothing can be signed by it once the run has made these.
-    """
-
-    directory: Path
-    ca: Path
-    node_cert: Path  # the scheduler's, the workers' and the nannies'
-    node_key: Path
-    client_cert: Path  # this process's
-    client_key: Path
-
-    def client_security(self) -> Any:
-        from distributed.security import Security
-
-        return Security(
-            require_encryption=True,
-            tls_ca_file=str(self.ca),
-            tls_client_cert=str(self.client_cert),
-            tls_client_key=str(self.client_key),
-        )
-
-    def node_security(self) -> Any:
-        """What a scheduler or worker of the run holds (here for tests; the hosts get these files by SSH)."""
-        from distributed.security import Security
-
-        return Security(
-            require_encryption=True,
-            tls_ca_file=str(self.ca),
-            tls_scheduler_cert=str(self.node_cert),
-            tls_scheduler_key=str(self.node_key),
-            tls_worker_cert=str(self.node_cert),
-            tls_worker_key=str(self.node_key),
-        )
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-
-
-def make_certificates(directory: Path, run: str) -> RunCertificates:
-    """The run's CA, and a node and a client certificate it signed (ECDSA P-256), into `directory`
-    (which must be private: 0700, this user's); each file 0600."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"netrepro run {run} CA")])
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=CERT_DAYS))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    def leaf(name: str, usages: list[x509.ObjectIdentifier]) -> tuple[bytes, bytes]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"netrepro run {run} {name}")]))
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=CERT_DAYS))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-            .sign(ca_key, hashes.SHA256())
-        )
-        pem_key = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-        return cert.public_bytes(serialization.Encoding.PEM), pem_key
-
-    node = leaf("node", [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH])
-    client = leaf("coordinator", [ExtendedKeyUsageOID.CLIENT_AUTH])
-    made = RunCertificates(
-        directory=directory,
-        ca=directory / "ca.crt",
-        node_cert=directory / "node.crt",
-        node_key=directory / "node.key",
-        client_cert=directory / "client.crt",
-        client_key=directory / "client.key",
-    )
-    _write_private(made.ca, ca_cert.public_bytes(serialization.Encoding.PEM))
-    for (cert_pem, key_pem), (cert_path, key_path) in (
-        (node, (made.node_cert, made.node_key)),
-        (client, (made.client_cert, made.client_key)),
-    ):
-        _write_private(cert_path, cert_pem)
-        _write_private(key_path, key_pem)
-    return made
 
 
 # A launched process without a terminal outlives its SSH session (sshd leaves it running, and Dask's
@@ -499,9 +385,13 @@ async def _drain(stream: Any) -> str:
 
 @contextlib.contextmanager
 def connect(engine: Engine) -> Iterator[Any]:
-    """A Dask client of the engine's cluster (started here for --hosts, and stopped after)."""
+    """A Dask client of the engine's cluster (started here for --hosts and --jobs, and stopped after)."""
     from distributed import Client
 
+    if engine.jobs:
+        with local_client(engine.jobs) as client:
+            yield client
+        return
     if engine.scheduler:
         try:
             client = Client(engine.scheduler, timeout=CONNECT_SECONDS, security=engine.security())
@@ -732,9 +622,9 @@ def run_trials(
     from distributed import Event, Queue, Variable
     from distributed.client import wait
 
-    groups: dict[str, list[tuple[Params, int]]] = {}
-    for params, index in todo:
-        groups.setdefault(shards.setting(params), []).append((params, index))
+    # a task per path setting; a setting split where there are more labs than settings (shards.tasks)
+    tasks = shards.tasks(todo, engine.jobs or len(engine.hosts) or 1)
+    names = [_task_name(task, tasks) for task in tasks]
     run = uuid.uuid4().hex[:12]
     with connect(engine) as client:
         _wait_for_lab_slots(client, engine)
@@ -758,11 +648,12 @@ def run_trials(
             stop=stop.name,
         )
         futures = {}
-        for n, name in enumerate(sorted(groups, key=lambda s: (-len(groups[s]), s))):
-            job = dataclasses.replace(every, todo=groups[name])
+        for n, (task, name) in enumerate(zip(tasks, names, strict=True)):  # largest first
+            job = dataclasses.replace(every, todo=task)
             key = f"netrepro-{fig.name}-{n}-{run}"
             futures[client.submit(run_setting, job, key=key, resources={"lab": 1}, pure=False, retries=0)] = name
-        print(f"  {engine.describe()}: {len(groups)} path settings, {len(todo)} trials", flush=True)
+        settings = len({shards.setting(p) for p, _ in todo})
+        print(f"  {engine.describe()}: {len(tasks)} labs for {settings} path settings, {len(todo)} trials", flush=True)
         progress = Progress(len(todo), fig.full_name)
         handed_out = {trial_key(params, index) for params, index in todo}
         writer = Writer(
@@ -801,6 +692,13 @@ def run_trials(
             done.delete()
             rows.close()
     return writer
+
+
+def _task_name(task: list[tuple[Params, int]], tasks: list[list[tuple[Params, int]]]) -> str:
+    """A task as its path setting, and which part of it where the setting is split."""
+    name = shards.setting(task[0][0])
+    parts = [t for t in tasks if shards.setting(t[0][0]) == name]
+    return name if len(parts) == 1 else f"{name} (part {parts.index(task) + 1} of {len(parts)})"
 
 
 def _settle(future: Any, setting: str, fig: Figure, writer: Writer) -> None:

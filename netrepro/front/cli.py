@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--json", action="store_true")
 
-    sub.add_parser("list", parents=[common], help="every figure, as <study>/<figure> with its title")
+    li = sub.add_parser("list", parents=[common], help="every figure, as <study>/<figure> with its title")
+    li.add_argument("--jobs", metavar="N|auto", default=None, help="also the time with N labs side by side (or auto)")
     rep = sub.add_parser("report", parents=[common], help="one page of every stored figure beside its paper")
     rep.add_argument("--results", type=Path, default=results.REFERENCE, help="the stored results (results/reference)")
     rep.add_argument("--out", type=Path, default=results.RESULTS / "index.html", help="the page (results/index.html)")
@@ -129,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--impl", choices=loader.IMPLS, default=None, help=IMPL_HELP)
     r.add_argument(
         "--shard", metavar="K/N", default=None, help="run only the K-th of N parts of the trials (whole path settings)"
+    )
+    r.add_argument(
+        "--jobs",
+        metavar="N|auto",
+        default=None,
+        help="N labs side by side on this machine (a local Dask cluster, TLS on loopback); auto: as many as "
+        "the figure's measured CPU per trial fits in 75%% of the cores",
     )
     dask = r.add_argument_group("a cluster (Dask): one lab per worker, this process writes the CSV")
     dask.add_argument(

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -14,12 +15,13 @@ from pathlib import Path
 import expts
 from ground import figurelock, results
 from ground.errors import UserError
+from ground.results import RESULTS
 from ground.trials import trial_key
 from ground.units import QuantityError
 from netrepro.engine.cluster import Engine
 from netrepro.front import checks, studyfile
 from netrepro.front.options import parse_topology
-from netrepro.runner import derive, shards, sweep
+from netrepro.runner import admission, derive, shards, sweep
 from netrepro.runner.plan import Plan
 from netrepro.runner.shards import Shard
 from netrepro.runner.workloads import WORKLOADS
@@ -72,8 +74,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         f"{'figure':<16} {'trials':>11} {'time full / quick':>19}  {'stored result':<32} "
         f"{'claims':>6} {'the stored trials decide':<34} title"
     )
+    asked = admission.parse_jobs(args.jobs) if args.jobs is not None else 1
     for fig in expts.all_figures():
         full, quick = Plan.of(fig), Plan.of(fig, quick=True)
+        if args.jobs is not None:
+            full, quick = (_with_jobs(plan, asked, RESULTS) for plan in (full, quick))
         stored = full.stored
         kept = f"{stored.rows}{' quick' if stored.quick else ''} trials, {stored.commit}" if stored else "none"
         decide = stored.to_decide() if stored else "-"
@@ -83,6 +88,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{fig.heading}"
         )
     print("time: estimated from the stored result (results/reference/); <=: an upper bound; ?: none stored")
+    if args.jobs is not None:
+        print(f"--jobs {args.jobs}: the time with that many labs side by side (auto: as each figure's cost admits)")
     print("claims: the source's sentences each figure tests; `FIGURE --dry-run` lists them and the trials each needs")
     return 0
 
@@ -131,9 +138,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         drawn = plot.drawn_text_problem(fig)  # matplotlib parses a title's $...$ only when it draws
         if drawn:
             raise UserError(f"{fig.full_name}: {drawn}")
+    asked = admission.parse_jobs(args.jobs) if args.jobs is not None else 1
+    elsewhere = [n for n, v in (("--hosts", args.hosts), ("--scheduler", args.scheduler)) if v]
+    if args.jobs is not None and elsewhere:
+        raise UserError(
+            f"--jobs {args.jobs} and {elsewhere[0]}: --jobs runs labs side by side on this machine, "
+            f"{elsewhere[0]} on other machines; give one"
+        )
     if args.dry_run:
         for fig in figures:
-            print("\n".join(Plan.of(fig, args.quick, trials=args.trials).describe()))
+            plan = Plan.of(fig, args.quick, trials=args.trials)
+            print("\n".join((_with_jobs(plan, asked, args.out.resolve()) if args.jobs else plan).describe()))
             if shard is not None:
                 print(_shard_line(fig, args, shard))
         return 0
@@ -141,8 +156,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.plot_only or not args.fresh:
             checks.readable_csv(args.out.resolve() / fig.directory / fig.csv_name, "")
     for fig in figures:
+        if args.jobs is not None:
+            jobs = _with_jobs(Plan.of(fig, args.quick, trials=args.trials), asked, args.out.resolve())
+            if jobs.jobs_why:
+                print(f"{fig.full_name}: --jobs auto: {jobs.jobs_why}", flush=True)
+            engine = Engine.parse(None, None, allow_mixed=args.allow_mixed, jobs=jobs.jobs)
         _run_one(fig, args, engine)
     return 0
+
+
+def _with_jobs(plan: Plan, asked: int | None, out: Path) -> Plan:
+    """The plan with the labs --jobs asks for (None: auto, admitted by the figure's measured cost)."""
+    if asked is not None:
+        return dataclasses.replace(plan, jobs=asked)
+    admitted = admission.admit(admission.measured_cost(plan.fig, out), plan.trials)
+    return dataclasses.replace(plan, jobs=admitted.jobs, jobs_why=admitted.why)
 
 
 def _shard_line(fig: Figure, args: argparse.Namespace, shard: Shard) -> str:

@@ -7,7 +7,10 @@ trials' own seconds per trial, plus LAB_SECONDS per path setting for the
 lab and the verification of its path (`bench runner` measured 9.9 s of
 fixed cost for iw/fig2's one setting).  A quick grid that shortens its
 trials (`quick_fixed`) is estimated at full trial length: an upper bound.
-A figure without a stored result has no estimate.
+A figure without a stored result has no estimate.  With `--jobs N` the
+trials are dealt as the engine deals them (shards.tasks, largest first to
+the lab that is free first), each task paying LAB_SECONDS for its lab, and
+the run CLUSTER_SECONDS for the local cluster's start.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from netrepro.studykit.claims import MANY_TRIALS, needs_text
 from netrepro.studykit.spec import Figure, Params, path_params
 
 LAB_SECONDS = 10.0
+CLUSTER_SECONDS = 5.0  # --jobs: the local Dask cluster up, its workers connected
 
 
 @dataclass(frozen=True)
@@ -77,12 +81,22 @@ class Plan:
     grid: list[Params]
     trials_per_setting: int
     stored: Stored | None
+    jobs: int = 1  # labs side by side
+    jobs_why: str = ""  # how --jobs auto chose them
 
     @classmethod
     def of(
-        cls, fig: Figure, quick: bool = False, overrides: dict[str, Any] | None = None, trials: int | None = None
+        cls,
+        fig: Figure,
+        quick: bool = False,
+        overrides: dict[str, Any] | None = None,
+        trials: int | None = None,
+        jobs: int = 1,
+        jobs_why: str = "",
     ) -> Plan:
-        return cls(fig, quick, fig.grid(quick, overrides), fig.trial_count(quick, trials), Stored.of(fig))
+        return cls(
+            fig, quick, fig.grid(quick, overrides), fig.trial_count(quick, trials), Stored.of(fig), jobs, jobs_why
+        )
 
     @property
     def trials(self) -> int:
@@ -101,7 +115,15 @@ class Plan:
         """The estimated wall time, or None without a stored result to rest on."""
         if self.stored is None or self.stored.seconds_per_trial is None:
             return None
-        return self.trials * self.stored.seconds_per_trial + self.settings * LAB_SECONDS
+        if self.jobs <= 1:
+            return self.trials * self.stored.seconds_per_trial + self.settings * LAB_SECONDS
+        return CLUSTER_SECONDS + makespan(
+            [len(t) * self.stored.seconds_per_trial + LAB_SECONDS for t in self.tasks()], self.jobs
+        )
+
+    def tasks(self) -> list[list[tuple[Params, int]]]:
+        """The trials as the engine would deal them to `jobs` labs."""
+        return shards.tasks([(p, i) for p in self.grid for i in range(self.trials_per_setting)], self.jobs)
 
     def time(self) -> str:
         """The estimate as a reader wants it: `~4 min`, `<=40 s`, or `?`."""
@@ -128,6 +150,13 @@ class Plan:
             f"  {len(self.grid)} settings x {self.trials_per_setting} trials = {self.trials} trials "
             f"on {self.settings} path settings; estimated time {self.time()}"
         )
+        if self.jobs > 1:
+            lines.append(
+                f"  --jobs {self.jobs}: {self.jobs} labs side by side, {len(self.tasks())} labs built in all"
+                + (f" ({self.jobs_why})" if self.jobs_why else "")
+            )
+        elif self.jobs_why:
+            lines.append(f"  --jobs auto: {self.jobs_why}")
         if self.stored is None:
             lines.append("  no stored result (results/reference/) to estimate from")
         else:
@@ -156,3 +185,11 @@ class Plan:
                 needs = f": {needs_text(n)} ({enough})"
             lines.append(f'    {c.where}: "{words}": {outcome}{needs}')
         return lines
+
+
+def makespan(seconds: list[float], labs: int) -> float:
+    """When the last of these tasks ends, each given, largest first, to the lab that is free first."""
+    free = [0.0] * max(labs, 1)
+    for task in sorted(seconds, reverse=True):
+        free[free.index(min(free))] += task
+    return max(free)

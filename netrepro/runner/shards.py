@@ -92,6 +92,34 @@ def assign(grid: Sequence[Params], trials: int, count: int) -> dict[str, int]:
     return {key: by_setting[s] for s, key in keys}
 
 
+def tasks(todo: Sequence[tuple[Params, int]], labs: int) -> list[list[tuple[Params, int]]]:
+    """A run's trials as tasks for `labs` labs side by side, largest first: one task per path setting
+    (a lab built and verified once for its trials); where there are fewer settings than labs, a
+    setting's trials are split into near-equal tasks (each a lab of its own, verified again), the
+    labs to spare going one by one to the setting whose tasks are longest.  A task keeps its trials in
+    the run's (shuffled) order."""
+    groups: dict[str, list[tuple[Params, int]]] = {}
+    for params, index in todo:
+        groups.setdefault(setting(params), []).append((params, index))
+    pieces = dict.fromkeys(groups, 1)
+    while sum(pieces.values()) < labs:
+        longest = max(groups, key=lambda s: (-(-len(groups[s]) // pieces[s]), s))
+        if len(groups[longest]) <= pieces[longest]:
+            break  # every task holds one trial
+        pieces[longest] += 1
+    made: list[list[tuple[Params, int]]] = []
+    for name in sorted(groups):
+        trials, k = groups[name], pieces[name]
+        size, extra = divmod(len(trials), k)
+        start = 0
+        for j in range(k):
+            end = start + size + (1 if j < extra else 0)
+            made.append(trials[start:end])
+            start = end
+    made.sort(key=len, reverse=True)  # stable: a setting's tasks stay in order
+    return made
+
+
 def keys_of(grid: Sequence[Params], trials: int, shard: Shard) -> set[str]:
     """The trial keys that are this shard's."""
     return {key for key, k in assign(grid, trials, shard.count).items() if k == shard.index}

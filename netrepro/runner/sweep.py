@@ -37,7 +37,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-from ground import figurelock, kernel, logs, results
+from ground import cgroups, figurelock, kernel, logs, results
 from ground.errors import SetupError, TrialError, UserError
 from ground.ledger import Ledger
 from ground.manifests import ManifestUnreadable, read_manifest
@@ -47,7 +47,7 @@ from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_se
 from netrepro.runner import preflight, shards
 from netrepro.runner.session import Session
 from netrepro.runner.shards import Shard
-from netrepro.runner.verify import verify
+from netrepro.runner.verify import rtt_tolerance_ms, verify
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import claims, plot
 from netrepro.studykit.spec import Figure, Params, Point, Rows, trial_path
@@ -69,6 +69,9 @@ class RunAborted(SetupError):
 
 
 FAILURES_IN_A_ROW = 5
+# A trial whose delay lines released packets later than its bound (late_bound_ms) is failed, and run once
+# more at once; a second late attempt stays failed (a resume runs it again).
+LATE_ATTEMPTS = 2
 
 
 class FailureStreak:
@@ -231,59 +234,110 @@ def run_trials(
                     if opts.strict and not v.ok:
                         raise VerificationFailed(f"{path}: " + "; ".join(c.line() for c in v.failed()))
                 v_cols = _verification_columns_from(verifications[str(path)])
-                key = trial_key(params, index)
-                # The trial's own draw (a re-run of it draws the same): its loss and jitter seed, its start.
-                draw = trial_draw(key, opts.seed)
-                offset_s = draw.start_offset_s(path.rtt.seconds)
-                row: dict[str, Any] = {
-                    "trial_key": key,
-                    "figure": fig.full_name,
-                    "trial": index,
-                    **_cell_params(params),
-                    "backend": lab.backend,
-                    "switch": lab.switch_kind,
-                    "code": code,
-                    "host": machine["host"],  # where it ran: a figure's trials may come from several machines
-                    "kernel": machine["kernel"],
-                    "loss_seeded": lab.loss_repeatable,
-                    "seed": opts.seed,
-                    "draw_seed": draw.draw_seed,
-                    "loss_seed": draw.loss_seed,
-                    "start_offset_ms": round(offset_s * 1e3, 3),
-                }
-                began = time.monotonic()
-                session.trial_key = row["trial_key"]
-                # The trial's host set-up: a failure here is the machine's, not the trial's, and stops the run.
-                row.update(session.congestion_control(params))
-                session.apply_hosts(params)
-                repairs_before = session.ss_repairs(params)
-                lab.reseed(draw.loss_seed)
-                try:
-                    # The workload starts at the trial's phase of a round trip: before any of its timers,
-                    # outside what it measures, and on top of its time limit, not out of it.
-                    with time_limit(fig.trial_timeout(params) + offset_s):
-                        time.sleep(offset_s)
-                        metrics = workload(session, params)
-                    row.update(metrics, status="ok", error="")
-                    row.update(_initcwnd_check(params, metrics))
-                    if repairs_before is not None:
-                        row["cc_ss_repairs_in_trial"] = (session.ss_repairs(params) or 0) - repairs_before
-                except Exception as e:
-                    status = trial_outcome(e)
-                    if status is None:
-                        raise  # a setup or programming error: no row, the run stops
-                    if status == "failed":
-                        log.warning("trial failed: %s", e)
-                    row.update(status=status, error=str(e)[:500])
-                row.update(trial_seconds=round(time.monotonic() - began, 3), **v_cols)
-                trial_log.append(row)
+                for attempt in range(1, LATE_ATTEMPTS + 1):
+                    row = _run_one_trial(fig, params, index, opts, lab, ledger, session, workload, code, machine)
+                    row.update(v_cols)
+                    late_again = row.get("late_over_bound") and attempt < LATE_ATTEMPTS
+                    if late_again:
+                        log.warning("%s; run again", row["error"])
+                    trial_log.append(row)
+                    if streak.record(row["status"], row["error"]):
+                        raise RunAborted(streak.report(session.apache.error_log_tail()))
+                    if not late_again:
+                        break
                 progress.step(f"{fig.x}={params[fig.x]} {params.get('series', '')}".rstrip())
-                if streak.record(row["status"], row["error"]):
-                    raise RunAborted(streak.report(session.apache.error_log_tail()))
         finally:
             progress.close()
             session.stop()
     return verifications
+
+
+def _run_one_trial(
+    fig: Figure,
+    params: Params,
+    index: int,
+    opts: Options,
+    lab: Lab,
+    ledger: Ledger,
+    session: Session,
+    workload: Any,
+    code: str,
+    machine: Mapping[str, str],
+) -> dict[str, Any]:
+    """One trial on the lab as it is set for its path: its row, with its metrics or its failure, the CPU
+    its lab spent and how late its delay lines released packets (a trial past LATE_BOUND is failed)."""
+    path = trial_path(params)
+    key = trial_key(params, index)
+    # The trial's own draw (a re-run of it draws the same): its loss and jitter seed, its start.
+    draw = trial_draw(key, opts.seed)
+    offset_s = draw.start_offset_s(path.rtt.seconds)
+    row: dict[str, Any] = {
+        "trial_key": key,
+        "figure": fig.full_name,
+        "trial": index,
+        **_cell_params(params),
+        "backend": lab.backend,
+        "switch": lab.switch_kind,
+        "code": code,
+        "host": machine["host"],  # where it ran: a figure's trials may come from several machines
+        "kernel": machine["kernel"],
+        "loss_seeded": lab.loss_repeatable,
+        "seed": opts.seed,
+        "draw_seed": draw.draw_seed,
+        "loss_seed": draw.loss_seed,
+        "start_offset_ms": round(offset_s * 1e3, 3),
+    }
+    began = time.monotonic()
+    session.trial_key = row["trial_key"]
+    # The trial's host set-up: a failure here is the machine's, not the trial's, and stops the run.
+    row.update(session.congestion_control(params))
+    session.apply_hosts(params)
+    repairs_before = session.ss_repairs(params)
+    lab.reseed(draw.loss_seed)
+    lab.lateness()  # the trial's window of the delay lines' lateness starts here
+    cpu_before = cgroups.cpu_seconds(ledger.cgroup)
+    try:
+        # The workload starts at the trial's phase of a round trip: before any of its timers,
+        # outside what it measures, and on top of its time limit, not out of it.
+        with time_limit(fig.trial_timeout(params) + offset_s):
+            time.sleep(offset_s)
+            metrics = workload(session, params)
+        row.update(metrics, status="ok", error="")
+        row.update(_initcwnd_check(params, metrics))
+        if repairs_before is not None:
+            row["cc_ss_repairs_in_trial"] = (session.ss_repairs(params) or 0) - repairs_before
+    except Exception as e:
+        status = trial_outcome(e)
+        if status is None:
+            raise  # a setup or programming error: no row, the run stops
+        if status == "failed":
+            log.warning("trial failed: %s", e)
+        row.update(status=status, error=str(e)[:500])
+    cpu_after = cgroups.cpu_seconds(ledger.cgroup)
+    row["trial_seconds"] = round(time.monotonic() - began, 3)
+    if cpu_before is not None and cpu_after is not None:
+        row["cpu_s"] = round(cpu_after - cpu_before, 3)
+    late = lab.lateness()
+    if late is not None:
+        row.update(late.columns())
+        bound = late_bound_ms(path.rtt.ms)
+        row["late_bound_ms"] = bound
+        if late.p99_ms > bound and row["status"] == "ok":
+            row.update(
+                status="failed",
+                late_over_bound=True,
+                error=f"the delay line released packets late: p99 {late.p99_ms:.3f} ms over the bound "
+                f"{bound:.3f} ms (median {late.median_ms:.3f} ms, max {late.max_ms:.3f} ms, "
+                f"{late.packets} packets); the machine was too busy for this path",
+            )
+    return row
+
+
+def late_bound_ms(rtt_ms: float) -> float:
+    """How late the delay line may release the 99th percentile of a trial's packets: the path's RTT
+    tolerance (runner.verify.rtt_tolerance_ms: 1 %, at least 0.5 ms), the error a verified path may
+    have; a trial whose packets were held longer than that did not run on the path it names."""
+    return round(rtt_tolerance_ms(rtt_ms), 3)
 
 
 def _initcwnd_check(params: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,12 +25,11 @@ from ground.trials import trial_key
 from netrepro.engine.cluster import (
     REMOTE_FILES,
     Engine,
-    RunCertificates,
     Writer,
     bind_address,
     holder_script,
-    make_certificates,
 )
+from netrepro.engine.tls import RunCertificates, make_certificates
 from netrepro.engine.worker import Job, start_trial_process
 
 FIG = expts.find("iw/fig2")

@@ -28,7 +28,7 @@ from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit.spec import Figure
 from servers.apache import ApacheError
 from servers.clients import ProtocolMismatch, WorkloadError
-from topologies.delayline import DelayLineError
+from topologies.delayline import DelayLineError, Lateness
 from topologies.emulation import ShaperUnavailable
 from topologies.lab import LabError
 
@@ -106,12 +106,21 @@ class _Lab:
     backend = "netem"
     switch_kind = "bridge"
     loss_repeatable = True
+    # what each lateness() call returns after the one that opens a trial's window, in turn (None: netem's)
+    late: ClassVar[list[Lateness | None]] = []
 
     def __init__(self, path: Any, *args: Any, **kwargs: Any) -> None:
         self.path = path
+        self.windows = 0
 
     def reseed(self, seed: int) -> None:
         pass
+
+    def lateness(self) -> Lateness | None:
+        self.windows += 1
+        if self.windows % 2 or not self.late:  # a trial's window opens
+            return None
+        return self.late.pop(0)
 
     def __enter__(self) -> _Lab:
         return self
@@ -121,6 +130,8 @@ class _Lab:
 
 
 class _Ledger:
+    cgroup = None
+
     def __enter__(self) -> _Ledger:
         return self
 
@@ -201,6 +212,31 @@ def test_a_trial_error_is_recorded_and_the_run_goes_on(monkeypatch: pytest.Monke
     assert calls == [0, 1, 2]
     assert [r["status"] for r in rows] == ["failed", "ok", "timeout"]
     assert "curl output: not JSON" in rows[0]["error"]
+
+
+def _late(p99_ms: float) -> Lateness:
+    return Lateness(packets=1000, median_ms=0.01, p99_ms=p99_ms, max_ms=p99_ms * 2)
+
+
+def test_a_trial_the_delay_line_held_too_long_is_failed_and_run_once_more(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Over its bound (the 10 ms path's RTT tolerance: 0.5 ms), a trial's row is failed, saying how late;
+    it runs once more at once; a second late attempt stays failed; under the bound, a row records it."""
+    monkeypatch.setattr(_Lab, "late", [_late(0.6), _late(0.05), _late(0.9), _late(0.7)])
+    with _fake_lab(monkeypatch, [None] * 4) as calls:
+        rows = _run(_figure(2), tmp_path)
+    assert calls == [0, 0, 1, 1]
+    assert [r["status"] for r in rows] == ["failed", "ok", "failed", "failed"]
+    assert "p99 0.600 ms over the bound 0.500 ms" in rows[0]["error"]
+    assert rows[1]["late_p99_ms"] == "0.05" and rows[1]["late_bound_ms"] == "0.5"
+    assert sweep.late_bound_ms(1300.0) == 13.0
+
+
+def test_a_trial_on_netem_records_no_lateness(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with _fake_lab(monkeypatch, [None]):
+        (row,) = _run(_figure(1), tmp_path)
+    assert row["status"] == "ok" and "late_p99_ms" not in row
 
 
 @pytest.mark.parametrize("exc", [TypeError("bad operand"), KeyError("object_bytes"), ApacheError("died")])

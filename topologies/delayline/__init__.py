@@ -5,16 +5,19 @@ each when its due time passes (its delay, or a draw within +- a jitter, in
 order), dropping a seeded pseudo-random fraction.  It
 reads commands on stdin and answers each with one JSON line; it exits when
 stdin closes, so a controller that dies takes it along.  This module starts
-it in the switch's namespace, sets its parameters and reads its counters.
+it in the switch's namespace, sets its parameters and reads its counters,
+and how late it released packets in a window (`Lateness`: a trial's).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import select
 import subprocess
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -40,6 +43,70 @@ def argv(queues: list[int], capacity: int = 65536) -> list[str]:
 
 def set_command(queue: int, delay: Duration, loss: Probability, seed: int, jitter: Duration = Duration(0)) -> str:
     return f"set {queue} delay_us={delay.us} jitter_us={jitter.us} loss={loss.fraction:.9f} seed={seed}"
+
+
+FINE_BUCKETS = 16  # the histogram's buckets of one microsecond each, from 0; then eight per power of two
+
+
+def bucket_upper_us(bucket: int) -> float:
+    """The upper end (exclusive) of a lateness bucket, in us (delayline.c's `late_bucket`)."""
+    if bucket < FINE_BUCKETS:
+        return float(bucket + 1)
+    octave, step = divmod(bucket - FINE_BUCKETS, 8)
+    width = 1 << (octave + 1)  # 2^(e-3) with e = octave + 4
+    return float((9 + step) * width)
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """How late the delay line released the packets of one window (a trial): after their due time.
+
+    Percentiles are a histogram bucket's upper end (within 1 us below 16 us, within 12.5 % above);
+    the maximum is exact.  `packets`: the releases counted."""
+
+    packets: int
+    median_ms: float
+    p99_ms: float
+    max_ms: float
+
+    @classmethod
+    def of(cls, replies: Sequence[dict[str, Any]]) -> Lateness:
+        """The lateness of one window over the replies of `lateness` of every delay line in a lab."""
+        merged: dict[int, int] = {}
+        for reply in replies:
+            for bucket, n in reply.get("buckets") or []:
+                merged[int(bucket)] = merged.get(int(bucket), 0) + int(n)
+        buckets = sorted(merged.items())
+        count = sum(int(r.get("count") or 0) for r in replies)
+        return cls(
+            packets=count,
+            median_ms=percentile_us(buckets, count, 50) / 1e3,
+            p99_ms=percentile_us(buckets, count, 99) / 1e3,
+            max_ms=max((int(r.get("max_ns") or 0) for r in replies), default=0) / 1e6,
+        )
+
+    def columns(self) -> dict[str, Any]:
+        """A trial row's columns."""
+        return {
+            "late_packets": self.packets,
+            "late_median_ms": round(self.median_ms, 3),
+            "late_p99_ms": round(self.p99_ms, 3),
+            "late_max_ms": round(self.max_ms, 3),
+        }
+
+
+def percentile_us(buckets: Sequence[Sequence[int]], count: int, q: float) -> float:
+    """The nearest-rank q-th percentile of a lateness histogram ([bucket, packets] pairs), as the upper
+    end of the bucket that holds it; 0 for an empty window."""
+    if count <= 0:
+        return 0.0
+    rank = max(1, math.ceil(q / 100 * count))
+    seen = 0
+    for bucket, n in sorted((int(b), int(n)) for b, n in buckets):
+        seen += n
+        if seen >= rank:
+            return bucket_upper_us(bucket)
+    return bucket_upper_us(max(int(b) for b, _ in buckets)) if buckets else 0.0
 
 
 class DelayLine:
@@ -84,6 +151,11 @@ class DelayLine:
 
     def stats(self) -> dict[str, Any]:
         return self.command("stats")
+
+    def lateness(self) -> dict[str, Any]:
+        """How late the packets released since the last call (or the start) were, as the program says
+        it (Lateness.of reads it); a new window starts."""
+        return self.command("lateness")
 
     def drain(self, queues: Collection[int], within_s: float, step_s: float = 0.01) -> None:
         """Return once `queues` hold no packet, or after `within_s` (traffic that goes on keeps

@@ -47,6 +47,13 @@
  *       already held --capacity packets (they never reach us, so they are not
  *       in "received"); dropped_socket counts packets lost because our socket
  *       buffer was full (enobufs counts those overflow events).
+ *   lateness -> {"ok":true,"count":N,"max_ns":M,"buckets":[[B,N],..]}
+ *       every queue's releases since the last `lateness` (or the start), and
+ *       starts a new window: how many packets were released, the latest
+ *       one's lateness (release time - due time), and a histogram of them
+ *       (only buckets that hold packets): bucket B < 16 holds lateness of B
+ *       us; above, eight buckets per power of two of us, bucket
+ *       16 + 8 (e - 4) + s holding [(8 + s) 2^(e-3), (9 + s) 2^(e-3)) us.
  * stdin EOF, SIGTERM or SIGINT: held packets are accepted, queues unbound,
  * exit status 0.  EOF means the controller is gone, so the delay line never
  * outlives its owner.  The controller must read every reply: a full stdout
@@ -142,6 +149,10 @@ static unsigned nl_portid;
 static uint64_t enobufs;           /* times the socket buffer overflowed */
 static int64_t wake_early_ns;      /* estimate of a timer wake-up's lateness */
 #define WAKE_EARLY_MAX_NS 1000000  /* beyond that, something else is wrong */
+/* Lateness of each release since the last `lateness` command (see the protocol above). */
+#define LATE_BUCKETS 256
+static uint64_t late_hist[LATE_BUCKETS];
+static uint64_t late_count, late_window_max_ns;
 static uint64_t verdict_errors;    /* NLMSG_ERROR replies to verdicts */
 static uint64_t send_errors;       /* failed verdict sends */
 
@@ -312,6 +323,17 @@ static void on_packet(struct queue *q, uint32_t id, int64_t arrival)
 		q->held_max = q->count;
 }
 
+/* The histogram bucket of a lateness (see `lateness` in the protocol). */
+static unsigned late_bucket(uint64_t late_ns)
+{
+	uint64_t us = late_ns / 1000;
+	if (us < 16)
+		return (unsigned)us;
+	unsigned e = 63u - (unsigned)__builtin_clzll(us);   /* 2^e <= us */
+	unsigned b = 16u + (e - 4u) * 8u + (unsigned)((us >> (e - 3u)) & 7u);
+	return b < LATE_BUCKETS ? b : LATE_BUCKETS - 1;
+}
+
 /* Accept the due prefix of every FIFO with one batch verdict per queue. */
 static void release_due(int64_t now)
 {
@@ -327,6 +349,10 @@ static void release_due(int64_t now)
 			q->late_ns_sum += late;
 			if (late > q->late_ns_max)
 				q->late_ns_max = late;
+			late_hist[late_bucket(late)]++;
+			late_count++;
+			if (late > late_window_max_ns)
+				late_window_max_ns = late;
 			last_id = h->id;
 			n++;
 		}
@@ -668,6 +694,29 @@ static void cmd_stats(void)
 	reply(line);
 }
 
+static void cmd_lateness(void)
+{
+	char line[32 * LATE_BUCKETS + 128];
+	size_t o = 0;
+
+	o += (size_t)snprintf(line + o, sizeof(line) - o,
+			      "{\"ok\":true,\"count\":%" PRIu64 ",\"max_ns\":%" PRIu64
+			      ",\"buckets\":[", late_count, late_window_max_ns);
+	bool first = true;
+	for (unsigned b = 0; b < LATE_BUCKETS; b++) {
+		if (late_hist[b] == 0)
+			continue;
+		o += (size_t)snprintf(line + o, sizeof(line) - o, "%s[%u,%" PRIu64 "]",
+				      first ? "" : ",", b, late_hist[b]);
+		first = false;
+	}
+	snprintf(line + o, sizeof(line) - o, "]}");
+	reply(line);
+	memset(late_hist, 0, sizeof(late_hist));
+	late_count = 0;
+	late_window_max_ns = 0;
+}
+
 static void handle_command(char *line)
 {
 	char *cmd = line + strspn(line, " \t");
@@ -680,8 +729,11 @@ static void handle_command(char *line)
 	else if (n == 5 && strncmp(cmd, "stats", 5) == 0 &&
 		 cmd[5 + strspn(cmd + 5, " \t")] == '\0')
 		cmd_stats();
+	else if (n == 8 && strncmp(cmd, "lateness", 8) == 0 &&
+		 cmd[8 + strspn(cmd + 8, " \t")] == '\0')
+		cmd_lateness();
 	else
-		reply_error("unknown command (expected 'set' or 'stats')");
+		reply_error("unknown command (expected 'set', 'stats' or 'lateness')");
 }
 
 static char line_buf[LINE_MAX_BYTES];
@@ -736,6 +788,7 @@ static void usage(void)
 		"stdin commands (one JSON reply line each on stdout):\n"
 		"  set QUEUE [delay_us=D] [jitter_us=J] [loss=P] [seed=S]\n"
 		"  stats\n"
+		"  lateness\n"
 		"exits on stdin EOF, SIGTERM or SIGINT\n");
 }
 
