@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,9 +193,10 @@ def parse_params(variant: Variant, pairs: dict[str, str | int]) -> dict[str, int
 
 
 def kernel_has(name: str) -> str | None:
-    """How the kernel offers `name` itself: "built in" (or loaded already), "module", or None."""
+    """How the kernel offers `name` itself: "built in" (or loaded already), "module", or None.  A name
+    a netrepro run registered (its BPF port, its module) is that run's, not the kernel's own."""
     available, _ = kernel.congestion_controls()
-    if name in available:
+    if name in available and registered_by_a_run(name) is None:
         return "built in"
     if kernel.modules_supported() and name in kernel.loadable_congestion_controls():
         return "module"
@@ -290,16 +292,24 @@ def _trigger_init(name: str) -> None:
             conn.close()
 
 
-def _held_by_whom(name: str) -> str:
-    """Why `name` cannot be loaded: which run holds it, and what to do."""
+def registered_by_a_run(name: str) -> Any:
+    """The ledger (ground.ledger.LedgerFile) of the netrepro run that registered `name`, or None."""
     for found in ledger_files():
         if any(e.get("kind") in ("struct_ops", "module") and e.get("name") == name for e in found.effective()):
-            owner = found.owner or {}
-            if found.purpose:
-                return f"{name} is held by `run.sh {found.purpose}`: `run.sh cc unload {name}` releases it"
-            if found.alive:
-                return f"{name} is in use by another run (pid {owner.get('pid')}); wait for it to finish"
-            return f"{name} is still registered by a run that died (pid {owner.get('pid')}): `run.sh clean` removes it"
+            return found
+    return None
+
+
+def _held_by_whom(name: str) -> str:
+    """Why `name` cannot be loaded: which run holds it, and what to do."""
+    found = registered_by_a_run(name)
+    if found is not None:
+        owner = found.owner or {}
+        if found.purpose:
+            return f"{name} is held by `run.sh {found.purpose}`: `run.sh cc unload {name}` releases it"
+        if found.alive:
+            return f"{name} is in use by another run (pid {owner.get('pid')}); wait for it to finish"
+        return f"{name} is still registered by a run that died (pid {owner.get('pid')}): `run.sh clean` removes it"
     return f"{name} is already registered, not by netrepro; not touching it"
 
 
@@ -463,6 +473,17 @@ def load_kernel_own(name: str, ledger: Ledger, module: str | None = None) -> Non
             # tcp_yeah brings tcp_vegas: the run removes every module loaded since that nothing holds
             ledger.modprobe(module or f"tcp_{name}", modules.parse_proc_modules(before))
         ledger.allow_congestion_control(name)
+
+
+def tuning(name: str, params: Mapping[str, Any]) -> dict[str, int]:
+    """Every parameter of variant `name` as a trial sets it: its defaults, then what the trial names
+    (a factor such as n, or its cc_params), checked.  A trial must not inherit the last one's tuning."""
+    variant = algorithm(name)
+    given: dict[str, Any] = {p.name: params[p.name] for p in variant.params if p.name in params}
+    given.update(params.get("cc_params") or {})
+    wanted = {p.name: p.default for p in variant.params}
+    wanted.update(parse_params(variant, given))
+    return wanted
 
 
 def load(name: str, ledger: Ledger, impl: str | None = None) -> LoadedAlgorithm:

@@ -59,7 +59,7 @@ from ground.trials import trial_key
 from netrepro.engine.local import local_client
 from netrepro.engine.tls import HTTP_ROUTES, RunCertificates, make_certificates
 from netrepro.engine.worker import Job, WorkerFailed, WorkerRefused, run_setting
-from netrepro.runner import shards
+from netrepro.runner import session, shards
 from netrepro.runner.sweep import Options, RowSink
 from netrepro.studykit.spec import Figure, Params
 
@@ -626,7 +626,9 @@ def run_trials(
     tasks = shards.tasks(todo, engine.jobs or len(engine.hosts) or 1)
     names = [_task_name(task, tasks) for task in tasks]
     run = uuid.uuid4().hex[:12]
-    with connect(engine) as client:
+    # --jobs: each variant the labs share is loaded once, here, for all of them (its parameters are the machine's)
+    hold = session.hold_algorithms([p for p, _ in todo], opts.cc_impl) if engine.jobs else contextlib.nullcontext({})
+    with hold as held, connect(engine) as client:
         _wait_for_lab_slots(client, engine)
         rows = Queue(f"netrepro-rows-{run}")  # every row, on its way to the one writer: here
         done = Variable(f"netrepro-done-{run}")  # the keys with a successful row here: a worker skips them
@@ -646,6 +648,7 @@ def run_trials(
             rows=rows.name,
             done=done.name,
             stop=stop.name,
+            held=held,
         )
         futures = {}
         for n, (task, name) in enumerate(zip(tasks, names, strict=True)):  # largest first

@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -81,6 +81,8 @@ class Job:
     rows: str  # the run's Dask queue of rows
     done: str  # the run's Dask variable: trial keys with a successful row
     stop: str  # the run's Dask event: stop now
+    # --jobs: the variants the coordinator holds loaded for every lab on this machine, with their row columns
+    held: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 # -- in the Dask worker's thread ----------------------------------------------------------------
@@ -243,7 +245,7 @@ def main() -> int:
     try:
         grid = [p for p, _ in job.todo]
         preflight.check_machine(
-            preflight.figure_needs(fig, grid, {**fig.overrides, **job.overrides}, job.shaper, job.cc_impl)
+            preflight.figure_needs(fig, grid, {**fig.overrides, **job.overrides}, job.shaper, job.cc_impl, job.held)
         )
     except NetreproError as e:
         say(refused=f"its machine fails the doctor for {fig.full_name}: {e}")
@@ -264,6 +266,7 @@ def main() -> int:
                 shaper=job.shaper,
                 switch=job.switch,
                 cc_impl=job.cc_impl,
+                held_ccs=job.held,
             )
             verifications = sweep.run_trials(fig, job.todo, opts, _Rows(say), claim=claim)
     except NetreproError as e:

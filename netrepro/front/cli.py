@@ -188,9 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
 
     b = sub.add_parser("bench", parents=[common], help="benchmarks that report numbers (not tests)")
-    b.add_argument("which", choices=["cluster", "delayline", "delayline-links", "ports", "runner", "soak"])
-    b.add_argument("--figure", default="iw/fig5b", help="cluster: the figure")
-    b.add_argument("--quick", action="store_true", help="cluster: the figure's quick grid")
+    b.add_argument("which", choices=["cluster", "delayline", "delayline-links", "jobs", "ports", "runner", "soak"])
+    b.add_argument("--figure", default=None, help="cluster: the figure (iw/fig5b); jobs: one figure only")
+    b.add_argument("--quick", action="store_true", help="cluster: the figure's quick grid (jobs: always quick)")
+    b.add_argument("--labs", default="2,4,8", help="jobs: the labs side by side after the serial runs")
     b.add_argument("--rtt", default=None, help="delayline: 20ms; ports: 100ms")
     b.add_argument("--rate", default="10mbit", help="ports: the bottleneck's rate")
     b.add_argument("--runs", type=int, default=5, help="ports: flows per implementation and path")
@@ -210,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="soak: each run with --hosts root@127.0.0.1, through an sshd of the soak's own on a loopback port",
     )
+    b.add_argument("--jobs", default=None, metavar="N", help="soak: each run with N labs side by side")
 
     t = sub.add_parser(
         "test", parents=[common], help="the whole test suite (lint, types, layers, unit and root integration tests)"

@@ -119,6 +119,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     declared = studyfile.load(Path(args.figure)) if toml else [expts.find(args.figure)]
     if args.trials is not None and not 1 <= args.trials <= 1000:
         raise QuantityError("--trials", args.trials, "allowed range is 1 to 1000")
+    elsewhere = [n for n, v in (("--hosts", args.hosts), ("--scheduler", args.scheduler)) if v]
+    if args.jobs is not None and elsewhere:
+        raise UserError(
+            f"--jobs {args.jobs} and {elsewhere[0]}: --jobs runs labs side by side on this machine, "
+            f"{elsewhere[0]} on other machines; give one"
+        )
     engine = Engine.parse(
         args.hosts,
         args.scheduler,
@@ -139,12 +145,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         if drawn:
             raise UserError(f"{fig.full_name}: {drawn}")
     asked = admission.parse_jobs(args.jobs) if args.jobs is not None else 1
-    elsewhere = [n for n, v in (("--hosts", args.hosts), ("--scheduler", args.scheduler)) if v]
-    if args.jobs is not None and elsewhere:
-        raise UserError(
-            f"--jobs {args.jobs} and {elsewhere[0]}: --jobs runs labs side by side on this machine, "
-            f"{elsewhere[0]} on other machines; give one"
-        )
     if args.dry_run:
         for fig in figures:
             plan = Plan.of(fig, args.quick, trials=args.trials)
@@ -159,7 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.jobs is not None:
             jobs = _with_jobs(Plan.of(fig, args.quick, trials=args.trials), asked, args.out.resolve())
             if jobs.jobs_why:
-                print(f"{fig.full_name}: --jobs auto: {jobs.jobs_why}", flush=True)
+                print(f"{fig.full_name}: --jobs {args.jobs}: {jobs.jobs_why}", flush=True)
             engine = Engine.parse(None, None, allow_mixed=args.allow_mixed, jobs=jobs.jobs)
         _run_one(fig, args, engine)
     return 0
@@ -167,6 +167,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _with_jobs(plan: Plan, asked: int | None, out: Path) -> Plan:
     """The plan with the labs --jobs asks for (None: auto, admitted by the figure's measured cost)."""
+    if (asked is None or asked > 1) and (blocker := admission.shared_state_blocker(plan.grid)):
+        return dataclasses.replace(plan, jobs=1, jobs_why=blocker)
     if asked is not None:
         return dataclasses.replace(plan, jobs=asked)
     admitted = admission.admit(admission.measured_cost(plan.fig, out), plan.trials)

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import expts
 from ground import kernel
+from ground.errors import UserError
 from ground.results import REPO
 from ground.units import QuantityError
 from kmod import loader
+from netrepro.runner import admission
 
 log = logging.getLogger("netrepro")
 
@@ -51,12 +53,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
     elif args.which == "delayline-links":
         bench.delayline_links(out=args.out)
     elif args.which == "cluster":
-        expts.find(args.figure)  # a UserError naming it, before anything starts
-        bench.cluster(args.figure, quick=args.quick, out=args.out)
+        figure = args.figure or "iw/fig5b"
+        expts.find(figure)  # a UserError naming it, before anything starts
+        bench.cluster(figure, quick=args.quick, out=args.out)
+    elif args.which == "jobs":
+        from netrepro.lanes import bench_jobs
+
+        figures = (args.figure,) if args.figure else bench_jobs.FIGURES
+        for figure in figures:
+            expts.find(figure)
+        labs = []
+        for text in args.labs.split(","):
+            count = admission.parse_jobs(text)
+            if count is None:
+                raise QuantityError("--labs", text, "numbers of labs, e.g. 2,4,8 (auto is for --jobs)")
+            labs.append(count)
+        bench_jobs.jobs(figures, tuple(labs), out=args.out)
     elif args.which == "soak":
         if not 1 <= args.kills <= 10_000:
             raise QuantityError("--kills", args.kills, "allowed range is 1 to 10000")
-        return 0 if bench.soak(kills=args.kills, seed=args.seed, out=args.out, cluster=args.cluster) else 1
+        jobs = admission.parse_jobs(args.jobs) if args.jobs else 0
+        if jobs is None:
+            raise QuantityError("--jobs", args.jobs, "soak: a number of labs side by side (auto is for a figure's run)")
+        if jobs and args.cluster:
+            raise UserError(f"--jobs {args.jobs} and --cluster: the soak runs one or the other; give one")
+        return 0 if bench.soak(kills=args.kills, seed=args.seed, out=args.out, cluster=args.cluster, jobs=jobs) else 1
     else:
         bench.runner(out=args.out)
     return 0

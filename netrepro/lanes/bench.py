@@ -26,6 +26,10 @@ against itself, the same flows in the same alternation, for how far two
 samples of one implementation lie apart.  It needs the modules:
 `run.sh --vm bench ports`.
 
+`jobs` (netrepro.lanes.bench_jobs): a figure serially, again, then with 2,
+4 and 8 labs side by side (--jobs): wall time, CPU, the delay lines'
+lateness, and each trial's metric and each claim beside the serial run's.
+
 `cluster`: a figure (iw/fig5b, 210 trials on 7 path settings) from scratch
 on a local Dask cluster of one worker, then of two (netrepro.engine.cluster): the
 wall time of each and the speed-up.  Both workers' labs share this
@@ -40,7 +44,8 @@ random moments, then interrupted by SIGINT, SIGTERM and SIGHUP; per round,
 whether the machine came back as it was and the CSV stayed whole
 (netrepro.lanes.soak).  The suite runs five rounds of the same.  With `--cluster`,
 each run a `--hosts root@127.0.0.1` run through an sshd of the soak's own:
-what the SSH launcher started must end too.
+what the SSH launcher started must end too; with `--jobs N`, each run has
+N labs side by side.
 """
 
 from __future__ import annotations
@@ -436,9 +441,10 @@ def cluster(figure: str = "iw/fig5b", quick: bool = False, out: Path | None = No
     return rows
 
 
-def soak(kills: int, seed: int, out: Path | None = None, cluster: bool = False) -> bool:
+def soak(kills: int, seed: int, out: Path | None = None, cluster: bool = False, jobs: int = 0) -> bool:
     """Run the soak, one line per round as it ends; True if every round left nothing.  `cluster`:
-    each run on a Dask cluster launched over SSH on loopback, through an sshd of the soak's own."""
+    each run on a Dask cluster launched over SSH on loopback, through an sshd of the soak's own;
+    `jobs`: each run with that many labs side by side (--jobs)."""
     import tempfile
 
     from netrepro.lanes import soak as soak_rounds
@@ -447,12 +453,16 @@ def soak(kills: int, seed: int, out: Path | None = None, cluster: bool = False) 
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="netrepro-soak-") as work, contextlib.ExitStack() as stack:
         sshd = stack.enter_context(loopback_sshd(Path(work) / "ssh")) if cluster else None
-        results = soak_rounds.soak(kills, seed, Path(work), report=lambda r: print(r.line(), flush=True), sshd=sshd)
+        results = soak_rounds.soak(
+            kills, seed, Path(work), report=lambda r: print(r.line(), flush=True), sshd=sshd, jobs=jobs
+        )
     survived = sum(1 for r in results if r.survived)
     summary = {
         **provenance(),
-        "figure": " ".join(soak_rounds.FIGURE),
-        "on": "a Dask cluster launched over SSH on loopback (--hosts root@127.0.0.1)" if cluster else "this process",
+        "figure": " ".join(soak_rounds.JOBS_FIGURE if jobs else soak_rounds.FIGURE),
+        "on": "a Dask cluster launched over SSH on loopback (--hosts root@127.0.0.1)"
+        if cluster
+        else (f"{jobs} labs side by side (--jobs {jobs})" if jobs else "this process"),
         "seed": seed,
         "rounds": [r.__dict__ for r in results],
         "survived": survived,
@@ -461,5 +471,6 @@ def soak(kills: int, seed: int, out: Path | None = None, cluster: bool = False) 
     }
     print(f"soak: {survived} of {len(results)} rounds left the machine as it was ({summary['wall_seconds']} s)")
     if out is not None:
-        write_json(out / ("soak-cluster.json" if cluster else "soak.json"), summary, out)
+        name = "soak-cluster.json" if cluster else (f"soak-jobs{jobs}.json" if jobs else "soak.json")
+        write_json(out / name, summary, out)
     return survived == len(results)

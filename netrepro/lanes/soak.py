@@ -15,6 +15,9 @@ root@127.0.0.1` run, through an sshd of the soak's own on a loopback port
 (netrepro.lanes.loopback_sshd): the Dask scheduler, nanny, worker and trial
 process the launcher starts under that sshd must also be gone within a
 minute of the kill, and the host's copy of the run's certificate with them.
+With `jobs` (`run.sh bench soak --jobs N`) each run is JOBS_FIGURE with N
+labs side by side on a local Dask cluster: its scheduler and nannies die with the run, its
+workers when their parent does, their labs by their ledgers and `clean`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from netrepro.engine.cluster import remote_certificate_copies
 from netrepro.lanes.loopback_sshd import Sshd, descendants, still_running
 
 FIGURE = ("run", "cubicplus/fig3", "--quick")
+# --jobs: a figure whose trials can run side by side (cubicplus/fig3's tune cubic_plus per trial), with a
+# congestion control the run holds for its labs (a BPF port on a kernel without vegas) and one path split
+JOBS_FIGURE = ("run", "iw/fig2", "--quick", "--set", "cc=vegas")
 # Up to 40 s covers the lab's start, the path's verification, the algorithm's load and the first trials.
 KILL_WINDOW_S = (0.5, 40.0)
 SIGNALLED_EXIT_S = 120.0  # a signalled run stops its trial and undoes its lab within this
@@ -86,19 +92,23 @@ def _netrepro(*args: str) -> list[str]:
     return [sys.executable, "-m", "netrepro", *args]
 
 
-def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S, sshd: Sshd | None = None) -> Round:
-    """Run the figure into `out` (on a cluster launched through `sshd`, if given), interrupt it
-    `after_s` seconds in, clean up if killed, compare."""
+def one_round(
+    how: str, after_s: float, out: Path, settle: float = SETTLE_S, sshd: Sshd | None = None, jobs: int = 0
+) -> Round:
+    """Run the figure into `out` (on a cluster launched through `sshd`, or with `jobs` labs side by side,
+    if given), interrupt it `after_s` seconds in, clean up if killed, compare."""
     before = snapshot()
     certificates = remote_certificate_copies()
     result = Round(how, after_s)
     killed = how.startswith("SIGKILL")
     launched: dict[int, tuple[int | None, str]] = {}
     on_cluster = ["--hosts", "root@127.0.0.1", "--ssh-config", str(sshd.config)] if sshd else []
+    on_cluster += ["--jobs", str(jobs)] if jobs else []
+    figure = JOBS_FIGURE if jobs else FIGURE
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "run.log", "wb") as log:
         run = subprocess.Popen(
-            _netrepro(*FIGURE, "--out", str(out), *on_cluster),
+            _netrepro(*figure, "--out", str(out), *on_cluster),
             cwd=REPO,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -144,7 +154,8 @@ def one_round(how: str, after_s: float, out: Path, settle: float = SETTLE_S, ssh
         result.left.append(
             f"the host's copy of the run's certificate: {sorted(remote_certificate_copies() - certificates)}"
         )
-    result.rows, result.csv_problems = csv_problems(out / "cubicplus" / "fig3.csv")
+    written = sorted(p for p in out.rglob("*.csv") if p.is_file())  # the figure's, a derived one's directory
+    result.rows, result.csv_problems = csv_problems(written[0]) if written else (0, [])
     return result
 
 
@@ -163,11 +174,13 @@ def soak(
     signals: bool = True,
     report: Callable[[Round], None] | None = None,
     sshd: Sshd | None = None,
+    jobs: int = 0,
 ) -> list[Round]:
-    """The seeded plan's rounds, each reported as it ends; on a cluster launched through `sshd` if given."""
+    """The seeded plan's rounds, each reported as it ends; on a cluster launched through `sshd`, or with
+    `jobs` labs side by side, if given."""
     results = []
     for i, (how, after_s) in enumerate(plan(rounds, seed, signals)):
-        result = one_round(how, after_s, work / f"round-{i:03d}", sshd=sshd)
+        result = one_round(how, after_s, work / f"round-{i:03d}", sshd=sshd, jobs=jobs)
         results.append(result)
         if report is not None:
             report(result)

@@ -82,7 +82,7 @@ class Plan:
     trials_per_setting: int
     stored: Stored | None
     jobs: int = 1  # labs side by side
-    jobs_why: str = ""  # how --jobs auto chose them
+    jobs_why: str = ""  # how --jobs auto chose them, or why the figure runs one lab at a time
 
     @classmethod
     def of(
@@ -156,7 +156,7 @@ class Plan:
                 + (f" ({self.jobs_why})" if self.jobs_why else "")
             )
         elif self.jobs_why:
-            lines.append(f"  --jobs auto: {self.jobs_why}")
+            lines.append(f"  --jobs: {self.jobs_why}")
         if self.stored is None:
             lines.append("  no stored result (results/reference/) to estimate from")
         else:

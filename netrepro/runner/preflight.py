@@ -45,10 +45,16 @@ class Needs:
     cc_impl: str | None = None  # kernel, lkm or bpf (kmod.loader.choose_impl); None: its choice
     named_by: str = "cc "  # how the user named them: `--cc `, `--set cc=`, or the figure's `cc `
     qdiscs: tuple[str, ...] = ()  # beyond the lab's own: fq where a trial paces with it (pacer=fq)
+    held: tuple[str, ...] = ()  # variants the run holds loaded for its labs (session.hold_algorithms): not loaded here
 
 
 def figure_needs(
-    fig: Figure, grid: Iterable[Mapping[str, object]], overrides: Mapping[str, object], shaper: str, cc_impl: str | None
+    fig: Figure,
+    grid: Iterable[Mapping[str, object]],
+    overrides: Mapping[str, object],
+    shaper: str,
+    cc_impl: str | None,
+    held: Iterable[str] = (),
 ) -> Needs:
     """A figure run: the lab's tools, the server's, its workload's, and every congestion control its grid names."""
     named = [str(p["cc"]) for p in grid if p.get("cc") is not None]
@@ -61,6 +67,7 @@ def figure_needs(
         cc_impl=cc_impl,
         named_by="--set cc=" if "cc" in overrides else f"{fig.full_name}: cc ",
         qdiscs=("fq",) if any(p.get("pacer") == "fq" for p in grid) else (),
+        held=tuple(held),
     )
 
 
@@ -117,7 +124,7 @@ def check_machine(needs: Needs) -> None:
     if emulation.choose_backend(needs.shaper) == "delayline":  # ShaperUnavailable says what is missing
         tools += DELAYLINE_TOOLS
     for name in needs.congestion_controls:
-        if name in loader.ALGORITHMS:
+        if name in loader.ALGORITHMS and name not in needs.held:
             impl = loader.loadable(name, needs.cc_impl)
             tools += (PORT_TOOLS if loader.ALGORITHMS[name].port else VARIANT_TOOLS)[impl]
     for kind in needs.qdiscs:

@@ -3,18 +3,21 @@
 A `Session` holds the Apache server (started once, its content written as
 trials first need it), the netrepro variants loaded and how they are tuned,
 one tcp_probe capture, the hosts' current TCP settings and whether the
-server's sending is paced; each is changed only when a trial asks for
+server's sending is paced (the variants may instead be held for all the
+labs of a run side by side: `hold_algorithms`); each is changed only when a trial asks for
 something other than what the last trial left.  The workloads
 (netrepro.runner.workloads) take a session and a trial's parameters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ground import kernel
+from ground.errors import UserError
 from ground.ledger import Ledger
 from ground.tcpprobe import TcpProbe
 from kmod import loader
@@ -30,10 +33,20 @@ class Session:
     """The servers and host settings a figure's trials share on one lab."""
 
     def __init__(
-        self, lab: Lab, ledger: Ledger, work_dir: Path, results_dir: Path | None, cc_impl: str | None = None
+        self,
+        lab: Lab,
+        ledger: Ledger,
+        work_dir: Path,
+        results_dir: Path | None,
+        cc_impl: str | None = None,
+        held: Mapping[str, Metrics] | None = None,
     ) -> None:
+        """`held`: variants and ports another process of the run loaded and tuned for every lab of it
+        (`hold_algorithms`: each name with the columns its trials' rows get): used as they are, never
+        loaded or tuned here."""
         self.lab = lab
         self.cc_impl = cc_impl
+        self.held = dict(held or {})
         self._algorithms: dict[str, loader.LoadedAlgorithm] = {}
         self._tuned: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
         self.ledger = ledger
@@ -76,26 +89,17 @@ class Session:
             if name is not None:  # the kernel's own (bbr): its module loaded through the ledger where it is not
                 loader.load_kernel_own(str(name), self.ledger)
             return {"cc_impl": "kernel"}
-        variant = loader.ALGORITHMS[name]
+        if name in self.held:
+            return dict(self.held[name])
         if name not in self._algorithms:
             self._algorithms[name] = loader.load(name, self.ledger, self.cc_impl)
         algorithm = self._algorithms[name]
         # Every parameter, defaults included: a trial must not inherit the last one's tuning.
         # A parameter may be a trial parameter of its own (a factor such as n) or sit in cc_params.
-        given = {p.name: params[p.name] for p in variant.params if p.name in params}
-        given.update(params.get("cc_params") or {})
-        wanted = {p.name: p.default for p in variant.params}
-        wanted.update(loader.parse_params(variant, given))
+        wanted = loader.tuning(name, params)
         if name not in self._tuned or self._tuned[name][0] != wanted:
             self._tuned[name] = (wanted, algorithm.set(**wanted))
-        reported = self._tuned[name][1]
-        keep = {*variant.outputs, *(f"{p.name}_in_use" for p in variant.params), "ss_repairs"}
-        if variant.port:  # a port's parameters are the module's, reported as the kernel has them
-            keep |= {p.name for p in variant.params}
-        ran = {"cc_impl": algorithm.impl}
-        if variant.port:
-            ran["cc_registered"] = algorithm.registered
-        return {**ran, **{f"cc_{k}": v for k, v in reported.items() if k in keep}}
+        return ran_as(algorithm, self._tuned[name][1])
 
     def algorithm(self, name: str) -> loader.LoadedAlgorithm | None:
         """The variant or port this session loaded under that name, if any."""
@@ -103,11 +107,14 @@ class Session:
 
     def registered(self, name: str | None) -> str | None:
         """The name sockets use for the trial's cc: bpf_<name> for a port run beside the kernel's own."""
+        if str(name) in self.held:
+            return str(self.held[str(name)].get("cc_registered", name))
         algorithm = self._algorithms.get(str(name))
         return algorithm.registered if algorithm is not None else name
 
     def ss_repairs(self, params: Mapping[str, Any]) -> int | None:
-        """How often the BPF program has repaired a corrupted ssthresh so far (see kmod/README.md)."""
+        """How often the BPF program has repaired a corrupted ssthresh so far (see kmod/README.md); None
+        for an algorithm held for the run's labs (its counter counts every lab's flows)."""
         algorithm = self._algorithms.get(str(params.get("cc")))
         if algorithm is None or algorithm.impl != "bpf":
             return None
@@ -162,3 +169,56 @@ class Session:
                 self._probe.stop()
         finally:
             self.apache.stop()
+
+
+def shared_tunings(grid: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """The one tuning each netrepro variant or port of the grid runs with, and the variants whose trials
+    tune them differently (a variant's parameters are the machine's: those cannot be shared by labs)."""
+    tunings: dict[str, list[dict[str, int]]] = {}
+    for params in grid:
+        name = params.get("cc")
+        if name in loader.ALGORITHMS:
+            wanted = loader.tuning(str(name), params)
+            if wanted not in tunings.setdefault(str(name), []):
+                tunings[str(name)].append(wanted)
+    differ = [
+        f"{name} ({'; '.join(', '.join(f'{k}={v}' for k, v in t.items()) for t in found)})"
+        for name, found in tunings.items()
+        if len(found) > 1
+    ]
+    return {name: found[0] for name, found in tunings.items() if len(found) == 1}, differ
+
+
+def ran_as(algorithm: loader.LoadedAlgorithm, reported: Mapping[str, int]) -> Metrics:
+    """A trial row's columns for the variant or port it ran: its implementation, the name it registered
+    (a port), and what the kernel reports of its tuning and outputs."""
+    variant = algorithm.variant
+    keep = {*variant.outputs, *(f"{p.name}_in_use" for p in variant.params), "ss_repairs"}
+    if variant.port:  # a port's parameters are the module's, reported as the kernel has them
+        keep |= {p.name for p in variant.params}
+    ran: Metrics = {"cc_impl": algorithm.impl}
+    if variant.port:
+        ran["cc_registered"] = algorithm.registered
+    return {**ran, **{f"cc_{k}": v for k, v in reported.items() if k in keep}}
+
+
+@contextlib.contextmanager
+def hold_algorithms(grid: Iterable[Mapping[str, Any]], cc_impl: str | None) -> Iterator[dict[str, Metrics]]:
+    """Load and tune, once for every lab of a run on this machine, each netrepro variant and port the grid
+    names that a lab would register (a module of ours, a BPF program): under the machine lock, recorded in a
+    ledger of this process's (unloaded at the end, or by `clean`).  Yields name: (impl, registered name)
+    for the labs' sessions (Session(held=...)).  A port the kernel has itself is loaded by each lab as
+    always (a module any number of runs may share).  UserError where trials tune a variant differently."""
+    tunings, differ = shared_tunings(grid)
+    if differ:
+        raise UserError(
+            "labs side by side share each congestion control, and these are tuned per trial: " + "; ".join(differ)
+        )
+    held: dict[str, Metrics] = {}
+    with Ledger(contain=False) as ledger:
+        for name, wanted in tunings.items():
+            if loader.choose_impl(name, cc_impl) == "kernel":
+                continue
+            algorithm = loader.load(name, ledger, cc_impl)
+            held[name] = ran_as(algorithm, algorithm.set(**wanted))
+        yield held

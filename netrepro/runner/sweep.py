@@ -141,6 +141,8 @@ class Options:
     cc_impl: str | None = None  # kernel, lkm or bpf (kmod.loader.choose_impl); None: the loader's choice
     shard: Shard | None = None  # only this part of the trials (netrepro.runner.shards)
     engine: Engine | None = None  # run the trials elsewhere (netrepro.engine.cluster's Dask cluster); None: here
+    # variants and ports the run holds loaded for its labs side by side (session.hold_algorithms), with their columns
+    held_ccs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @contextlib.contextmanager
@@ -209,7 +211,9 @@ def run_trials(
         ) as lab,
     ):
         work = ledger.temp_dir("netrepro-trials-")
-        session = Session(lab, ledger, work, results_dir=opts.out / fig.directory / "logs", cc_impl=opts.cc_impl)
+        session = Session(
+            lab, ledger, work, results_dir=opts.out / fig.directory / "logs", cc_impl=opts.cc_impl, held=opts.held_ccs
+        )
         try:
             for params, index in todo:
                 if claim is not None and not claim(trial_key(params, index)):

@@ -181,6 +181,9 @@ def test_run_trials_reseeds_and_offsets_each_trial(monkeypatch: pytest.MonkeyPat
         def reseed(self, seed: int) -> None:
             events.append(("reseed", seed))
 
+        def lateness(self) -> None:
+            return None
+
         def __enter__(self) -> "Lab":
             return self
 
@@ -188,6 +191,8 @@ def test_run_trials_reseeds_and_offsets_each_trial(monkeypatch: pytest.MonkeyPat
             pass
 
     class Ledger:
+        cgroup = None
+
         def __enter__(self) -> "Ledger":
             return self
 

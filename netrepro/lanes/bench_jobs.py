@@ -1,0 +1,120 @@
+"""`run.sh bench jobs`: a figure with 1, 2, 4 and 8 labs side by side on this machine, and what it costs.
+
+Each figure (by default linuxcc/fig6 and iw/fig5a, --quick) runs from scratch
+serially twice (one lab, no cluster: the serial run and its repeat, whose
+difference is the run-to-run noise of the same trials, since a trial's draw
+comes from its key and the seed), then with `--jobs` 2, 4 and 8.  Per run:
+the wall time and the speed-up over the serial run, the machine's CPU
+seconds (from /proc/stat) and the labs' own (the rows' cpu_s), the delay
+lines' lateness (the largest p99 and max of any trial, and how many trials
+it failed), whether every path verified, and for each trial the relative
+difference of its metric from the serial run's: the largest, and how many
+trials lie further from it than the repeat's largest (`beyond_noise`).
+Each claim's outcome and numbers stand beside the serial run's.  The rows
+go to results/bench/jobs.csv, the claims to jobs-claims.csv.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ground.manifests import read_manifest
+from ground.trials import numbers, read_rows
+from netrepro.lanes.bench import _write_rows
+
+FIGURES = ("linuxcc/fig6", "iw/fig5a")
+LABS = (1, 2, 4, 8)
+
+
+def _busy_seconds() -> float:
+    """The machine's CPU seconds so far: every CPU's time outside idle and iowait (/proc/stat)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _by_trial(rows: list[dict[str, str]], metric: str) -> dict[str, float]:
+    out = {}
+    for row in rows:
+        if row.get("status") == "ok":
+            values = numbers([row], metric)
+            if values:
+                out[row["trial_key"]] = values[0]
+    return out
+
+
+def _changes(these: dict[str, float], serial: dict[str, float]) -> list[float]:
+    """Each trial's relative difference from the serial run's value of it."""
+    return [abs(v - serial[k]) / abs(serial[k]) for k, v in these.items() if serial.get(k)]
+
+
+def jobs(
+    figures: tuple[str, ...] = FIGURES, labs: tuple[int, ...] = LABS, quick: bool = True, out: Path | None = None
+) -> list[dict[str, Any]]:
+    import expts
+    from netrepro.engine.cluster import Engine
+    from netrepro.runner import sweep
+
+    rows: list[dict[str, Any]] = []
+    claims: list[dict[str, Any]] = []
+    runs = [(1, "serial"), (1, "serial again"), *((n, f"--jobs {n}") for n in labs if n > 1)]
+    with tempfile.TemporaryDirectory(prefix="netrepro-bench-jobs-") as scratch:
+        for figure in figures:
+            fig = expts.find(figure)
+            serial: dict[str, float] = {}
+            noise = 0.0
+            first_wall = 0.0
+            for n, (count, name) in enumerate(runs):
+                engine = Engine(jobs=count) if count > 1 else None
+                opts = sweep.Options(out=Path(scratch) / f"{fig.study}-{fig.name}-{n}", quick=quick, engine=engine)
+                busy, began = _busy_seconds(), time.monotonic()
+                csv_path = sweep.run_figure(fig, opts)
+                wall, busy = time.monotonic() - began, _busy_seconds() - busy
+                trials = read_rows(csv_path)
+                manifest = read_manifest(csv_path.with_name(f"{fig.name}.manifest.json"))
+                values = _by_trial(trials, fig.y)
+                if n == 0:
+                    serial, first_wall = values, wall
+                changes = _changes(values, serial)
+                if n == 1:
+                    noise = max(changes, default=0.0)
+                late = [r for r in trials if r.get("late_p99_ms")]
+                row = {
+                    "figure": fig.full_name,
+                    "run": name,
+                    "labs": count,
+                    "trials": len(trials),
+                    "ok": sum(1 for r in trials if r.get("status") == "ok"),
+                    "failed_late": sum(1 for r in trials if r.get("late_over_bound") == "true"),
+                    "paths_verified": all(v.get("ok") for v in manifest.verifications.values()),
+                    "wall_seconds": round(wall, 1),
+                    "speed_up": round(first_wall / wall, 2),
+                    "machine_cpu_seconds": round(busy, 1),
+                    "labs_cpu_seconds": round(sum(numbers(trials, "cpu_s")), 1),
+                    "late_p99_ms_max": max(numbers(late, "late_p99_ms"), default=0.0),
+                    "late_max_ms_max": max(numbers(late, "late_max_ms"), default=0.0),
+                    "metric": fig.y,
+                    "largest_change_pct": round(100 * max(changes, default=0.0), 2),
+                    "serial_noise_pct": round(100 * noise, 2) if n else "",
+                    "beyond_noise": sum(1 for c in changes if c > noise) if n > 1 else "",
+                }
+                rows.append(row)
+                print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+                for c in (manifest.doc.get("verdict") or {}).get("claims") or []:
+                    claims.append(
+                        {
+                            "figure": fig.full_name,
+                            "run": name,
+                            "quote": " ".join(str(c.get("quote")).split()[:10]),
+                            "outcome": c.get("outcome"),
+                            "ours": c.get("evidence"),
+                        }
+                    )
+    about = {"cpus": os.cpu_count(), "figures": list(figures), "labs": list(labs), "quick": quick}
+    _write_rows(rows, "jobs", about, out)
+    _write_rows(claims, "jobs-claims", about, out)
+    return rows

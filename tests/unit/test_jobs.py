@@ -1,0 +1,176 @@
+"""Labs side by side (--jobs): how trials are dealt to labs, how many labs a figure's cost admits, the
+time the plan shows, what --jobs refuses, and how the delay line's lateness histogram is read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import expts
+from ground.errors import UserError
+from ground.units import QuantityError
+from netrepro.engine.cluster import Engine
+from netrepro.front.cli import main
+from netrepro.runner import admission, shards
+from netrepro.runner.plan import CLUSTER_SECONDS, LAB_SECONDS, Plan, makespan
+from topologies.delayline import FINE_BUCKETS, Lateness, bucket_upper_us, percentile_us
+
+
+def _todo(settings: int, trials: int) -> list[tuple[dict[str, object], int]]:
+    return [({"rtt": f"{10 * (s + 1)}ms", "cc": c}, 0) for s in range(settings) for c in range(trials)]
+
+
+@pytest.mark.parametrize(
+    ("settings", "trials", "labs", "sizes"),
+    [
+        (1, 6, 3, [2, 2, 2]),  # linuxcc/fig6 --quick: one path, its trials split evenly
+        (1, 6, 4, [2, 2, 1, 1]),
+        (1, 6, 8, [1, 1, 1, 1, 1, 1]),  # never an empty task
+        (3, 6, 2, [6, 6, 6]),  # as many settings as labs or more: one task a setting
+        (3, 6, 4, [6, 6, 3, 3]),
+        (2, 1, 4, [1, 1]),
+    ],
+)
+def test_trials_are_dealt_to_labs_whole_settings_first(settings: int, trials: int, labs: int, sizes: list[int]) -> None:
+    todo = _todo(settings, trials)
+    tasks = shards.tasks(todo, labs)
+    assert [len(t) for t in tasks] == sizes
+    assert sorted(map(repr, (x for t in tasks for x in t))) == sorted(map(repr, todo))  # each trial once
+    for task in tasks:  # a task is one lab: one path setting
+        assert len({shards.setting(p) for p, _ in task}) == 1
+
+
+def test_a_split_setting_keeps_the_runs_order() -> None:
+    todo = _todo(1, 6)
+    tasks = shards.tasks(todo, 3)
+    assert [x for t in tasks for x in t] == todo
+
+
+def test_makespan_deals_the_largest_task_first_to_the_free_lab() -> None:
+    assert makespan([10, 10, 10], 3) == 10
+    assert makespan([10, 10, 10], 2) == 20
+    assert makespan([8, 5, 4, 3], 2) == 11  # 8 | 5, then 4 to the lab at 5, then 3 to the lab at 8
+    assert makespan([1, 1], 1) == 2
+
+
+def test_the_plan_with_jobs_is_the_makespan_of_its_labs() -> None:
+    fig = expts.find("linuxcc/fig6")
+    serial = Plan.of(fig, quick=True)
+    assert serial.stored is not None and serial.stored.seconds_per_trial
+    per = serial.stored.seconds_per_trial
+    three = Plan.of(fig, quick=True, jobs=3)
+    assert serial.seconds() == pytest.approx(6 * per + LAB_SECONDS)
+    assert three.seconds() == pytest.approx(CLUSTER_SECONDS + 2 * per + LAB_SECONDS)
+    assert any("--jobs 3: 3 labs side by side, 3 labs built in all" in line for line in three.describe())
+
+
+def _rows(shares: list[float], status: str = "ok") -> list[dict[str, str]]:
+    return [{"status": status, "cpu_s": f"{s * 10:.3f}", "trial_seconds": "10"} for s in shares]
+
+
+def test_a_labs_cost_is_the_90th_percentile_of_its_trials_share_of_a_core() -> None:
+    cost = admission.cost_of(_rows([0.01 * k for k in range(1, 11)]), "x.csv")
+    assert cost is not None and cost.cores == pytest.approx(0.09) and cost.rows == 10
+    assert admission.cost_of(_rows([0.5], status="failed"), "x.csv") is None  # a failed row measures nothing
+    assert admission.cost_of([{"status": "ok", "trial_seconds": "3"}], "x.csv") is None  # rows before cpu_s
+
+
+def test_auto_admits_labs_under_the_budget_and_says_why() -> None:
+    light = admission.Cost(0.05, 30, "x.csv")
+    heavy = admission.Cost(0.9, 30, "x.csv")
+    mid = admission.Cost(0.3, 30, "x.csv")
+    assert admission.admit(light, trials=6, machine_cores=2).jobs == 6  # one lab per trial
+    assert admission.admit(light, trials=100, machine_cores=2).jobs == admission.MAX_AUTO_JOBS
+    assert admission.admit(mid, trials=100, machine_cores=2).jobs == 5  # 1.5 cores / 0.3
+    saturated = admission.admit(heavy, trials=100, machine_cores=2)
+    assert saturated.jobs == 1 and "saturate" in saturated.why and "0.90 of a core" in saturated.why
+    unmeasured = admission.admit(None, trials=100, machine_cores=2)
+    assert unmeasured.jobs == 1 and "cpu_s" in unmeasured.why
+    assert admission.admit(light, trials=1, machine_cores=2).jobs == 1
+
+
+def test_the_cost_is_read_from_the_runs_own_rows_first(tmp_path: Path) -> None:
+    fig = expts.find("iw/fig5a")
+    (tmp_path / fig.directory).mkdir(parents=True)
+    header = "trial_key,status,cpu_s,trial_seconds\n"
+    (tmp_path / fig.directory / fig.csv_name).write_text(header + "k1,ok,1.0,2.0\nk2,ok,0.5,2.0\n")
+    cost = admission.measured_cost(fig, tmp_path)
+    assert cost is not None and cost.cores == pytest.approx(0.5) and cost.source.endswith(fig.csv_name)
+
+
+@pytest.mark.parametrize("text", ["0", "-2", "33", "many", "2.5", ""])
+def test_a_bad_jobs_value_is_refused_naming_it(text: str) -> None:
+    with pytest.raises(QuantityError) as e:
+        admission.parse_jobs(text)
+    assert f"--jobs {text!r}" in str(e.value)
+
+
+def test_jobs_parse() -> None:
+    assert admission.parse_jobs("auto") is None and admission.parse_jobs("AUTO") is None
+    assert admission.parse_jobs("3") == 3
+
+
+@pytest.mark.parametrize(
+    "where", [["--hosts", "root@vm1"], ["--scheduler", "tls://10.0.0.1:8786"]], ids=["hosts", "scheduler"]
+)
+def test_jobs_and_another_engine_are_refused_before_anything_runs(
+    where: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "iw/fig2", "--quick", "--dry-run", "--jobs", "2", *where]) == 2
+    err = capsys.readouterr().err
+    assert f"--jobs 2 and {where[0]}" in err and "give one" in err
+    with pytest.raises(UserError, match="give one"):
+        Engine.parse(where[1] if where[0] == "--hosts" else None, where[1] if where[0] != "--hosts" else None, jobs=2)
+
+
+def test_dry_run_with_jobs_says_the_labs_and_auto_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "linuxcc/fig6", "--quick", "--dry-run", "--jobs", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "--jobs 3: 3 labs side by side" in out
+    assert main(["run", "linuxcc/fig6", "--quick", "--dry-run", "--jobs", "auto"]) == 0
+    out = capsys.readouterr().out
+    assert "--jobs" in out and ("labs fit" in out or "cpu_s" in out)  # as its rows admit, and why
+    # trials that tune a variant differently (cubic_plus's n): one lab, whatever --jobs asks
+    assert main(["run", "cubicplus/fig7", "--quick", "--dry-run", "--jobs", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "--jobs: its trials tune cubic_plus" in out and "one lab at a time" in out
+
+
+def test_list_with_jobs_shows_the_times(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", "--jobs", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "--jobs 4: the time with that many labs side by side" in out
+
+
+def test_an_engine_for_jobs_describes_itself() -> None:
+    engine = Engine.parse(None, None, jobs=3)
+    assert engine is not None and engine.jobs == 3 and engine.describe() == "3 labs side by side on this machine"
+    assert Engine.parse(None, None, jobs=1) is None  # one lab: the run's own, no cluster
+
+
+def _late_bucket(late_us: int) -> int:
+    """delayline.c's late_bucket, in microseconds (independently written from its comment)."""
+    if late_us < FINE_BUCKETS:
+        return late_us
+    e = late_us.bit_length() - 1
+    return 16 + (e - 4) * 8 + ((late_us >> (e - 3)) & 7)
+
+
+@pytest.mark.parametrize("late_us", [0, 1, 15, 16, 17, 31, 32, 100, 999, 1000, 4095, 65_000, 2_000_000])
+def test_a_lateness_bucket_holds_its_values(late_us: int) -> None:
+    b = _late_bucket(late_us)
+    assert late_us < bucket_upper_us(b)
+    assert b == 0 or late_us >= bucket_upper_us(b - 1)
+    assert bucket_upper_us(b) <= max(late_us * 1.125 + 1, late_us + 1)  # 1 us fine, then within 12.5 %
+
+
+def test_lateness_percentiles_from_the_histograms_of_every_delay_line() -> None:
+    # 98 packets at 3 us, then 2 at about 1 ms (bucket of 1000 us), over two delay lines
+    one = {"count": 60, "max_ns": 3_500, "buckets": [[3, 60]]}
+    two = {"count": 40, "max_ns": 1_003_000, "buckets": [[3, 38], [_late_bucket(1000), 2]]}
+    late = Lateness.of([one, two])
+    assert late.packets == 100 and late.median_ms == pytest.approx(0.004) and late.max_ms == pytest.approx(1.003)
+    assert late.p99_ms == pytest.approx(bucket_upper_us(_late_bucket(1000)) / 1e3)
+    assert percentile_us([], 0, 99) == 0.0
+    assert Lateness.of([{"count": 0, "max_ns": 0, "buckets": []}]).columns()["late_p99_ms"] == 0.0
