@@ -618,17 +618,18 @@ def _wait_for_lab_slots(client: Any, engine: Engine) -> None:
 def run_trials(
     engine: Engine, fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial_log: RowSink
 ) -> Writer:
-    """The todo's trials on the engine's workers, a task per path setting; every row into trial_log."""
-    from distributed import Event, Queue, Variable
-    from distributed.client import wait
+    """The todo's trials on the engine's workers, a task per path setting; every row into trial_log.
 
-    # a task per path setting; a setting split where there are more labs than settings (shards.tasks)
-    tasks = shards.tasks(todo, engine.jobs or len(engine.hosts) or 1)
-    names = [_task_name(task, tasks) for task in tasks]
+    --jobs: the labs share this machine's congestion controls, so each netrepro variant they use is
+    loaded once, here, and held for all of them (session.hold_algorithms); trials that tune a variant
+    differently run in phases, one tuning at a time (session.tuning_phases), the labs of a phase built
+    anew."""
+    from distributed import Event, Queue, Variable
+
+    labs = engine.jobs or len(engine.hosts) or 1
+    phases = session.tuning_phases(todo) if engine.jobs else [todo]
     run = uuid.uuid4().hex[:12]
-    # --jobs: each variant the labs share is loaded once, here, for all of them (its parameters are the machine's)
-    hold = session.hold_algorithms([p for p, _ in todo], opts.cc_impl) if engine.jobs else contextlib.nullcontext({})
-    with hold as held, connect(engine) as client:
+    with connect(engine) as client:
         _wait_for_lab_slots(client, engine)
         rows = Queue(f"netrepro-rows-{run}")  # every row, on its way to the one writer: here
         done = Variable(f"netrepro-done-{run}")  # the keys with a successful row here: a worker skips them
@@ -648,53 +649,76 @@ def run_trials(
             rows=rows.name,
             done=done.name,
             stop=stop.name,
-            held=held,
         )
-        futures = {}
-        for n, (task, name) in enumerate(zip(tasks, names, strict=True)):  # largest first
-            job = dataclasses.replace(every, todo=task)
-            key = f"netrepro-{fig.name}-{n}-{run}"
-            futures[client.submit(run_setting, job, key=key, resources={"lab": 1}, pure=False, retries=0)] = name
         settings = len({shards.setting(p) for p, _ in todo})
-        print(f"  {engine.describe()}: {len(tasks)} labs for {settings} path settings, {len(todo)} trials", flush=True)
+        # a task per path setting; a setting split where there are more labs than settings (shards.tasks)
+        dealt = [shards.tasks(phase, labs) for phase in phases]
+        in_phases = f" in {len(phases)} phases, one tuning each" if len(phases) > 1 else ""
+        print(
+            f"  {engine.describe()}: {sum(map(len, dealt))} labs for {settings} path settings{in_phases}, "
+            f"{len(todo)} trials",
+            flush=True,
+        )
         progress = Progress(len(todo), fig.full_name)
-        handed_out = {trial_key(params, index) for params, index in todo}
         writer = Writer(
             fig,
             trial_log,
             engine.allow_mixed,
             progress,
             on_done=done.set,
-            expected=handed_out,
+            expected={trial_key(params, index) for params, index in todo},
             launcher=engine.describe(),
         )
         try:
-            pending = set(futures)
-            while pending:
-                writer.take(rows.get(batch=True))
-                finished = {f for f in pending if f.done()}
-                if not finished:
-                    with contextlib.suppress(TimeoutError):  # distributed's wait raises it when none ended
-                        wait(list(pending), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
-                    continue
-                writer.take(rows.get(batch=True))  # a task's last rows come before its end
-                for f in finished:
-                    pending.discard(f)
-                    _settle(f, futures[f], fig, writer)
+            for n, (phase, tasks) in enumerate(zip(phases, dealt, strict=True)):
+                hold = session.hold_algorithms([p for p, _ in phase], opts.cc_impl) if engine.jobs else None
+                with hold or contextlib.nullcontext({}) as held:
+                    job = dataclasses.replace(every, held=held)
+                    _run_tasks(client, job, tasks, f"{fig.name}-{n}-{run}", stop, rows, writer)
         finally:
             progress.close()
-            running = [f for f in futures if not f.done()]
-            if running:  # an error above, or an interrupt: the workers stop, unwind their labs, and then we
-                print(f"  stopping {len(running)} workers' trials; their labs are being undone", flush=True)
-                stop.set()
-                with contextlib.suppress(TimeoutError):
-                    wait(running, timeout=UNWIND_SECONDS)
-            with contextlib.suppress(Exception):
-                writer.take(rows.get(batch=True))
             stop.clear()  # the run's queue, variable and event leave the scheduler with it
             done.delete()
             rows.close()
     return writer
+
+
+def _run_tasks(
+    client: Any, every: Job, tasks: list[list[tuple[Params, int]]], prefix: str, stop: Any, rows: Any, writer: Writer
+) -> None:
+    """Each task on a lab slot of the cluster, largest first; every row to the writer as it comes; until
+    all have ended, or else (an error, an interrupt) until the workers have stopped and undone their labs."""
+    from distributed.client import wait
+
+    futures = {}
+    for n, task in enumerate(tasks):  # largest first
+        key = f"netrepro-{prefix}-{n}"
+        future = client.submit(
+            run_setting, dataclasses.replace(every, todo=task), key=key, resources={"lab": 1}, pure=False, retries=0
+        )
+        futures[future] = _task_name(task, tasks)
+    try:
+        pending = set(futures)
+        while pending:
+            writer.take(rows.get(batch=True))
+            finished = {f for f in pending if f.done()}
+            if not finished:
+                with contextlib.suppress(TimeoutError):  # distributed's wait raises it when none ended
+                    wait(list(pending), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
+                continue
+            writer.take(rows.get(batch=True))  # a task's last rows come before its end
+            for f in finished:
+                pending.discard(f)
+                _settle(f, futures[f], every.figure, writer)
+    finally:
+        running = [f for f in futures if not f.done()]
+        if running:  # an error above, or an interrupt: the workers stop, unwind their labs, and then we
+            print(f"  stopping {len(running)} workers' trials; their labs are being undone", flush=True)
+            stop.set()
+            with contextlib.suppress(TimeoutError):
+                wait(running, timeout=UNWIND_SECONDS)
+        with contextlib.suppress(Exception):
+            writer.take(rows.get(batch=True))
 
 
 def _task_name(task: list[tuple[Params, int]], tasks: list[list[tuple[Params, int]]]) -> str:

@@ -167,8 +167,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _with_jobs(plan: Plan, asked: int | None, out: Path) -> Plan:
     """The plan with the labs --jobs asks for (None: auto, admitted by the figure's measured cost)."""
-    if (asked is None or asked > 1) and (blocker := admission.shared_state_blocker(plan.grid)):
-        return dataclasses.replace(plan, jobs=1, jobs_why=blocker)
     if asked is not None:
         return dataclasses.replace(plan, jobs=asked)
     admitted = admission.admit(admission.measured_cost(plan.fig, out), plan.trials)

@@ -120,20 +120,6 @@ def admit(cost: Cost | None, trials: int, machine_cores: int | None = None) -> A
     return Admission(jobs, f"{cost.describe()}; {jobs} labs fit {HEADROOM:.0%} of {machine_cores} cores ({limit})")
 
 
-def shared_state_blocker(grid: Iterable[Mapping[str, object]]) -> str | None:
-    """Why a figure's trials cannot run in labs side by side at all, or None: a netrepro variant whose
-    parameters its trials set differently (they are the machine's, shared by every lab)."""
-    from netrepro.runner.session import shared_tunings
-
-    _, differ = shared_tunings(grid)
-    if not differ:
-        return None
-    return (
-        f"its trials tune {'; '.join(differ)} differently, and a variant's parameters are the machine's, "
-        "shared by every lab: one lab at a time"
-    )
-
-
 def parse_jobs(text: str) -> int | None:
     """--jobs: a number of labs (1 to MAX_JOBS), or None for `auto`; QuantityError naming what was typed."""
     if text.strip().lower() == "auto":

@@ -9,8 +9,9 @@ fixed cost for iw/fig2's one setting).  A quick grid that shortens its
 trials (`quick_fixed`) is estimated at full trial length: an upper bound.
 A figure without a stored result has no estimate.  With `--jobs N` the
 trials are dealt as the engine deals them (shards.tasks, largest first to
-the lab that is free first), each task paying LAB_SECONDS for its lab, and
-the run CLUSTER_SECONDS for the local cluster's start.
+the lab that is free first, in phases of one tuning of each netrepro
+variant), each task paying LAB_SECONDS for its lab, and the run
+CLUSTER_SECONDS for the local cluster's start.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from ground import results
 from ground.manifests import ManifestUnreadable, read_manifest
 from netrepro.runner import shards
+from netrepro.runner.session import tuning_phases
 from netrepro.studykit.claims import MANY_TRIALS, needs_text
 from netrepro.studykit.spec import Figure, Params, path_params
 
@@ -117,13 +119,16 @@ class Plan:
             return None
         if self.jobs <= 1:
             return self.trials * self.stored.seconds_per_trial + self.settings * LAB_SECONDS
-        return CLUSTER_SECONDS + makespan(
-            [len(t) * self.stored.seconds_per_trial + LAB_SECONDS for t in self.tasks()], self.jobs
+        per = self.stored.seconds_per_trial
+        return CLUSTER_SECONDS + sum(
+            makespan([len(t) * per + LAB_SECONDS for t in tasks], self.jobs) for tasks in self.phases()
         )
 
-    def tasks(self) -> list[list[tuple[Params, int]]]:
-        """The trials as the engine would deal them to `jobs` labs."""
-        return shards.tasks([(p, i) for p in self.grid for i in range(self.trials_per_setting)], self.jobs)
+    def phases(self) -> list[list[list[tuple[Params, int]]]]:
+        """The trials as the engine would deal them to `jobs` labs: in phases of one tuning of each
+        netrepro variant (session.tuning_phases), each phase's trials in tasks (shards.tasks)."""
+        todo = [(p, i) for p in self.grid for i in range(self.trials_per_setting)]
+        return [shards.tasks(phase, self.jobs) for phase in tuning_phases(todo)]
 
     def time(self) -> str:
         """The estimate as a reader wants it: `~4 min`, `<=40 s`, or `?`."""
@@ -151,8 +156,15 @@ class Plan:
             f"on {self.settings} path settings; estimated time {self.time()}"
         )
         if self.jobs > 1:
+            phases = self.phases()
             lines.append(
-                f"  --jobs {self.jobs}: {self.jobs} labs side by side, {len(self.tasks())} labs built in all"
+                f"  --jobs {self.jobs}: {self.jobs} labs side by side, {sum(map(len, phases))} labs built in all"
+                + (
+                    f", in {len(phases)} phases (its trials tune a netrepro variant {len(phases)} ways, and the "
+                    "labs share one tuning at a time)"
+                    if len(phases) > 1
+                    else ""
+                )
                 + (f" ({self.jobs_why})" if self.jobs_why else "")
             )
         elif self.jobs_why:

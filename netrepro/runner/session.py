@@ -21,6 +21,7 @@ from ground.errors import UserError
 from ground.ledger import Ledger
 from ground.tcpprobe import TcpProbe
 from kmod import loader
+from netrepro.studykit.spec import Params
 from servers import content
 from servers.apache import HTTP_PORT, TLS_PORT, Apache
 from servers.hosttcp import HostTcp, apply_host_tcp
@@ -200,6 +201,24 @@ def ran_as(algorithm: loader.LoadedAlgorithm, reported: Mapping[str, int]) -> Me
     if variant.port:
         ran["cc_registered"] = algorithm.registered
     return {**ran, **{f"cc_{k}": v for k, v in reported.items() if k in keep}}
+
+
+def tuning_phases(todo: list[tuple[Params, int]]) -> list[list[tuple[Params, int]]]:
+    """A run's trials in phases within which each netrepro variant has one tuning (labs side by side
+    share it): each trial to the first phase whose tunings it agrees with, the run's order kept within
+    each; a trial without a variant to the first phase.  One phase where the tunings all agree."""
+    phases: list[tuple[dict[str, dict[str, int]], list[tuple[Params, int]]]] = []
+    for params, index in todo:
+        name = params.get("cc")
+        wanted = {str(name): loader.tuning(str(name), params)} if name in loader.ALGORITHMS else {}
+        for tunings, trials in phases:
+            if all(tunings.get(k, v) == v for k, v in wanted.items()):
+                tunings.update(wanted)
+                trials.append((params, index))
+                break
+        else:
+            phases.append((dict(wanted), [(params, index)]))
+    return [trials for _, trials in phases]
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ from ground.errors import UserError
 from ground.units import QuantityError
 from netrepro.engine.cluster import Engine
 from netrepro.front.cli import main
-from netrepro.runner import admission, shards
+from netrepro.runner import admission, session, shards
 from netrepro.runner.plan import CLUSTER_SECONDS, LAB_SECONDS, Plan, makespan
 from topologies.delayline import FINE_BUCKETS, Lateness, bucket_upper_us, percentile_us
 
@@ -62,6 +62,7 @@ def test_the_plan_with_jobs_is_the_makespan_of_its_labs() -> None:
     three = Plan.of(fig, quick=True, jobs=3)
     assert serial.seconds() == pytest.approx(6 * per + LAB_SECONDS)
     assert three.seconds() == pytest.approx(CLUSTER_SECONDS + 2 * per + LAB_SECONDS)
+    assert len(three.phases()) == 1  # its ports at their defaults: one tuning, held for every lab
     assert any("--jobs 3: 3 labs side by side, 3 labs built in all" in line for line in three.describe())
 
 
@@ -131,10 +132,9 @@ def test_dry_run_with_jobs_says_the_labs_and_auto_says_why(capsys: pytest.Captur
     assert main(["run", "linuxcc/fig6", "--quick", "--dry-run", "--jobs", "auto"]) == 0
     out = capsys.readouterr().out
     assert "--jobs" in out and ("labs fit" in out or "cpu_s" in out)  # as its rows admit, and why
-    # trials that tune a variant differently (cubic_plus's n): one lab, whatever --jobs asks
+    # trials that tune a variant two ways (cubic_plus with and without RTT scaling): two phases
     assert main(["run", "cubicplus/fig7", "--quick", "--dry-run", "--jobs", "4"]) == 0
-    out = capsys.readouterr().out
-    assert "--jobs: its trials tune cubic_plus" in out and "one lab at a time" in out
+    assert "in 2 phases (its trials tune a netrepro variant 2 ways" in capsys.readouterr().out
 
 
 def test_list_with_jobs_shows_the_times(capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,3 +174,28 @@ def test_lateness_percentiles_from_the_histograms_of_every_delay_line() -> None:
     assert late.p99_ms == pytest.approx(bucket_upper_us(_late_bucket(1000)) / 1e3)
     assert percentile_us([], 0, 99) == 0.0
     assert Lateness.of([{"count": 0, "max_ns": 0, "buckets": []}]).columns()["late_p99_ms"] == 0.0
+
+
+def _variant_trial(cc: str, index: int, **params: object) -> tuple[dict[str, object], int]:
+    return ({"cc": cc, "rtt": "100ms", **params}, index)
+
+
+def test_trials_run_in_phases_one_tuning_of_each_variant_at_a_time() -> None:
+    todo = [
+        _variant_trial("cubic_plus", 0, n=6),
+        _variant_trial("cubic", 1),
+        _variant_trial("cubic_plus", 2, n=1),
+        _variant_trial("reno_beta", 3, r=500),
+        _variant_trial("cubic_plus", 4, n=6),
+        _variant_trial("reno_beta", 5, r=900),
+    ]
+    phases = session.tuning_phases(todo)
+    assert [[i for _, i in phase] for phase in phases] == [[0, 1, 3, 4], [2, 5]]
+    for phase in phases:  # each phase holds one tuning of each variant: hold_algorithms takes it
+        tunings, differ = session.shared_tunings([p for p, _ in phase])
+        assert not differ and set(tunings) <= {"cubic_plus", "reno_beta"}
+    _, differ = session.shared_tunings([p for p, _ in todo])
+    assert [d.split(" ")[0] for d in differ] == ["cubic_plus", "reno_beta"]
+    assert session.tuning_phases([_variant_trial("cubic", 0), _variant_trial("vegas", 1)]) == [
+        [_variant_trial("cubic", 0), _variant_trial("vegas", 1)]
+    ]
