@@ -1,17 +1,21 @@
 """`run.sh bench jobs`: a figure with 1, 2, 4 and 8 labs side by side on this machine, and what it costs.
 
 Each figure (by default linuxcc/fig6 and iw/fig5a, --quick) runs from scratch
-serially twice (one lab, no cluster: the serial run and its repeat, whose
-difference is the run-to-run noise of the same trials, since a trial's draw
-comes from its key and the seed), then with `--jobs` 2, 4 and 8.  Per run:
-the wall time and the speed-up over the serial run, the machine's CPU
-seconds (from /proc/stat) and the labs' own (the rows' cpu_s), the delay
-lines' lateness (the largest p99 and max of any trial, and how many trials
-it failed), whether every path verified, and for each trial the relative
-difference of its metric from the serial run's: the largest, and how many
-trials lie further from it than the repeat's largest (`beyond_noise`).
-Each claim's outcome and numbers stand beside the serial run's.  The rows
-go to results/bench/jobs.csv, the claims to jobs-claims.csv.
+serially (one lab, no cluster), then serially again with the same trials'
+draws (`--seed 1` both times: a replay, whose difference is timing alone),
+then again with other draws (`--seed 2`: each trial's own loss seed and
+start phase drawn anew, as independent trials of the same cell differ; its
+difference from the first run is the figure's trial-to-trial noise), then
+with `--jobs` 2, 4 and 8 (seed 1).  Per run: the wall time and the
+speed-up over the serial run, the machine's CPU seconds (from /proc/stat)
+and the labs' own (the rows' cpu_s), the delay lines' lateness (the
+largest p99 and max of any trial, and how many trials it failed), whether
+every path verified, and for each trial the relative difference of its
+metric from the first run's: the largest, and how many trials lie further
+from it than the replay's largest (`beyond_replay`) and than the other
+draws' largest (`beyond_noise`).  Each trial's value in every run goes to
+results/bench/jobs-trials.csv, each claim's outcome and numbers to
+jobs-claims.csv, the table to jobs.csv.
 """
 
 from __future__ import annotations
@@ -61,16 +65,23 @@ def jobs(
 
     rows: list[dict[str, Any]] = []
     claims: list[dict[str, Any]] = []
-    runs = [(1, "serial"), (1, "serial again"), *((n, f"--jobs {n}") for n in labs if n > 1)]
+    per_trial: list[dict[str, Any]] = []
+    runs = [
+        (1, 1, "serial"),
+        (1, 1, "serial replay"),
+        (1, 2, "serial, other draws"),
+        *((n, 1, f"--jobs {n}") for n in labs if n > 1),
+    ]
     with tempfile.TemporaryDirectory(prefix="netrepro-bench-jobs-") as scratch:
         for figure in figures:
             fig = expts.find(figure)
             serial: dict[str, float] = {}
-            noise = 0.0
+            replay = noise = 0.0
             first_wall = 0.0
-            for n, (count, name) in enumerate(runs):
+            for n, (count, seed, name) in enumerate(runs):
                 engine = Engine(jobs=count) if count > 1 else None
-                opts = sweep.Options(out=Path(scratch) / f"{fig.study}-{fig.name}-{n}", quick=quick, engine=engine)
+                out_dir = Path(scratch) / f"{fig.study}-{fig.name}-{n}"
+                opts = sweep.Options(out=out_dir, quick=quick, seed=seed, engine=engine)
                 busy, began = _busy_seconds(), time.monotonic()
                 csv_path = sweep.run_figure(fig, opts)
                 wall, busy = time.monotonic() - began, _busy_seconds() - busy
@@ -81,12 +92,15 @@ def jobs(
                     serial, first_wall = values, wall
                 changes = _changes(values, serial)
                 if n == 1:
+                    replay = max(changes, default=0.0)
+                if n == 2:
                     noise = max(changes, default=0.0)
                 late = [r for r in trials if r.get("late_p99_ms")]
                 row = {
                     "figure": fig.full_name,
                     "run": name,
                     "labs": count,
+                    "seed": seed,
                     "trials": len(trials),
                     "ok": sum(1 for r in trials if r.get("status") == "ok"),
                     "failed_late": sum(1 for r in trials if r.get("late_over_bound") == "true"),
@@ -99,11 +113,31 @@ def jobs(
                     "late_max_ms_max": max(numbers(late, "late_max_ms"), default=0.0),
                     "metric": fig.y,
                     "largest_change_pct": round(100 * max(changes, default=0.0), 2),
-                    "serial_noise_pct": round(100 * noise, 2) if n else "",
-                    "beyond_noise": sum(1 for c in changes if c > noise) if n > 1 else "",
+                    "replay_pct": round(100 * replay, 2) if n else "",
+                    "other_draws_pct": round(100 * noise, 2) if n > 1 else "",
+                    "beyond_replay": sum(1 for c in changes if c > replay) if n > 1 else "",
+                    "beyond_noise": sum(1 for c in changes if c > noise) if n > 2 else "",
                 }
                 rows.append(row)
                 print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+                cells = {r["trial_key"]: r for r in trials if r.get("status") == "ok"}
+                for key, value in sorted(values.items()):
+                    cell = cells[key]
+                    per_trial.append(
+                        {
+                            "figure": fig.full_name,
+                            "run": name,
+                            "cell": f"{fig.x}={cell.get(fig.x)} {cell.get('series', '')}".rstrip(),
+                            "trial": cell.get("trial"),
+                            fig.y: value,
+                            "serial": serial.get(key),
+                            "change_pct": round(100 * (value - serial[key]) / serial[key], 2)
+                            if serial.get(key)
+                            else "",
+                            "late_p99_ms": cell.get("late_p99_ms"),
+                            "late_max_ms": cell.get("late_max_ms"),
+                        }
+                    )
                 for c in (manifest.doc.get("verdict") or {}).get("claims") or []:
                     claims.append(
                         {
@@ -117,4 +151,5 @@ def jobs(
     about = {"cpus": os.cpu_count(), "figures": list(figures), "labs": list(labs), "quick": quick}
     _write_rows(rows, "jobs", about, out)
     _write_rows(claims, "jobs-claims", about, out)
+    _write_rows(per_trial, "jobs-trials", about, out)
     return rows
