@@ -33,7 +33,7 @@ from netrepro.studykit.spec import Figure
 HEADROOM = 0.75  # the share of the machine's cores the labs may keep busy together
 MAX_AUTO_JOBS = 8  # `auto` admits at most this many labs (past it, the machine lock and start-up dominate)
 COST_QUANTILE = 0.9
-MAX_JOBS = 32  # --jobs N: past this, the machine lock and the CPUs are the limit on any machine we know
+MAX_JOBS = 32  # --jobs N: at most this many labs (each a Dask worker, its trial process and a lab of namespaces)
 
 
 @dataclass(frozen=True)
