@@ -41,12 +41,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
 from ground import kernel, logs, results
 from ground.errors import NetreproError, SetupError, UserError
+from ground.ledger import Ledger
 from ground.results import REPO
 from netrepro.runner import preflight, sweep
 from netrepro.studykit.spec import Figure, Params
@@ -256,9 +256,11 @@ def main() -> int:
         return sys.stdin.readline().strip() == "run"
 
     try:
-        with tempfile.TemporaryDirectory(prefix="netrepro-worker-out-") as out:
+        # through a ledger: should this process be SIGKILLed with its worker, `run.sh clean` removes it
+        with Ledger(contain=False) as ledger:
+            out = ledger.temp_dir("netrepro-worker-out-")
             opts = sweep.Options(
-                out=Path(out),
+                out=out,
                 quick=job.quick,
                 overrides=job.overrides,
                 seed=job.seed,

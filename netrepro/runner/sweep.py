@@ -10,6 +10,9 @@ status (ok, failed, timeout) and the verification of its path; a resumed
 figure runs its failed trials again, and five failures in a row stop a run.
 Only a trial's own failure (`trial_outcome`) makes a failed row; a setup or
 programming error stops the run at once, and a preflight runs before the lab.
+Each row records the CPU its lab spent (`cpu_s`) and how late the delay
+lines released its packets; a trial late past its bound (`late_bound_ms`)
+is failed, and run once more at once.
 One run at a time holds a figure's CSV.  At the end: the summary, the
 figure, the manifest and a short table on the terminal, each with the
 project's reference reproduction (results/reference/) beside this run's
