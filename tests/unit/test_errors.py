@@ -221,16 +221,16 @@ def _late(p99_ms: float) -> Lateness:
 def test_a_trial_the_delay_line_held_too_long_is_failed_and_run_once_more(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Over its bound (the 10 ms path's RTT tolerance: 0.5 ms), a trial's row is failed, saying how late;
-    it runs once more at once; a second late attempt stays failed; under the bound, a row records it."""
-    monkeypatch.setattr(_Lab, "late", [_late(0.6), _late(0.05), _late(0.9), _late(0.7)])
+    """Over its bound (ten of the 10 ms path's RTT tolerances: 5 ms), a trial's row is failed, saying how
+    late; it runs once more at once; a second late attempt stays failed; under the bound, a row records it."""
+    monkeypatch.setattr(_Lab, "late", [_late(6.0), _late(0.05), _late(9.0), _late(7.0)])
     with _fake_lab(monkeypatch, [None] * 4) as calls:
         rows = _run(_figure(2), tmp_path)
     assert calls == [0, 0, 1, 1]
     assert [r["status"] for r in rows] == ["failed", "ok", "failed", "failed"]
-    assert "p99 0.600 ms over the bound 0.500 ms" in rows[0]["error"]
-    assert rows[1]["late_p99_ms"] == "0.05" and rows[1]["late_bound_ms"] == "0.5"
-    assert sweep.late_bound_ms(1300.0) == 13.0
+    assert "p99 6.000 ms over the bound 5.000 ms" in rows[0]["error"]
+    assert rows[1]["late_p99_ms"] == "0.05" and rows[1]["late_bound_ms"] == "5.0"
+    assert sweep.late_bound_ms(1300.0) == 130.0 and sweep.late_bound_ms(20.0) == 5.0
 
 
 def test_a_trial_on_netem_records_no_lateness(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
