@@ -37,43 +37,33 @@ class RunCertificates:
     client_key: Path
 
     def client_security(self) -> Any:
-        from distributed.security import Security
-
-        return Security(
-            require_encryption=True,
-            tls_ca_file=str(self.ca),
-            tls_client_cert=str(self.client_cert),
-            tls_client_key=str(self.client_key),
-        )
+        """The coordinator's: its own certificate, to connect."""
+        return self._security(client=True)
 
     def local_security(self) -> Any:
         """One process's security for a cluster that lives partly in it (--jobs: the scheduler and the
         nannies in the coordinator): the node's certificate to serve, the coordinator's to connect."""
-        from distributed.security import Security
-
-        return Security(
-            require_encryption=True,
-            tls_ca_file=str(self.ca),
-            tls_scheduler_cert=str(self.node_cert),
-            tls_scheduler_key=str(self.node_key),
-            tls_worker_cert=str(self.node_cert),
-            tls_worker_key=str(self.node_key),
-            tls_client_cert=str(self.client_cert),
-            tls_client_key=str(self.client_key),
-        )
+        return self._security(node=True, client=True)
 
     def node_security(self) -> Any:
         """What a scheduler or worker of the run holds (here for tests; the hosts get these files by SSH)."""
+        return self._security(node=True)
+
+    def _security(self, *, node: bool = False, client: bool = False) -> Any:
+        """A distributed.Security requiring TLS from the run's CA, with the node's and/or the client's files."""
         from distributed.security import Security
 
-        return Security(
-            require_encryption=True,
-            tls_ca_file=str(self.ca),
-            tls_scheduler_cert=str(self.node_cert),
-            tls_scheduler_key=str(self.node_key),
-            tls_worker_cert=str(self.node_cert),
-            tls_worker_key=str(self.node_key),
-        )
+        files: dict[str, Path] = {}
+        if node:
+            files.update(
+                tls_scheduler_cert=self.node_cert,
+                tls_scheduler_key=self.node_key,
+                tls_worker_cert=self.node_cert,
+                tls_worker_key=self.node_key,
+            )
+        if client:
+            files.update(tls_client_cert=self.client_cert, tls_client_key=self.client_key)
+        return Security(require_encryption=True, tls_ca_file=str(self.ca), **{k: str(v) for k, v in files.items()})
 
 
 def _write_private(path: Path, data: bytes) -> None:
