@@ -343,7 +343,9 @@ class Process:
         stderr: int | IO[bytes] | None = subprocess.PIPE,
         label: str | None = None,
         env: Mapping[str, str] | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> None:
+        """`pass_fds`: descriptors the child keeps, at the same numbers, beside the namespace's."""
         self.argv = list(argv)
         self.ns = ns
         self.label = label or argv[0]
@@ -356,7 +358,7 @@ class Process:
                 stderr=stderr,
                 env=env,
                 start_new_session=True,  # its own group, so stop() reaches its children
-                pass_fds=ns.pass_fds,
+                pass_fds=(*ns.pass_fds, *pass_fds),
             )
             self.pid = self.popen.pid
             started = start_time(self.pid)

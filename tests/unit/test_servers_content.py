@@ -54,7 +54,7 @@ def test_a_page_described_as_a_parameter(tmp_path: Path) -> None:
     assert page_spec("large") is PAGES["large"]
     page = write_page(tmp_path, "3x1500B+html")
     assert page.html.path == "/3x1500B/index.html" and [o.size for o in page.objects] == [1500] * 3
-    assert [o.path for o in write_page(tmp_path, "120x1KB").objects][-1] == "/120x1KB/img-120.jpg"
+    assert [o.path for o in write_page(tmp_path, "120x1KB").objects][-1] == "/120x1KB/img-120.png"
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,304 @@
+"""A real browser loads a page in a lab host: Chromium, headless, timed by its own Resource Timing.
+
+Seed 000 loaded its pages "via web browser (Firefox)", clearing the cache
+before each load, and took page load time as "the elapsed time between when
+the first object is requested and when the last object is received".  Here
+each load gets a browser of its own with a fresh profile (a cold cache and no
+connection left from an earlier load), started in the client's namespace
+before the measured navigation, so its start is not in the time; it is driven
+over the DevTools protocol on a pipe (servers.devtools: no port is opened).
+
+- **Binary**: Debian's `/usr/lib/chromium/chromium`, not the `/usr/bin`
+  wrapper, which adds flags from `/etc/chromium.d/`.  The argument list is
+  `chromium_argv`, the same for every load but the profile, the server's
+  address and the protocol; a figure's manifest records it.
+- **TLS**: both protocols run over TLS (a browser speaks HTTP/2 only there),
+  HTTP/1.1 by turning HTTP/2 off, so that the two differ in framing and
+  connections only.  The server's certificate is made per run; the browser
+  trusts that one key alone (`--ignore-certificate-errors-spki-list` with its
+  hash), and nothing is added to a trust store.
+- **Nothing else on the wire**: names resolve to nothing but the server's
+  address (`--host-resolver-rules`), QUIC, background networking, component
+  updates and sync are off.  The profile, its cache and the browser's home
+  directory are one fresh folder, removed after the load (the session's
+  folder, in the run's ledger, if the run is killed).
+- **Metrics** (`BrowserLoad`): `plt_ms`, seed 000's page load time, from the
+  HTML's requestStart to the last responseEnd of any resource; `onload_ms`,
+  Navigation Timing's loadEventEnd; objects and body bytes; the connections
+  the responses came over (DevTools' connectionId); the protocol each came
+  over (nextHopProtocol).  A load that fails (an error page, a resource not
+  200, the load event not reached in time, a protocol other than asked) is a
+  `WorkloadError` with the browser's reason, never a number.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ground.ledger import Ledger
+from ground.proc import Netns, Process, run
+from servers.apache import TLS_PORT
+from servers.clients import ProtocolMismatch, WorkloadError
+from servers.devtools import DevTools, DevToolsError, pipe_argv
+
+__all__ = [
+    "BROWSERS",
+    "CHROMIUM",
+    "H1_MAX_CONNECTIONS",
+    "BrowserLoad",
+    "chromium_argv",
+    "installed_browsers",
+    "load_in_browser",
+    "page_url",
+    "spki_hash",
+]
+
+CHROMIUM = Path("/usr/lib/chromium/chromium")
+BROWSERS: dict[str, Path] = {"chromium": CHROMIUM}
+H1_MAX_CONNECTIONS = 6  # a browser's connections per host for HTTP/1.1 (Chromium's and Firefox's default)
+START_TIMEOUT_S = 30.0
+# What Resource Timing reports as nextHopProtocol for what a trial asks for.
+NEXT_HOP = {"http/1.1": "http/1.1", "h2": "h2"}
+_TIMING = (
+    "JSON.stringify({nav: performance.getEntriesByType('navigation').map(e => e.toJSON()),"
+    " res: performance.getEntriesByType('resource').map(e => e.toJSON())})"
+)
+
+
+@dataclass(frozen=True)
+class BrowserLoad:
+    """One page loaded by a browser; times in milliseconds from the navigation's start."""
+
+    browser: str
+    version: str
+    plt_ms: float  # the HTML's request to the last object's last byte (seed 000's page load time)
+    onload_ms: float  # Navigation Timing's loadEventEnd
+    first_request_ms: float
+    objects: int  # the HTML and every resource
+    bytes: int  # body bytes, as sent (encodedBodySize)
+    connections: int  # distinct connections the responses came over
+    protocols: Mapping[str, int]  # nextHopProtocol: how many objects came over each
+
+    @property
+    def negotiated(self) -> str:
+        """The protocols objects came over, e.g. 'h2' or 'h2:20+http/1.1:1' when mixed."""
+        if len(self.protocols) == 1:
+            return next(iter(self.protocols))
+        return "+".join(f"{p}:{n}" for p, n in sorted(self.protocols.items()))
+
+
+def installed_browsers() -> dict[str, str]:
+    """Each browser this project drives that is installed here, with its version ('' if it gave none)."""
+    found = {}
+    for name, binary in BROWSERS.items():
+        if binary.is_file() and os.access(binary, os.X_OK):
+            done = run([str(binary), "--version"], check=False, timeout=30)
+            words = done.stdout.split()
+            found[name] = words[1] if len(words) > 1 and done.returncode == 0 else ""
+    return found
+
+
+def spki_hash(cert_pem: bytes) -> str:
+    """base64 of the SHA-256 of a certificate's SubjectPublicKeyInfo: how Chromium names a key to trust."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    key = x509.load_pem_x509_certificate(cert_pem).public_key()
+    spki = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return base64.b64encode(hashlib.sha256(spki).digest()).decode()
+
+
+def page_url(server: str, path: str) -> str:
+    """The page's URL: over TLS for both protocols (see the module's docstring)."""
+    return f"https://{server}:{TLS_PORT}{path}"
+
+
+def chromium_argv(profile: Path, server: str, protocol: str, spki: str, binary: Path = CHROMIUM) -> list[str]:
+    """Chromium headless with a fresh profile, driven over a pipe, reaching nothing but `server`."""
+    if protocol not in NEXT_HOP:
+        raise ValueError(f"protocol {protocol!r}: a browser loads over TLS, {' or '.join(NEXT_HOP)}")
+    return [
+        str(binary),
+        "--headless",
+        "--no-sandbox",  # runs as root in a lab host
+        f"--user-data-dir={profile}",
+        "--remote-debugging-pipe",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-default-apps",
+        "--disable-domain-reliability",
+        "--disable-breakpad",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--mute-audio",
+        f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {server}",
+        f"--ignore-certificate-errors-spki-list={spki}",
+        *(["--disable-http2"] if protocol == "http/1.1" else []),
+        "about:blank",
+    ]
+
+
+def _environment(home: Path) -> dict[str, str]:
+    """The browser's environment: its home, caches and temporary files all inside the load's folder."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "TMPDIR": str(home / "tmp"),
+        "LANG": "C.UTF-8",
+    }
+
+
+def wait_addresses_settled(ns: Netns, timeout: float = 5.0) -> None:
+    """Wait until no address in `ns` is tentative (IPv6 duplicate address detection on a new link).
+
+    Chromium watches the host's addresses: one that settles during a load fails it with
+    ERR_NETWORK_CHANGED, and a lab's links are new."""
+    deadline = time.monotonic() + timeout
+    while run(["ip", "-o", "-6", "address", "show", "tentative"], ns).stdout.strip():
+        if time.monotonic() > deadline:
+            raise WorkloadError(f"{ns.name}: addresses still tentative after {timeout:g} s (IPv6 DAD)")
+        time.sleep(0.05)
+
+
+def load_in_browser(
+    ns: Netns,
+    server: str,
+    path: str,
+    protocol: str,
+    cert_pem: bytes,
+    folder: Path,
+    *,
+    ledger: Ledger | None = None,
+    resources: int | None = None,
+    timeout: float = 120.0,
+) -> BrowserLoad:
+    """Load https://server/path in a fresh Chromium in `ns`, its profile made in `folder` and removed after.
+
+    `resources`: how many objects (the HTML among them) the page has; a load that got another number
+    fails.  The load must reach its load event within `timeout` seconds."""
+    load_dir = folder / f"load-{os.urandom(4).hex()}"
+    load_dir.mkdir(mode=0o700)
+    for sub in ("profile", "home", "home/tmp"):
+        (load_dir / sub).mkdir(mode=0o700)
+    argv = chromium_argv(load_dir / "profile", server, protocol, spki_hash(cert_pem))
+    wait_addresses_settled(ns)
+    commands_r, commands_w = os.pipe()
+    replies_r, replies_w = os.pipe()
+    devtools = DevTools(commands_w, replies_r, "chromium")
+    browser: Process | None = None
+    try:
+        with open(load_dir / "stderr.log", "wb") as stderr:
+            browser = Process(
+                pipe_argv(commands_r, replies_w, argv),
+                ns,
+                ledger=ledger,
+                stdout=stderr,
+                stderr=stderr,
+                label="chromium",
+                env=_environment(load_dir / "home"),
+                pass_fds=(commands_r, replies_w),
+            )
+        os.close(commands_r)
+        os.close(replies_w)
+        commands_r = replies_w = -1
+        try:
+            return _navigate(devtools, page_url(server, path), protocol, resources, timeout)
+        except DevToolsError as e:
+            raise WorkloadError(f"{e}{_stderr_tail(load_dir / 'stderr.log', browser)}") from None
+    finally:
+        if browser is not None:
+            with contextlib.suppress(DevToolsError):
+                if browser.running():
+                    devtools.call("Browser.close", timeout=5)
+            browser.stop(grace=5)
+        for fd in (commands_r, replies_w):
+            if fd >= 0:
+                os.close(fd)
+        devtools.close()
+        shutil.rmtree(load_dir, ignore_errors=True)
+
+
+def _stderr_tail(log: Path, browser: Process, lines: int = 5) -> str:
+    if browser.running():
+        return ""
+    text = log.read_text(errors="replace").splitlines() if log.exists() else []
+    wanted = [line for line in text if "dbus" not in line.lower()][-lines:]
+    return " (the browser exited: " + " | ".join(wanted) + ")" if wanted else " (the browser exited)"
+
+
+def _navigate(devtools: DevTools, url: str, protocol: str, resources: int | None, timeout: float) -> BrowserLoad:
+    version = devtools.call("Browser.getVersion", timeout=START_TIMEOUT_S)["product"].partition("/")[2]
+    target = devtools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = devtools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    for domain in ("Page", "Network"):
+        devtools.call(f"{domain}.enable", session=session)
+    # Only events from here on belong to the page load.
+    devtools.events.clear()
+    navigated = devtools.call("Page.navigate", {"url": url}, session=session, timeout=timeout)
+    if navigated.get("errorText"):
+        raise WorkloadError(f"chromium: {url}: {navigated['errorText']}")
+    devtools.wait_event("Page.loadEventFired", session=session, timeout=timeout)
+    evaluated = devtools.call("Runtime.evaluate", {"expression": _TIMING, "returnByValue": True}, session=session)
+    timing = json.loads(evaluated["result"]["value"])
+    received = [e["params"] for e in devtools.events if e.get("method") == "Network.responseReceived"]
+    return browser_load("chromium", version, timing, received, protocol, resources)
+
+
+def browser_load(
+    browser: str,
+    version: str,
+    timing: Mapping[str, Sequence[Mapping[str, object]]],
+    received: Sequence[Mapping[str, object]],
+    protocol: str,
+    resources: int | None,
+) -> BrowserLoad:
+    """The metrics of a load from its Navigation and Resource Timing entries (`timing`: nav, res) and the
+    DevTools responses (`received`); WorkloadError for a load that did not give what was asked."""
+    if len(timing["nav"]) != 1:
+        raise WorkloadError(f"{browser}: {len(timing['nav'])} navigation entries, expected 1")
+    nav = timing["nav"][0]
+    entries = [nav, *timing["res"]]
+    bad = [f"{e['name']} ({e.get('responseStatus')})" for e in entries if e.get("responseStatus") != 200]
+    if bad:
+        raise WorkloadError(f"{browser}: {len(bad)} objects not loaded with status 200: {', '.join(bad[:3])}")
+    if resources is not None and len(entries) != resources:
+        raise WorkloadError(f"{browser}: {len(entries)} objects loaded, the page has {resources}")
+    protocols = collections.Counter(str(e["nextHopProtocol"]) for e in entries)
+    if set(protocols) != {NEXT_HOP[protocol]}:
+        raise ProtocolMismatch(protocol, "+".join(sorted(protocols)), browser)
+    first = float(nav["requestStart"])  # type: ignore[arg-type]
+    last = max(float(e["responseEnd"]) for e in entries)  # type: ignore[arg-type]
+    connections = {
+        r["response"]["connectionId"]  # type: ignore[index]
+        for r in received
+        if str(r["response"]["url"]).startswith("https://")  # type: ignore[index]
+    }
+    return BrowserLoad(
+        browser=browser,
+        version=version,
+        plt_ms=round(last - first, 3),
+        onload_ms=round(float(nav["loadEventEnd"]), 3),  # type: ignore[arg-type]
+        first_request_ms=round(first, 3),
+        objects=len(entries),
+        bytes=sum(int(e["encodedBodySize"]) for e in entries),  # type: ignore[call-overload]
+        connections=len(connections),
+        protocols=dict(protocols),
+    )
