@@ -9,9 +9,9 @@ from __future__ import annotations
 from ground.errors import UserError
 from netrepro.studykit.spec import Figure
 
-from . import cubicplus, iw, linuxcc, newcwv, spdy
+from . import cubicplus, iw, linuxcc, newcwv, spdy, web
 
-STUDIES = (iw, cubicplus, spdy, newcwv, linuxcc)
+STUDIES = (iw, cubicplus, spdy, newcwv, linuxcc, web)
 
 
 class UnknownFigure(UserError, LookupError):

@@ -60,7 +60,12 @@ def figure_needs(
     named = [str(p["cc"]) for p in grid if p.get("cc") is not None]
     return Needs(
         what=f"run {fig.full_name}",
-        tools=(*LAB_TOOLS, *FIGURE_TOOLS, *WORKLOADS[fig.workload].tools),
+        tools=(
+            *LAB_TOOLS,
+            *FIGURE_TOOLS,
+            *WORKLOADS[fig.workload].tools,
+            *sorted({str(p["client"]) for p in grid if p.get("client", "h2load") != "h2load"}),
+        ),
         # the lab's hosts start with CUBIC before each trial sets its own
         congestion_controls=tuple(dict.fromkeys(["cubic", *named])),
         shaper=shaper,

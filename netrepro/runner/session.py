@@ -55,6 +55,7 @@ class Session:
         self.apache = Apache(lab.server, lab.ip("server"), ledger, tls=True, results_dir=results_dir).start()
         self._objects: dict[int, content.WebObject] = {}
         self._pages: dict[str, content.Page] = {}
+        self._browser_folder: Path | None = None
         self._applied: dict[str, HostTcp] = {}
         self._probe: TcpProbe | None = None
         self._fq_on = False
@@ -80,6 +81,13 @@ class Session:
         if name not in self._pages:
             self._pages[name] = content.write_page(self.apache.docroot, name)
         return self._pages[name]
+
+    def browser_folder(self) -> Path:
+        """Where a browser's fresh profile for each load is made (and removed after it): one folder of
+        the run's ledger for the session, so that a killed run leaves no profile."""
+        if self._browser_folder is None:
+            self._browser_folder = self.ledger.temp_dir("netrepro-browser-")
+        return self._browser_folder
 
     # -- hosts --------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
+import expts
 from ground import cgroups, figurelock, kernel, logs, results
 from ground.errors import SetupError, TrialError, UserError
 from ground.ledger import Ledger
@@ -51,9 +52,9 @@ from netrepro.runner import preflight, shards
 from netrepro.runner.session import Session
 from netrepro.runner.shards import Shard
 from netrepro.runner.verify import rtt_tolerance_ms, verify
-from netrepro.runner.workloads import WORKLOADS
+from netrepro.runner.workloads import CLIENT, WORKLOADS
 from netrepro.studykit import claims, plot
-from netrepro.studykit.spec import Figure, Params, Point, Rows, trial_path
+from netrepro.studykit.spec import Figure, Params, Point, Rows, trial_path, variant_name
 from topologies.lab import Lab
 
 log = logging.getLogger("netrepro.runner.sweep")
@@ -696,6 +697,8 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     png = out_dir / f"{fig.name}.png"
     draw = fig.drawing or plot.draw
     notes = draw(fig, points, rows, png, quick=opts.quick, reference=reference.points if reference else None)
+    if reference and reference.of:
+        plot.add_to_caption(png, [f"dashed, hollow: {reference.of}"])
     judgement = judgement_of(fig, points, rows)  # once: the caption, the manifest and the terminal show it
     plot.add_to_caption(png, judgement_lines(judgement))
     for drawn in (png, png.with_suffix(".svg"), png.with_name(f"{png.stem}.caption.txt")):
@@ -762,10 +765,12 @@ class Reference:
     points: list[Point]
     rows: int
     made_by: dict[str, Any]
+    of: str = ""  # a derived figure's: which figure's reference it is, and how that one differs
 
     def manifest(self) -> dict[str, Any]:
         return {
             "csv": str(self.csv.relative_to(results.REPO)) if self.csv.is_relative_to(results.REPO) else str(self.csv),
+            "of": self.of or None,
             "rows": self.rows,
             **self.made_by,
             "points": [p.__dict__ for p in self.points],
@@ -773,16 +778,30 @@ class Reference:
 
     def describe(self) -> str:
         machine = ", ".join(f"{k} {v}" for k, v in self.made_by.items() if v)
-        return f"{self.manifest()['csv']} ({self.rows} trials; {machine})"
+        of = f"; {self.of}" if self.of else ""
+        return f"{self.manifest()['csv']} ({self.rows} trials; {machine}{of})"
+
+
+CLIENT_KEYS = {"client"}  # a figure derived by these alone is drawn beside the declared one's reference
 
 
 def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Reference | None:
     """The reference reproduction of a declared figure, to set beside a run's own numbers.
 
     None for a derived figure (its parameters are not the reference's), for a
-    run that writes the reference itself, and where there is none.
+    run that writes the reference itself, and where there is none; but a
+    figure derived only by who loads the page (`--set client=chromium`) is
+    drawn beside the declared figure's reference, its loads by h2load: the
+    two differ in the client alone.
     """
     reference = reference or results.REFERENCE
+    of = ""
+    derived_by = "+".join(f"{k}={v}" for k, v in fig.overrides.items())
+    if fig.variant and set(fig.overrides) <= CLIENT_KEYS and fig.variant == variant_name(derived_by):
+        with contextlib.suppress(expts.UnknownFigure):
+            declared = expts.find(f"{fig.study}/{fig.name}")
+            of = f"the reference of {declared.full_name} as declared (client {CLIENT.default}), beside {derived_by}"
+            fig = declared
     csv_path = reference / fig.study / fig.csv_name
     if fig.variant or out.resolve() == reference.resolve() or not csv_path.is_file():
         return None
@@ -803,4 +822,4 @@ def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Refer
     )
     if not rows:
         return None
-    return Reference(csv_path, plot.summarize(fig, rows), len(rows), made_by)
+    return Reference(csv_path, plot.summarize(fig, rows), len(rows), made_by, of)

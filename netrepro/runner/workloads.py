@@ -31,7 +31,7 @@ from ground.tcpprobe import ProbeSample, TcpProbe, sender_samples
 from ground.units import parse_rate
 from netrepro.runner.session import Metrics, Session
 from netrepro.studykit.params import RATE, Key
-from servers import burst_trace, clients, content
+from servers import browser, burst_trace, clients, content
 from servers.apache import HTTP_PORT, TLS_PORT
 from servers.bursts import run_bursts
 from servers.capture import PacketCapture
@@ -92,23 +92,57 @@ def download(session: Session, params: Mapping[str, Any]) -> Metrics:
 
 
 def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
-    """A page of study cubicplus: HTML and all its objects, PLT and throughput; the initial window from tcp_probe."""
+    """A page (HTML and all its objects) loaded by h2load or a real browser: PLT, throughput, connections.
+
+    The initial window comes from tcp_probe; so does the server's count of connections, beside the client's."""
     protocol = params["protocol"]
     lab = session.lab
+    page = session.page(params["page"])
+    server = lab.ip("server")
     probe = session.probe()
     old = {s.flow for s in probe.take()}  # the samples of earlier trials are let go
-    result = clients.load_page(
-        lab.client, lab.ip("server"), session.page(params["page"]), protocol, session.work_dir, ledger=session.ledger
-    )
+    if params["client"] == "h2load":
+        result = clients.load_page(lab.client, server, page, protocol, session.work_dir, ledger=session.ledger)
+        measured: Metrics = {"connections": result.connections}
+        plt_ms = result.page_load_time * 1e3
+        negotiated, port = result.negotiated, _port(protocol)
+    else:
+        if protocol not in browser.NEXT_HOP:
+            raise UserError(
+                f"client={params['client']} protocol={protocol}: a browser speaks HTTP/2 only over TLS; "
+                f"give protocol {' or '.join(browser.NEXT_HOP)}"
+            )
+        load = browser.load_in_browser(
+            lab.client,
+            server,
+            page.html.path,
+            protocol,
+            session.apache.config.cert_file.read_bytes(),
+            session.browser_folder(),
+            ledger=session.ledger,
+            resources=len(page.resources),
+            timeout=BROWSER_LOAD_TIMEOUT_S,
+        )
+        plt_ms, negotiated, port = load.plt_ms, load.negotiated, TLS_PORT
+        measured = {
+            "plt_ms": load.plt_ms,
+            "onload_ms": load.onload_ms,
+            "objects": load.objects,
+            "connections": load.connections,
+            "browser": load.browser,
+            "browser_version": load.version,
+        }
     # A page load lasts many round trips: the first ACK of every connection has long reached the server.
     samples = [s for s in probe.take() if s.flow not in old]
     return {
-        "page_load_time_ms": round(result.page_load_time * 1e3, 3),
-        "throughput_mbit": round(result.throughput_bps / 1e6, 4),
-        "bytes": result.bytes,
-        "connections": result.connections,
-        "negotiated": result.negotiated,
-        **first_flight(samples, lab.ip("server"), _port(protocol)),
+        "page_load_time_ms": round(plt_ms, 3),
+        "throughput_mbit": round(page.total_bytes * 8 / (plt_ms * 1e3), 4),
+        "bytes": page.total_bytes,
+        **measured,
+        # the server's side of the count: every connection to its port whose ACKs tcp_probe saw
+        "server_connections": len({s.flow for s in samples if s.flow.startswith(f"{server}:{port}>")}),
+        "negotiated": negotiated,
+        **first_flight(samples, server, port),
     }
 
 
@@ -439,9 +473,24 @@ FIRST_FLIGHT = ("initcwnd_measured", "first_flight_segments")
 PAGE = Key(
     "page",
     str,
-    "a page: one of the page set of study cubicplus (servers/content.py), or N objects of a size after the HTML",
-    form=(lambda text: content.page_spec(text).name, f"one of {', '.join(content.PAGES)}, or e.g. 20x50KB"),
+    "a page: one of the page set of study cubicplus (servers/content.py), or N objects of a size after the HTML; "
+    "+deps: its objects found through a style sheet and a script",
+    form=(
+        lambda text: content.page_spec(text).name,
+        f"one of {', '.join(content.PAGES)}, or e.g. 20x50KB, either with {content.DEPS}",
+    ),
 )
+
+CLIENT = Key(
+    "client",
+    str,
+    "who loads the page: h2load (every request at once) or a real browser (servers/browser.py: over TLS, "
+    "objects found as the page reveals them)",
+    ("h2load", *browser.BROWSERS),
+    default="h2load",
+)
+BROWSER_LOAD_TIMEOUT_S = 600.0  # a load's own limit; the figure's trial timeout is the one that binds
+BROWSER_METRICS = ("plt_ms", "onload_ms", "objects", "browser", "browser_version")
 
 CROSS_RATE = Key("cross_rate", str, "UDP cross traffic, xsender to xreceiver (topology with --cross)", form=RATE)
 
@@ -459,8 +508,17 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "page_load",
             page_load,
-            (H2C, PAGE),
-            ("page_load_time_ms", "throughput_mbit", "bytes", "connections", *FIRST_FLIGHT),
+            (H2C, PAGE, CLIENT),
+            (
+                "page_load_time_ms",
+                "throughput_mbit",
+                "bytes",
+                "connections",
+                "server_connections",
+                "negotiated",
+                *BROWSER_METRICS,
+                *FIRST_FLIGHT,
+            ),
             ("h2load", "flock"),
         ),
         Workload(
