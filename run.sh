@@ -46,8 +46,10 @@ distribution() {
 
 # The packages whose names differ by distribution, one a line, for the
 # distribution "$1" (as `distribution` says it), the running kernel's
-# release "$2", and "$3": `main` (bpftool; on Debian, Chromium for the
-# test of `run.sh report`, which Ubuntu ships as a snap only) or `vm` (the
+# release "$2", and "$3": `main` (bpftool; on Debian, Chromium for page
+# loads in a browser (page_load client=chromium) and the test of `run.sh
+# report`; Ubuntu ships it as a snap only, which cannot run in a lab's
+# namespace with a profile of the run's: preflight says so) or `vm` (the
 # stock kernel and its headers).  Debian 12 has a bpftool package; Ubuntu
 # 22.04 and 24.04 ship bpftool in linux-tools-<release> (with
 # linux-tools-common's wrapper, which runs the one of the running kernel).  Other versions of either are

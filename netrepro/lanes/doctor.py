@@ -7,6 +7,7 @@ from typing import Any
 from ground import kernel
 from ground.results import TOOLS
 from kmod import loader
+from servers import browser
 from topologies.emulation import ShaperUnavailable, choose_backend, nfqueue_works
 
 
@@ -49,6 +50,8 @@ def report() -> dict[str, Any]:
             "linux_ships": {name: loader.resolution(name) for name in loader.LINUX_SHIPS},
         },
         "tools": {t: kernel.tool_version(t) for t in (*TOOLS, "mnexec", "nsenter")},
+        # the browsers a page load can run (page_load's client): name -> version, only those installed
+        "browsers": browser.installed_browsers(),
         "backends": {
             "shaper": shaper,
             "congestion_control": "lkm" if features["loadable_modules"] and features["lockdown"] == "none" else "bpf",
@@ -75,6 +78,11 @@ def render(doc: dict[str, Any]) -> str:
     ]
     for tool, version in doc["tools"].items():
         lines.append(f"  {tool:<16} {version or 'MISSING'}")
+    browsers = doc["browsers"]
+    lines += ["", "browsers (page_load client=...):"]
+    lines += [f"  {name:<16} {version or 'version unknown'}" for name, version in browsers.items()]
+    missing = [name for name in browser.BROWSERS if name not in browsers]
+    lines += [f"  {name:<16} MISSING ({browser.BROWSERS[name]})" for name in missing]
     b = doc["backends"]
     lines += [
         "",

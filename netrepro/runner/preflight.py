@@ -20,6 +20,7 @@ from ground.errors import SetupError, UserError
 from kmod import loader
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit.spec import Figure
+from servers import browser
 from topologies import emulation, shaping
 
 # What every lab runs: Mininet's helpers, the links and qdiscs, the path's verification, the hosts' settings.
@@ -46,6 +47,7 @@ class Needs:
     named_by: str = "cc "  # how the user named them: `--cc `, `--set cc=`, or the figure's `cc `
     qdiscs: tuple[str, ...] = ()  # beyond the lab's own: fq where a trial paces with it (pacer=fq)
     held: tuple[str, ...] = ()  # variants the run holds loaded for its labs (session.hold_algorithms): not loaded here
+    browsers: tuple[str, ...] = ()  # the browsers its page loads run (servers.browser.BROWSERS)
 
 
 def figure_needs(
@@ -58,14 +60,20 @@ def figure_needs(
 ) -> Needs:
     """A figure run: the lab's tools, the server's, its workload's, and every congestion control its grid names."""
     named = [str(p["cc"]) for p in grid if p.get("cc") is not None]
+    for p in grid:
+        if p.get("client", "h2load") != "h2load" and p.get("protocol") not in browser.NEXT_HOP:
+            raise UserError(
+                f"{fig.full_name}: client={p['client']} with protocol={p.get('protocol')}: a browser speaks "
+                f"HTTP/2 only over TLS; give protocol {' or '.join(browser.NEXT_HOP)}"
+            )
     return Needs(
         what=f"run {fig.full_name}",
         tools=(
             *LAB_TOOLS,
             *FIGURE_TOOLS,
             *WORKLOADS[fig.workload].tools,
-            *sorted({str(p["client"]) for p in grid if p.get("client", "h2load") != "h2load"}),
         ),
+        browsers=tuple(sorted({str(p["client"]) for p in grid if p.get("client", "h2load") != "h2load"})),
         # the lab's hosts start with CUBIC before each trial sets its own
         congestion_controls=tuple(dict.fromkeys(["cubic", *named])),
         shaper=shaper,
@@ -132,6 +140,14 @@ def check_machine(needs: Needs) -> None:
         if name in loader.ALGORITHMS and name not in needs.held:
             impl = loader.loadable(name, needs.cc_impl)
             tools += (PORT_TOOLS if loader.ALGORITHMS[name].port else VARIANT_TOOLS)[impl]
+    for name in needs.browsers:
+        binary = browser.BROWSERS[name]
+        if not binary.is_file():
+            raise SetupError(
+                f"{needs.what}: client={name} runs {binary}, which is not here: Debian's package `{name}` has it "
+                "(run.sh installs it on Debian; Ubuntu ships Chromium as a snap only, whose confinement keeps it "
+                "from a lab's namespace and profile: run browser loads on Debian)"
+            )
     for kind in needs.qdiscs:
         if not qdisc_available(kind):
             raise SetupError(
