@@ -30,6 +30,7 @@ WATCHED = {
     "nsenter",
     "tcpdump",
     "flock",
+    "chromium",
 }
 
 
@@ -68,7 +69,11 @@ def _modules() -> frozenset[str]:
 
 
 def _temporary_files() -> frozenset[str]:
-    return frozenset(p.name for p in Path(tempfile.gettempdir()).glob("netrepro-*"))
+    """The run's folders (netrepro-*) and what a browser makes of its own in /tmp or /dev/shm (.org.chromium.*)."""
+    made = [*Path(tempfile.gettempdir()).glob("netrepro-*"), *Path(tempfile.gettempdir()).glob(".org.chromium.*")]
+    shm = Path("/dev/shm")
+    made += shm.glob(".org.chromium.*") if shm.is_dir() else []
+    return frozenset(str(p) if p.parent == shm else p.name for p in made)
 
 
 def _tracing() -> str:

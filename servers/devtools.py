@@ -120,7 +120,7 @@ class DevTools:
             left = deadline - time.monotonic()
             readable, _, _ = select.select([self.recv_fd], [], [], max(0.0, left))
             if not readable:
-                raise DevToolsError(f"{self.what}: no {what} within {timeout:g} s")
+                raise DevToolsError(f"{self.what}: {what} did not come within {timeout:g} s")
             chunk = os.read(self.recv_fd, 1 << 16)
             if not chunk:
                 raise DevToolsError(f"{self.what} is gone (its pipe closed) while waiting for {what}")

@@ -151,7 +151,7 @@ def test_an_error_reply_or_silence_is_a_devtools_error() -> None:
     silent_r, silent_w = os.pipe()
     sink_r, sink_w = os.pipe()
     client = devtools.DevTools(sink_w, silent_r, "fake")
-    with pytest.raises(devtools.DevToolsError, match="no the reply to Browser.getVersion within 0.2 s"):
+    with pytest.raises(devtools.DevToolsError, match="the reply to Browser.getVersion did not come within 0.2 s"):
         client.call("Browser.getVersion", timeout=0.2)
     client.close()
     for fd in (silent_w, sink_r):
