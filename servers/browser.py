@@ -163,6 +163,8 @@ def _environment(home: Path) -> dict[str, str]:
         "XDG_DATA_HOME": str(home / ".local/share"),
         "TMPDIR": str(home / "tmp"),
         "LANG": "C.UTF-8",
+        # the launcher (servers.devtools) imports the same code as the run
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
     }
 
 
