@@ -546,6 +546,11 @@ class Ledger:
                 self._cancel(seq)
                 raise
 
+    def handed_back(self, seq: int) -> None:
+        """A recorded change its owner has undone, or will undo itself: the unwind leaves it alone
+        (a run killed before this still has it undone by `clean`)."""
+        self._cancel(seq)
+
     def _cancel(self, seq: int) -> None:
         try:
             self.record({"kind": "cancel", "cancels": seq})

@@ -69,10 +69,12 @@ def _modules() -> frozenset[str]:
 
 
 def _temporary_files() -> frozenset[str]:
-    """The run's folders (netrepro-*) and what a browser makes of its own in /tmp or /dev/shm (.org.chromium.*)."""
+    """The run's folders (netrepro-*), what a browser makes of its own in /tmp or /dev/shm (.org.chromium.*),
+    and multiprocessing's semaphores in /dev/shm."""
     made = [*Path(tempfile.gettempdir()).glob("netrepro-*"), *Path(tempfile.gettempdir()).glob(".org.chromium.*")]
     shm = Path("/dev/shm")
-    made += shm.glob(".org.chromium.*") if shm.is_dir() else []
+    # and the named semaphores of Python's multiprocessing (a Dask cluster's, with --jobs)
+    made += [*shm.glob(".org.chromium.*"), *shm.glob("sem.mp-*")] if shm.is_dir() else []
     return frozenset(str(p) if p.parent == shm else p.name for p in made)
 
 

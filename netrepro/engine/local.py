@@ -12,6 +12,14 @@ when this process does (Dask's own pipe to it), and each worker's trial
 process unwinds its lab when its worker goes (PR_SET_PDEATHSIG), so a
 killed run leaves its labs to `run.sh clean` as a local run does.
 
+Python's multiprocessing, which the nannies start their workers with
+(spawn), makes named semaphores in /dev/shm that only its resource tracker
+removes after a crash; a SIGKILL to the run's process group kills the
+tracker too, and left 12 of them a run.  The ones this process maps once
+the cluster is up are recorded in the ledger (`semaphores_mapped`) and handed
+back to multiprocessing when the cluster is down, so that `run.sh clean`
+removes them only where the run was killed.
+
 Each lab has its own namespaces, addresses (topologies.lab.ip_base), NFQUEUE
 numbers (per namespace), ports and ledger; what the machine shares
 (congestion controls, modules, tracefs) is changed under the machine lock.
@@ -23,12 +31,26 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from ground.errors import SetupError
 from netrepro.engine.tls import HTTP_ROUTES, make_certificates
 
 CONNECT_SECONDS = 60  # the workers up, and this client connected
+SHM = Path("/dev/shm")
+
+
+def semaphores_mapped(maps: str) -> list[Path]:
+    """The named POSIX semaphores (/dev/shm/sem.*) a process maps, from its /proc/<pid>/maps."""
+    found = []
+    for line in maps.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6:
+            path = Path(fields[5].removesuffix(" (deleted)"))
+            if path.parent == SHM and path.name.startswith("sem.") and not fields[5].endswith(" (deleted)"):
+                found.append(path)
+    return list(dict.fromkeys(found))
 
 
 @contextlib.contextmanager
@@ -66,5 +88,12 @@ def local_client(jobs: int) -> Iterator[Any]:
                 )
         except Exception as e:
             raise SetupError(f"--jobs {jobs}: cannot start the local cluster: {type(e).__name__}: {e}") from e
-        with cluster, Client(cluster, timeout=CONNECT_SECONDS, security=security) as client:
-            yield client
+        semaphores: list[int] = []
+        try:
+            with cluster, Client(cluster, timeout=CONNECT_SECONDS, security=security) as client:
+                mapped = semaphores_mapped(Path("/proc/self/maps").read_text())
+                semaphores += [ledger.record({"kind": "path", "path": str(s)}) for s in mapped]
+                yield client
+        finally:
+            for seq in semaphores:  # this process lives on: multiprocessing unlinks them itself
+                ledger.handed_back(seq)

@@ -10,6 +10,7 @@ import pytest
 import expts
 from ground.errors import UserError
 from ground.units import QuantityError
+from netrepro.engine import local
 from netrepro.engine.cluster import Engine
 from netrepro.front.cli import main
 from netrepro.runner import admission, session, shards
@@ -199,3 +200,15 @@ def test_trials_run_in_phases_one_tuning_of_each_variant_at_a_time() -> None:
     assert session.tuning_phases([_variant_trial("cubic", 0), _variant_trial("vegas", 1)]) == [
         [_variant_trial("cubic", 0), _variant_trial("vegas", 1)]
     ]
+
+
+def test_the_semaphores_a_run_maps_are_read_from_its_maps() -> None:
+    maps = (
+        "7f10 rw-s 00000000 00:1a 123 /dev/shm/sem.mp-abc\n"
+        "7f20 rw-s 00000000 00:1a 123 /dev/shm/sem.mp-abc\n"  # mapped twice: named once
+        "7f30 r--p 00000000 08:01 5 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "7f40 rw-s 00000000 00:1a 9 /dev/shm/sem.mp-gone (deleted)\n"  # unlinked already: nothing to remove
+        "7f50 rw-s 00000000 00:1a 10 /dev/shm/other\n"
+        "7f60 rw-p 00000000 00:00 0\n"
+    )
+    assert local.semaphores_mapped(maps) == [Path("/dev/shm/sem.mp-abc")]
