@@ -48,6 +48,10 @@ class Bench:
 
 @pytest.fixture
 def bench(tmp_path: Path) -> Iterator[Bench]:
+    if not browser.CHROMIUM.is_file():
+        if "ubuntu" in Path("/etc/os-release").read_text().lower():
+            pytest.skip("Ubuntu ships Chromium as a snap only; run.sh does not install it there")
+        pytest.fail(f"no {browser.CHROMIUM}: run.sh installs it (Debian's package chromium)")
     with Ledger() as ledger, Lab(PATH, ledger) as lab:
         server = Apache(lab.server, lab.ip("server"), ledger, tls=True, results_dir=tmp_path / "results")
         yield Bench(lab, ledger, server, ledger.temp_dir("netrepro-browser-"))
