@@ -54,6 +54,16 @@ def test_a_load_is_measured_from_the_html_request_to_the_last_object(name: str, 
     assert load.negotiated == data["protocol"] and load.version.startswith("156.")
 
 
+def test_the_browsers_own_favicon_request_is_not_the_pages() -> None:
+    data = copy.deepcopy(captured("h1"))
+    server = data["timing"]["nav"][0]["name"].split("/")[2]
+    late = max(e["responseEnd"] for e in data["timing"]["res"]) + 50
+    favicon = {**data["timing"]["res"][0], "name": f"https://{server}/favicon.ico", "responseStatus": 404}
+    data["timing"]["res"].append({**favicon, "responseEnd": late, "encodedBodySize": 196})
+    data["received"].append({"response": {"url": favicon["name"], "connectionId": 999, "status": 404}})
+    assert load_of(data) == load_of(captured("h1"))  # 12 objects, their bytes, their time, six connections
+
+
 def test_another_protocol_than_asked_fails_the_load() -> None:
     with pytest.raises(ProtocolMismatch, match="asked for http/1.1, negotiated h2"):
         load_of(captured("h2"), "http/1.1")
