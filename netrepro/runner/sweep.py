@@ -791,8 +791,8 @@ def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Refer
     None for a derived figure (its parameters are not the reference's), for a
     run that writes the reference itself, and where there is none; but a
     figure derived only by who loads the page (`--set client=chromium`) is
-    drawn beside the declared figure's reference, its loads by h2load: the
-    two differ in the client alone.
+    drawn beside the declared figure's reference, its loads by h2load (the
+    two differ in the client alone), its own stored reference too.
     """
     reference = reference or results.REFERENCE
     of = ""
@@ -803,7 +803,9 @@ def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Refer
             of = f"the reference of {declared.full_name} as declared (client {CLIENT.default}), beside {derived_by}"
             fig = declared
     csv_path = reference / fig.study / fig.csv_name
-    if fig.variant or out.resolve() == reference.resolve() or not csv_path.is_file():
+    # a figure is not drawn beside itself (a run that writes the reference), but beside the declared one
+    itself = out.resolve() == reference.resolve() and not of
+    if fig.variant or itself or not csv_path.is_file():
         return None
     made_by: dict[str, Any] = {"seed": DEFAULT_SEED}
     try:
