@@ -9,6 +9,7 @@ the page and fails for a figure without one.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -37,6 +38,9 @@ def chromium(tmp_path: Path, *argv: str) -> str:
         [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=10000", *argv],
         capture_output=True, text=True, timeout=120, check=True,
+        # its home too: Chromium writes there (.config/chromium, .cache/dconf) whatever its profile
+        env={**os.environ, "HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "home/.config"),
+             "XDG_CACHE_HOME": str(tmp_path / "home/.cache")},
     )  # fmt: skip
     return done.stdout
 
