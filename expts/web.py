@@ -77,10 +77,6 @@ def _claim(source: str, quote: str, test: Any, reading: str) -> Claim:
     return Claim(source=source, where="abstract", quote=quote, test=test, reading=reading)
 
 
-def _rtt_ms(level: Any) -> float:
-    return float(str(level).removesuffix("ms"))
-
-
 H2_FASTER = _claim(
     VARVELLO,
     "In all, we find that 80% of websites supporting HTTP/2 experience a decrease in page load time compared "
@@ -88,7 +84,7 @@ H2_FASTER = _claim(
     AllOf(
         (
             Better("page_load_time_ms", H2_SMALL.label, H1_SMALL.label, higher=False, worth=WORTH),
-            Trend("page_load_time_ms", H1_SMALL.label, rises=True, against=H2_SMALL.label, x=_rtt_ms),
+            Trend("page_load_time_ms", H1_SMALL.label, rises=True, against=H2_SMALL.label),
         )
     ),
     "one page is not 80 % of websites: read on the page of many small objects, the web's typical page, as "
@@ -124,6 +120,7 @@ LOSS_HURTS = _claim(
 
 
 def timeout(params: Params) -> float:
+    """A trial's limit: the longest trial of the reference runs took 12.2 s (the few-large page at 4 % loss)."""
     return 180.0
 
 

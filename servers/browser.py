@@ -63,6 +63,7 @@ __all__ = [
     "installed_browsers",
     "load_in_browser",
     "page_url",
+    "refused",
     "spki_hash",
 ]
 
@@ -99,6 +100,16 @@ class BrowserLoad:
         if len(self.protocols) == 1:
             return next(iter(self.protocols))
         return "+".join(f"{p}:{n}" for p, n in sorted(self.protocols.items()))
+
+
+def refused(client: str, protocol: str) -> str | None:
+    """Why a page load by `client` cannot speak `protocol` (a browser: HTTP/2 only over TLS), or None."""
+    if client in BROWSERS and protocol not in NEXT_HOP:
+        return (
+            f"client={client} with protocol={protocol}: a browser speaks HTTP/2 only over TLS; "
+            f"give protocol {' or '.join(NEXT_HOP)}"
+        )
+    return None
 
 
 def installed_browsers() -> dict[str, str]:

@@ -61,19 +61,12 @@ def figure_needs(
     """A figure run: the lab's tools, the server's, its workload's, and every congestion control its grid names."""
     named = [str(p["cc"]) for p in grid if p.get("cc") is not None]
     for p in grid:
-        if p.get("client", "h2load") != "h2load" and p.get("protocol") not in browser.NEXT_HOP:
-            raise UserError(
-                f"{fig.full_name}: client={p['client']} with protocol={p.get('protocol')}: a browser speaks "
-                f"HTTP/2 only over TLS; give protocol {' or '.join(browser.NEXT_HOP)}"
-            )
+        if (why := browser.refused(str(p.get("client")), str(p.get("protocol")))) is not None:
+            raise UserError(f"{fig.full_name}: {why}")
     return Needs(
         what=f"run {fig.full_name}",
-        tools=(
-            *LAB_TOOLS,
-            *FIGURE_TOOLS,
-            *WORKLOADS[fig.workload].tools,
-        ),
-        browsers=tuple(sorted({str(p["client"]) for p in grid if p.get("client", "h2load") != "h2load"})),
+        tools=(*LAB_TOOLS, *FIGURE_TOOLS, *WORKLOADS[fig.workload].tools),
+        browsers=tuple(sorted({str(p["client"]) for p in grid if p.get("client") in browser.BROWSERS})),
         # the lab's hosts start with CUBIC before each trial sets its own
         congestion_controls=tuple(dict.fromkeys(["cubic", *named])),
         shaper=shaper,

@@ -107,11 +107,8 @@ def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
         plt_ms = result.page_load_time * 1e3
         negotiated, port = result.negotiated, _port(protocol)
     else:
-        if protocol not in browser.NEXT_HOP:
-            raise UserError(
-                f"client={params['client']} protocol={protocol}: a browser speaks HTTP/2 only over TLS; "
-                f"give protocol {' or '.join(browser.NEXT_HOP)}"
-            )
+        if (why := browser.refused(params["client"], protocol)) is not None:  # preflight refuses it first
+            raise UserError(why)
         load = browser.load_in_browser(
             lab.client,
             server,
