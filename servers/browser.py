@@ -213,15 +213,16 @@ def load_in_browser(
     fails.  The load must reach its load event within `timeout` seconds."""
     load_dir = folder / f"load-{os.urandom(4).hex()}"
     load_dir.mkdir(mode=0o700)
-    for sub in ("profile", "home", "home/tmp"):
-        (load_dir / sub).mkdir(mode=0o700)
-    argv = chromium_argv(load_dir / "profile", server, protocol, spki_hash(cert_pem))
-    wait_addresses_settled(ns)
-    commands_r, commands_w = os.pipe()
-    replies_r, replies_w = os.pipe()
-    devtools = DevTools(commands_w, replies_r, "chromium")
+    commands_r = commands_w = replies_r = replies_w = -1
     browser: Process | None = None
     try:
+        for sub in ("profile", "home", "home/tmp"):
+            (load_dir / sub).mkdir(mode=0o700)
+        argv = chromium_argv(load_dir / "profile", server, protocol, spki_hash(cert_pem))
+        wait_addresses_settled(ns)
+        commands_r, commands_w = os.pipe()
+        replies_r, replies_w = os.pipe()
+        devtools = DevTools(commands_w, replies_r, "chromium")
         with open(load_dir / "stderr.log", "wb") as stderr:
             browser = Process(
                 pipe_argv(commands_r, replies_w, argv),
@@ -233,8 +234,8 @@ def load_in_browser(
                 env=_environment(load_dir / "home"),
                 pass_fds=(commands_r, replies_w),
             )
-        os.close(commands_r)
-        os.close(replies_w)
+        for fd in (commands_r, replies_w):  # the browser's ends: ours closed, so its exit ends the pipe
+            os.close(fd)
         commands_r = replies_w = -1
         try:
             return _navigate(devtools, page_url(server, path), protocol, resources, timeout)
@@ -242,14 +243,14 @@ def load_in_browser(
             raise WorkloadError(f"{e}{_stderr_tail(load_dir / 'stderr.log', browser)}") from None
     finally:
         if browser is not None:
-            with contextlib.suppress(DevToolsError):
+            with contextlib.suppress(DevToolsError):  # a polite close first; stop() ends it either way
                 if browser.running():
                     devtools.call("Browser.close", timeout=5)
             browser.stop(grace=5)
-        for fd in (commands_r, replies_w):
+        for fd in (commands_r, commands_w, replies_r, replies_w):
             if fd >= 0:
                 os.close(fd)
-        devtools.close()
+        # A profile that cannot be removed now goes with the session's folder, in the run's ledger.
         shutil.rmtree(load_dir, ignore_errors=True)
 
 
