@@ -178,10 +178,12 @@ def test_cubic_plus_window_follows_the_cubic_curve() -> None:
         for label, cc, params, _, k_factor in cases:
             if params:
                 plus.set(**params)
-            phases = [cubic_fit(p) for p in epochs(iperf3_trace(lab, ledger, cc, seconds=30))]
-            long_ones = [f for f in phases if f.seconds >= 2]
-            assert len(long_ones) >= 2, (label, phases)
-            assert all(f.rms < 2 for f in long_ones), (label, phases)  # a cubic, not some other curve
+            # Only phases of 2 s or more are fitted: a loss soon after a recovery leaves a phase
+            # of a few points, too short to fit (seen in a CI suite: 4 points at 20 ms apart).
+            long_ones = [cubic_fit(p) for p in epochs(iperf3_trace(lab, ledger, cc, seconds=30))
+                         if p[-1].time - p[0].time >= 2]  # fmt: skip
+            assert len(long_ones) >= 2, (label, long_ones)
+            assert all(f.rms < 2 for f in long_ones), (label, long_ones)  # a cubic, not some other curve
             fits[label] = [f.c for f in long_ones]
             if k_factor is not None:  # the lab's own RTT (under a millisecond) moves f by at most 3/1024
                 assert plus.read()["last_k_factor"] == pytest.approx(k_factor, abs=3), label
