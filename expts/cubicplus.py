@@ -58,6 +58,14 @@ RENO = tuple(
     Series(f"Reno r={r / 1000:g} (HTTP/2)", {"cc": "reno_beta", "r": r, "protocol": "h2"})
     for r in (500, 600, 700, 800, 900)
 )
+# The controls that part an implementation from its algorithm: the kernel's algorithm run as this project's
+# BPF program (cubic_plus with n = 1 is CUBIC, beta 717/1024; reno_beta with r = 0.5 is Reno), beside the
+# kernel's own, so that a variant's difference from the kernel splits into the implementation's part (the
+# program against the kernel's) and the algorithm's (the variant against the program).
+CUBIC_BPF = Series(
+    "CUBIC as BPF: cubic_plus n=1 (HTTP/2)", {"cc": "cubic_plus", "n": 1, "rtt_scaled": 0, "protocol": "h2"}
+)
+RENO_KERNEL = Series("Reno, the kernel's (HTTP/2)", {"cc": "reno", "protocol": "h2"})
 
 # Seed 000's Table 1 loss levels.  The source names no boundary between its "low" and "high" loss; its
 # levels fall in two groups with the sweep's widest gap between them (2 % to 6 %), and 0 % is no loss at
@@ -111,18 +119,29 @@ def _mean_se(fig: Figure, rows: Rows, label: str, level: Any) -> tuple[float, fl
 
 
 def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
-    """CUBIC and CUBIC+ n=6 at each loss level: their means over trials and CUBIC+'s difference."""
+    """CUBIC and CUBIC+ n=6 at each loss level: their means over trials and CUBIC+'s difference; where the
+    BPF control ran, that difference split into the implementation's part and the algorithm's."""
     notes = []
     higher_is_better = fig.y == "throughput_mbit"
+
+    def gain(over: tuple[float, float, int], base: tuple[float, float, int]) -> float:
+        return (over[0] / base[0] if higher_is_better else base[0] / over[0]) - 1  # in throughput, either way
+
     for level in fig.levels:
         a, b = _mean_se(fig, rows, CUBIC.label, level), _mean_se(fig, rows, PLUS.label, level)
         if not (a and b):
             continue
-        gain = (b[0] / a[0] if higher_is_better else a[0] / b[0]) - 1  # in throughput, either way
-        notes.append(
+        note = (
             f"at {level} loss, mean {fig.y} (+/- its standard error over trials): CUBIC {a[0]:.4g} +/- {a[1]:.2g}, "
-            f"CUBIC+ n=6 {b[0]:.4g} +/- {b[1]:.2g} (n = {a[2]}, {b[2]}): CUBIC+ {gain * 100:+.0f} % in throughput"
+            f"CUBIC+ n=6 {b[0]:.4g} +/- {b[1]:.2g} (n = {a[2]}, {b[2]}): CUBIC+ {gain(b, a) * 100:+.0f} % in throughput"
         )
+        if control := _mean_se(fig, rows, CUBIC_BPF.label, level):
+            note += (
+                f"; of which the implementation (CUBIC as BPF, {control[0]:.4g} +/- {control[1]:.2g}, n = "
+                f"{control[2]}, against the kernel's) {gain(control, a) * 100:+.0f} % and the algorithm (CUBIC+ "
+                f"against CUBIC as BPF) {gain(b, control) * 100:+.0f} %"
+            )
+        notes.append(note)
     return notes
 
 
@@ -177,18 +196,25 @@ def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[s
 
 
 def annotate_reno(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
-    """Mean PLT by r at each loss level, and the levels where it rises with r at every step."""
+    """Mean PLT by r at each loss level, and the levels where it rises with r at every step; where the
+    kernel's Reno ran beside, r = 0.5 (Reno as BPF) against it: the implementation's part."""
     notes, ordered_at = [], []
     for level in fig.levels:
-        means = [(s, m) for s in fig.series if (m := _mean_se(fig, rows, s.label, level))]
+        means = [(s, m) for s in fig.series if s in RENO and (m := _mean_se(fig, rows, s.label, level))]
         if len(means) < 2:
             continue
         if all(a[0] <= b[0] for (_, a), (_, b) in itertools.pairwise(means)):
             ordered_at.append(str(level))
-        notes.append(
-            f"at {level} loss, mean PLT (s) by r: "
-            + ", ".join(f"r={_r(s)} {m[0] / 1e3:.2f} +/- {m[1] / 1e3:.2f}" for s, m in means)
+        note = f"at {level} loss, mean PLT (s) by r: " + ", ".join(
+            f"r={_r(s)} {m[0] / 1e3:.2f} +/- {m[1] / 1e3:.2f}" for s, m in means
         )
+        kernel, bpf = _mean_se(fig, rows, RENO_KERNEL.label, level), _mean_se(fig, rows, RENO[0].label, level)
+        if kernel and bpf:
+            note += (
+                f"; the kernel's Reno {kernel[0] / 1e3:.2f} +/- {kernel[1] / 1e3:.2f} (n = {kernel[2]}): r = 0.5 "
+                f"as BPF {(bpf[0] / kernel[0] - 1) * 100:+.0f} % in PLT against it (the implementation)"
+            )
+        notes.append(note)
     if not notes:
         return ["no level has a successful trial"]
     return [*notes, f"mean PLT rises with r at every step at: {', '.join(ordered_at) or 'no level'} loss"]
@@ -465,6 +491,8 @@ RTT_FINDING = (
 )
 IW_FINDING = "seed 000: the initial window has little role, and the three variants perform the same at each"
 BY_LOSS = {"annotate": annotate_loss, "x_label": "loss (%)", "y_log": True}
+# Figures 3-5 and tiny (6 reads 3's trials) with the BPF control beside; a quick run leaves it out.
+CONTROLLED = {"series": (*VARIANTS, CUBIC_BPF), "quick_series": tuple(s.label for s in VARIANTS)}
 
 FIGURES = (
     _figure(
@@ -479,6 +507,7 @@ FIGURES = (
         finding=LARGER_FINDING,
         claims=(THROUGHPUT_BETTER,),
         **BY_LOSS,
+        **CONTROLLED,
     ),
     _figure(
         "fig4",
@@ -491,6 +520,7 @@ FIGURES = (
         finding=LARGER_FINDING,
         claims=(THROUGHPUT_BETTER,),
         **BY_LOSS,
+        **CONTROLLED,
     ),
     _figure(
         "fig5",
@@ -503,6 +533,7 @@ FIGURES = (
         finding=MEDIUM_FINDING,
         claims=(MEDIUM_BETTER, MEDIUM_LESS),
         **BY_LOSS,
+        **CONTROLLED,
     ),
     _figure(
         "fig6",
@@ -517,6 +548,7 @@ FIGURES = (
         finding="seed 000: PLT almost equal at low loss, and better with CUBIC+ as loss increases",
         claims=(PLT_LOW_SAME, PLT_HIGH_BETTER, PLT_GROWS),
         **BY_LOSS,
+        **CONTROLLED,
     ),
     _figure(
         "fig7",
@@ -593,7 +625,7 @@ FIGURES = (
         quick_levels=("0%", "8%"),
         x_label="loss (%)",
         y_log=True,
-        series=RENO,
+        series=(*RENO, RENO_KERNEL),
         quick_series=(RENO[0].label, RENO[-1].label),
         finding="seed 000: for Reno, every r similar at low loss; a smaller reduction factor does better "
         "at high loss, larger ones taking longer as loss increases",
@@ -612,5 +644,6 @@ FIGURES = (
         finding=TINY_FINDING,
         claims=(TINY_SAME,),
         **BY_LOSS,
+        **CONTROLLED,
     ),
 )

@@ -257,3 +257,38 @@ def delivery_rate(samples: Sequence[ProbeSample]) -> float:
     """Bytes per second the ACKs of one flow delivered between its first and last sample (snd_una)."""
     acked = (samples[-1].snd_una - samples[0].snd_una) % 2**32
     return acked / (samples[-1].time - samples[0].time)
+
+
+def implausible_ssthresh(samples: Sequence[ProbeSample]) -> list[int]:
+    """The samples of one flow whose ssthresh no TCP code could have set: the rule of the BPF programs'
+    ssthresh guard (kmod/bpf/ss_guard.h), applied to a trace, so that any congestion control, the
+    kernel's own too, is judged by it.
+
+    TCP moves ssthresh to what the congestion control computed from the window (at most the window),
+    back to infinite (an undo from slow start), or up to 3/4 of the window or its value before the
+    reduction (undo, restart after idle); so a changed, finite ssthresh above its last plausible
+    value, the highest window seen and the window of the sample before is implausible.  Such a
+    sample's window does not count in the highest: the kernel's rate reduction (PRR) derives the
+    window from ssthresh and shows the garbage in the same sample (seen: ssthresh 2165326096 with cwnd
+    433065224 = ssthresh / prior_cwnd 5 + in flight).  Returns the index of the first sample of each
+    run of implausible ones.
+    """
+    out: list[int] = []
+    last: int | None = None
+    highest = 0
+    in_run = False
+    for i, s in enumerate(samples):
+        ss = s.ssthresh
+        if last is not None and ss not in (last, UNSET_SSTHRESH):
+            plausible = 0 if last == UNSET_SSTHRESH else last
+            bound = max(plausible, highest, samples[i - 1].snd_cwnd)
+        else:
+            bound = ss
+        if ss > bound:
+            if not in_run:
+                out.append(i)
+            in_run = True
+            continue
+        last, in_run = ss, False
+        highest = max(highest, s.snd_cwnd)
+    return out

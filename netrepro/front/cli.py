@@ -188,15 +188,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("clean", parents=[common], help="undo what interrupted runs left behind (from their ledgers)")
 
     b = sub.add_parser("bench", parents=[common], help="benchmarks that report numbers (not tests)")
-    b.add_argument("which", choices=["cluster", "delayline", "delayline-links", "jobs", "ports", "runner", "soak"])
+    b.add_argument(
+        "which", choices=["cluster", "delayline", "delayline-links", "jobs", "ports", "runner", "soak", "ssthresh"]
+    )
     b.add_argument("--figure", default=None, help="cluster: the figure (iw/fig5b); jobs: one figure only")
     b.add_argument("--quick", action="store_true", help="cluster: the figure's quick grid (jobs: always quick)")
     b.add_argument("--labs", default="2,4,8", help="jobs: the labs side by side after the serial runs")
-    b.add_argument("--rtt", default=None, help="delayline: 20ms; ports: 100ms")
-    b.add_argument("--rate", default="10mbit", help="ports: the bottleneck's rate")
-    b.add_argument("--runs", type=int, default=5, help="ports: flows per implementation and path")
-    b.add_argument("--seconds", type=int, default=20, help="ports: each flow's length")
-    b.add_argument("--algorithms", default=",".join(loader.PORTS), help="ports: which, comma-separated")
+    b.add_argument("--rtt", default=None, help="delayline: 20ms; ports: 100ms; ssthresh: 20ms")
+    b.add_argument("--rate", default=None, help="ports: the bottleneck's rate (10mbit); ssthresh: 100mbit")
+    b.add_argument("--loss", default=None, help="ssthresh: the path's random loss (10%%)")
+    b.add_argument("--runs", type=int, default=None, help="ports: flows per implementation and path (5); ssthresh: 8")
+    b.add_argument("--flows", type=int, default=4, help="ssthresh: parallel flows in each run")
+    b.add_argument("--seconds", type=int, default=None, help="ports: each flow's length (20); ssthresh: 30")
+    b.add_argument(
+        "--algorithms",
+        default=None,
+        help="ports: which, comma-separated (all ports); ssthresh: reno_beta,cubic_plus,reno,cubic "
+        "(netrepro's own and the ports load as BPF, any other name is the kernel's own)",
+    )
     b.add_argument(
         "--paths",
         default="random,droptail",

@@ -27,7 +27,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.which == "delayline":
         bench.delayline(rtt=args.rtt or "20ms", out=args.out)
     elif args.which == "ports":
-        names = tuple(a for a in args.algorithms.split(",") if a)
+        args.runs = 5 if args.runs is None else args.runs
+        args.seconds = 20 if args.seconds is None else args.seconds
+        names = tuple(a for a in (args.algorithms or ",".join(loader.PORTS)).split(",") if a)
         for name in names:
             if name not in loader.PORTS:
                 raise QuantityError("--algorithms", name, f"the ports are {', '.join(loader.PORTS)}")
@@ -44,12 +46,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
             names,
             runs=args.runs,
             seconds=args.seconds,
-            rate=args.rate,
+            rate=args.rate or "10mbit",
             rtt=args.rtt or "100ms",
             out=args.out,
             paths=tuple(bench.PORT_PATH_NAMES[p] for p in paths),
             control=args.control,
         )
+    elif args.which == "ssthresh":
+        _bench_ssthresh(args)
     elif args.which == "delayline-links":
         bench.delayline_links(out=args.out)
     elif args.which == "cluster":
@@ -81,6 +85,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         bench.runner(out=args.out)
     return 0
+
+
+def _bench_ssthresh(args: argparse.Namespace) -> None:
+    from ground.path import PathSpec
+    from netrepro.lanes import bench_ssthresh
+
+    runs = 8 if args.runs is None else args.runs
+    seconds = 30 if args.seconds is None else args.seconds
+    if not 1 <= runs <= 1000:
+        raise QuantityError("--runs", runs, "allowed range is 1 to 1000")
+    if not 1 <= args.flows <= 32:
+        raise QuantityError("--flows", args.flows, "allowed range is 1 to 32")
+    if not 2 <= seconds <= 600:
+        raise QuantityError("--seconds", seconds, "allowed range is 2 to 600")
+    names = tuple(a for a in (args.algorithms or ",".join(bench_ssthresh.DEFAULT_ALGORITHMS)).split(",") if a)
+    if not names:
+        raise QuantityError("--algorithms", args.algorithms, "one or more congestion controls, comma-separated")
+    for name in names:
+        if name not in loader.ALGORITHMS and loader.kernel_has(name) is None:
+            raise QuantityError(
+                "--algorithms", name, f"netrepro's own ({', '.join(loader.ALGORITHMS)}) or one this kernel has"
+            )
+    given = {"rtt": args.rtt, "rate": args.rate, "loss": args.loss}
+    path = PathSpec.parse(**{**bench_ssthresh.DEFAULT_PATH, **{k: v for k, v in given.items() if v}})
+    bench_ssthresh.ssthresh(names, runs=runs, flows=args.flows, seconds=seconds, path=path, out=args.out)
 
 
 def cmd_test(args: argparse.Namespace) -> int:

@@ -123,8 +123,12 @@ class Session:
 
     def ss_repairs(self, params: Mapping[str, Any]) -> int | None:
         """How often the BPF program has repaired a corrupted ssthresh so far (see kmod/README.md); None
-        for an algorithm held for the run's labs (its counter counts every lab's flows)."""
-        algorithm = self._algorithms.get(str(params.get("cc")))
+        for the kernel's own algorithms and modules.  An algorithm held for the run's labs (--jobs) has
+        one counter for every lab's flows: a repair in any lab then counts in each trial running."""
+        name = str(params.get("cc"))
+        algorithm = self._algorithms.get(name)
+        if algorithm is None and name in self.held and self.held[name].get("cc_impl") == "bpf":
+            algorithm = loader.attach(name)
         if algorithm is None or algorithm.impl != "bpf":
             return None
         return algorithm.counters().get("ss_repairs")

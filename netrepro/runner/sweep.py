@@ -73,8 +73,9 @@ class RunAborted(SetupError):
 
 
 FAILURES_IN_A_ROW = 5
-# A trial whose delay lines released packets later than its bound (late_bound_ms) is failed, and run once
-# more at once; a second late attempt stays failed (a resume runs it again).
+# A trial whose delay lines released packets later than its bound (late_bound_ms), or whose BPF congestion
+# control had to repair a corrupted ssthresh (kmod/README.md), is failed and run once more at once; a
+# second such attempt stays failed (a resume runs it again).
 LATE_ATTEMPTS = 2
 LATE_TOLERANCES = 10  # late_bound_ms: how many of the path's RTT tolerances a trial's p99 lateness may reach
 
@@ -246,13 +247,13 @@ def run_trials(
                 for attempt in range(1, LATE_ATTEMPTS + 1):
                     row = _run_one_trial(fig, params, index, opts, lab, ledger, session, workload, code, machine)
                     row.update(v_cols)
-                    late_again = row.get("late_over_bound") and attempt < LATE_ATTEMPTS
-                    if late_again:
+                    again = (row.get("late_over_bound") or row.get("ssthresh_repaired")) and attempt < LATE_ATTEMPTS
+                    if again:
                         log.warning("%s; run again", row["error"])
                     trial_log.append(row)
                     if streak.record(row["status"], row["error"]):
                         raise RunAborted(streak.report(session.apache.error_log_tail()))
-                    if not late_again:
+                    if not again:
                         break
                 progress.step(f"{fig.x}={params[fig.x]} {params.get('series', '')}".rstrip())
         finally:
@@ -315,6 +316,16 @@ def _run_one_trial(
         row.update(_initcwnd_check(params, metrics))
         if repairs_before is not None:
             row["cc_ss_repairs_in_trial"] = (session.ss_repairs(params) or 0) - repairs_before
+            if row["cc_ss_repairs_in_trial"] > 0:
+                # The kernel stored a value no code computed as ssthresh, and the program's guard put its
+                # own back: the trial ran on a window TCP did not choose for a moment, so it is not kept.
+                row.update(
+                    status="failed",
+                    ssthresh_repaired=True,
+                    error=f"the BPF congestion control repaired a corrupted ssthresh "
+                    f"{row['cc_ss_repairs_in_trial']} time(s) in this trial (kmod/README.md, 'The ssthresh "
+                    "corruption'): not kept",
+                )
     except Exception as e:
         status = trial_outcome(e)
         if status is None:

@@ -40,6 +40,13 @@ def test_loss_notes_give_the_means_and_cubic_plus_gain_in_throughput_either_metr
     notes = cubicplus.annotate_loss(plt, [], rows(plt, faster), None)
     assert notes[0].endswith("CUBIC+ +100 % in throughput"), notes  # half the PLT: twice the throughput
     assert no_verdict(notes)
+    # with the BPF control beside: the gain split into the implementation's part and the algorithm's
+    controlled = {**faster, (cubicplus.CUBIC_BPF.label, "8%"): [720.0, 800.0, 880.0]}
+    notes = cubicplus.annotate_loss(plt, [], rows(plt, controlled), None)
+    assert notes[0].endswith(
+        "of which the implementation (CUBIC as BPF, 800 +/- 46, n = 3, against the kernel's) +25 % and the "
+        "algorithm (CUBIC+ against CUBIC as BPF) +60 %"
+    ), notes
 
 
 def test_rtt_notes_say_how_far_apart_the_variants_lie() -> None:
@@ -71,16 +78,21 @@ def test_iw_notes_set_cubic_beside_the_slow_start_model() -> None:
 
 def test_reno_notes_give_plt_by_r_and_where_it_rises_with_r() -> None:
     f = fig("fig12")
-    small, middle, large = f.series[0].label, f.series[2].label, f.series[-1].label
+    small, middle, large = (cubicplus.RENO[i].label for i in (0, 2, -1))
     values = {
         (small, "2%"): [9000.0, 9100.0, 8900.0],
         (large, "2%"): [7000.0, 7100.0, 6900.0],
         (small, "6%"): [16000.0, 16200.0, 15800.0],
         (middle, "6%"): [17000.0, 17200.0, 16800.0],
         (large, "6%"): [19000.0, 19200.0, 18800.0],
+        (cubicplus.RENO_KERNEL.label, "6%"): [20000.0, 20200.0, 19800.0],  # the kernel's, beside: not an r
     }
     notes = cubicplus.annotate_reno(f, [], rows(f, values), None)
     assert notes[0] == "at 2% loss, mean PLT (s) by r: r=0.5 9.00 +/- 0.06, r=0.9 7.00 +/- 0.06", notes
+    assert notes[1] == (
+        "at 6% loss, mean PLT (s) by r: r=0.5 16.00 +/- 0.12, r=0.7 17.00 +/- 0.12, r=0.9 19.00 +/- 0.12; the "
+        "kernel's Reno 20.00 +/- 0.12 (n = 3): r = 0.5 as BPF -20 % in PLT against it (the implementation)"
+    ), notes
     assert notes[-1] == "mean PLT rises with r at every step at: 6% loss"
     assert no_verdict(notes)
     assert cubicplus.annotate_reno(f, [], [], None) == ["no level has a successful trial"]

@@ -167,10 +167,14 @@ def test_rows_read_back_reproduce_their_draw(tmp_path: Path) -> None:
     assert float(after["start_offset_ms"]) == pytest.approx(again.start_offset_s(0.1) * 1e3, abs=1e-3)
 
 
-def test_run_trials_reseeds_and_offsets_each_trial(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """On a lab of stand-ins: a path is verified from the run's seed, then each trial restarts the
-    emulation from its own loss_seed and sleeps its offset before its workload, and its row says so."""
+def _run_on_stand_ins(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, repairs_in: dict[int, int] | None = None
+) -> tuple[list[tuple[str, Any]], list[tuple[Any, int]]]:
+    """Two trials of a stand-in figure run on a lab, ledger and session of stand-ins: the events seen and
+    the trials.  `repairs_in`: the ssthresh repairs the BPF program counts during the Nth workload."""
     events: list[tuple[str, Any]] = []
+    repairs = [0]
+    workloads_run = [0]
 
     class Lab:
         backend, switch_kind, loss_repeatable = "delayline", "bridge", True
@@ -212,8 +216,8 @@ def test_run_trials_reseeds_and_offsets_each_trial(monkeypatch: pytest.MonkeyPat
         def apply_hosts(self, params: Any) -> None:
             pass
 
-        def ss_repairs(self, params: Any) -> None:
-            return None
+        def ss_repairs(self, params: Any) -> int | None:
+            return None if repairs_in is None else repairs[0]
 
         def stop(self) -> None:
             pass
@@ -227,6 +231,8 @@ def test_run_trials_reseeds_and_offsets_each_trial(monkeypatch: pytest.MonkeyPat
 
     def workload(session: Any, params: Any) -> dict[str, Any]:
         events.append(("workload", session.trial_key))
+        repairs[0] += (repairs_in or {}).get(workloads_run[0], 0)
+        workloads_run[0] += 1
         return {"metric": 1.0}
 
     monkeypatch.setattr(sweep, "Ledger", Ledger)
@@ -244,6 +250,13 @@ def test_run_trials_reseeds_and_offsets_each_trial(monkeypatch: pytest.MonkeyPat
     fig = Figure("t", "fig", "a test", "stand_in", "level", (0,), "metric", {"rtt": "200ms"})
     todo = [(p, i) for p in fig.grid() for i in range(2)]
     sweep.run_trials(fig, todo, sweep.Options(out=tmp_path, seed=9), TrialLog(tmp_path / "fig.csv"))
+    return events, todo
+
+
+def test_run_trials_reseeds_and_offsets_each_trial(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """On a lab of stand-ins: a path is verified from the run's seed, then each trial restarts the
+    emulation from its own loss_seed and sleeps its offset before its workload, and its row says so."""
+    events, todo = _run_on_stand_ins(monkeypatch, tmp_path)
     rows = read_rows(tmp_path / "fig.csv")
     draws = [trial_draw(trial_key(p, i), 9) for p, i in todo]
     assert events == [
@@ -255,3 +268,19 @@ def test_run_trials_reseeds_and_offsets_each_trial(monkeypatch: pytest.MonkeyPat
         assert (row["seed"], row["draw_seed"], row["loss_seed"]) == ("9", str(draw.draw_seed), str(draw.loss_seed))
         assert row["start_offset_ms"] == str(round(draw.start_offset_s(0.2) * 1e3, 3))
         assert (row["switch"], row["cc_impl"], row["status"]) == ("bridge", "kernel", "ok")
+
+
+def test_a_trial_whose_ssthresh_was_repaired_is_failed_and_run_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """kmod/README.md's ssthresh corruption: a trial during which the BPF guard repaired ssthresh is not
+    kept; it runs once more at once, with the same draw; a second repaired attempt stays failed."""
+    events, todo = _run_on_stand_ins(monkeypatch, tmp_path, repairs_in={0: 1, 2: 2, 3: 1})
+    rows = read_rows(tmp_path / "fig.csv")
+    keys = [trial_key(*t) for t in todo]
+    assert [e[1] for e in events if e[0] == "workload"] == [keys[0], keys[0], keys[1], keys[1]]
+    assert [(r["trial_key"], r["status"], r["cc_ss_repairs_in_trial"]) for r in rows] == [
+        (keys[0], "failed", "1"), (keys[0], "ok", "0"), (keys[1], "failed", "2"), (keys[1], "failed", "1"),
+    ]  # fmt: skip
+    assert "repaired a corrupted ssthresh 2 time(s)" in rows[2]["error"]
+    assert rows[0]["loss_seed"] == rows[1]["loss_seed"]  # the same draw again
