@@ -39,6 +39,9 @@ an equal share of the one-worker run's time outside trials (lab set-up,
 verification), the settings dealt largest first to the least loaded
 worker; the slowest worker's load is the run's length.
 
+`ssthresh` (netrepro.lanes.bench_ssthresh): the reproducer of the ssthresh corruption on BPF
+congestion controls (kmod/README.md): its rate per flow-minute, for each algorithm named.
+
 `soak`: `cubicplus/fig3 --quick` killed (SIGKILL, then `clean`) at N seeded
 random moments, then interrupted by SIGINT, SIGTERM and SIGHUP; per round,
 whether the machine came back as it was and the CSV stayed whole
