@@ -75,6 +75,23 @@ def test_bench_ports_refuses_a_path_it_does_not_have(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--algorithms", "nosuch"], "--algorithms 'nosuch': netrepro's own (cubic_plus"),
+        (["--flows", "0"], "--flows 0: allowed range is 1 to 32"),
+        (["--loss", "lots"], "lots"),
+    ],
+)
+def test_bench_ssthresh_refuses_bad_input_before_it_builds_anything(
+    args: list[str], said: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ground.ledger.LEDGER_DIR", tmp_path)
+    assert cli.main(["bench", "ssthresh", "--out", str(tmp_path / "out"), *args]) == 2
+    assert said in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_output_cut_short_by_its_reader_ends_quietly(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
