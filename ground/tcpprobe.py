@@ -223,6 +223,7 @@ def sender_samples(samples: Sequence[ProbeSample], sender: str) -> list[ProbeSam
 
 
 UNSET_SSTHRESH = 2**31 - 1  # TCP_INFINITE_SSTHRESH: no loss yet
+SSTHRESH_FLOOR = 2  # the least ssthresh TCP sets (tcp_reno_ssthresh: max(cwnd / 2, 2); an RTO at cwnd 1)
 
 
 def reductions(samples: Sequence[ProbeSample]) -> list[tuple[int, int]]:
@@ -266,8 +267,9 @@ def implausible_ssthresh(samples: Sequence[ProbeSample]) -> list[int]:
 
     TCP moves ssthresh to what the congestion control computed from the window (at most the window),
     back to infinite (an undo from slow start), or up to 3/4 of the window or its value before the
-    reduction (undo, restart after idle); so a changed, finite ssthresh above its last plausible
-    value, the highest window seen and the window of the sample before is implausible.  Such a
+    reduction (undo, restart after idle), and never below 2 segments (a timeout at a window of 1
+    sets 2); so a changed, finite ssthresh above 2, its last plausible value, the highest window
+    seen and the window of the sample before is implausible.  Such a
     sample's window does not count in the highest: the kernel's rate reduction (PRR) derives the
     window from ssthresh and shows the garbage in the same sample (seen: ssthresh 2165326096 with cwnd
     433065224 = ssthresh / prior_cwnd 5 + in flight).  Returns the index of the first sample of each
@@ -281,7 +283,7 @@ def implausible_ssthresh(samples: Sequence[ProbeSample]) -> list[int]:
         ss = s.ssthresh
         if last is not None and ss not in (last, UNSET_SSTHRESH):
             plausible = 0 if last == UNSET_SSTHRESH else last
-            bound = max(plausible, highest, samples[i - 1].snd_cwnd)
+            bound = max(SSTHRESH_FLOOR, plausible, highest, samples[i - 1].snd_cwnd)
         else:
             bound = ss
         if ss > bound:
