@@ -6,14 +6,15 @@ import sys
 from pathlib import Path
 
 from ground.results import REPO
-from ground.trials import read_rows
+from ground.trials import latest_rows, read_rows
 from netrepro.studykit.spec import Figure
 
 __all__ = ["run_quick"]
 
 
 def run_quick(fig: Figure, out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
-    """Run the figure's quick variant into `out`; its CSV's rows and its manifest."""
+    """Run the figure's quick variant into `out`; its CSV's rows, each trial's latest attempt (a trial run
+    again at once, late or with its ssthresh repaired, counts by the attempt after), and its manifest."""
     done = subprocess.run(
         [sys.executable, "-m", "netrepro", fig.full_name, "--quick", "--out", str(out)],
         cwd=REPO,
@@ -23,4 +24,4 @@ def run_quick(fig: Figure, out: Path) -> tuple[list[dict[str, str]], dict[str, o
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     manifest = json.loads((out / fig.directory / f"{fig.name}.manifest.json").read_text())
-    return read_rows(out / fig.directory / fig.csv_name), manifest
+    return [dict(row) for row in latest_rows(read_rows(out / fig.directory / fig.csv_name))], manifest

@@ -51,8 +51,10 @@ def test_two_labs_side_by_side_run_every_trial_once_each_verified(tmp_path: Path
     rows = [r for r in attempts if r["status"] == "ok"]
     wanted = sorted(trial_key(p, i) for p in fig.grid(quick=True) for i in range(fig.trial_count(True, None)))
     assert sorted(r["trial_key"] for r in rows) == wanted, said  # each once
-    # a failed attempt only where the delay line was late past its bound (then run again, and ok)
-    assert all(r["late_over_bound"] == "true" for r in attempts if r["status"] != "ok"), attempts
+    # a failed attempt only where the delay line was late past its bound or the BPF guard repaired
+    # ssthresh (kmod/README.md), then run again, and ok
+    again = [r for r in attempts if r["status"] != "ok"]
+    assert all("true" in (r.get("late_over_bound"), r.get("ssthresh_repaired")) for r in again), again
     assert len({r["worker"] for r in rows}) == 2 and all(r["worker"].startswith("tls://127.0.0.1:") for r in rows)
     assert all(r["verify_ok"] == "true" for r in rows)  # each lab verified its own path
     # vegas held once for both labs: each row says what ran (here netrepro's BPF port, or the kernel's own)
