@@ -76,7 +76,7 @@ FAILURES_IN_A_ROW = 5
 # A trial whose delay lines released packets later than its bound (late_bound_ms), or whose BPF congestion
 # control had to repair a corrupted ssthresh (kmod/README.md), is failed and run once more at once; a
 # second such attempt stays failed (a resume runs it again).
-LATE_ATTEMPTS = 2
+ATTEMPTS_AT_ONCE = 2
 LATE_TOLERANCES = 10  # late_bound_ms: how many of the path's RTT tolerances a trial's p99 lateness may reach
 
 
@@ -244,10 +244,10 @@ def run_trials(
                     if opts.strict and not v.ok:
                         raise VerificationFailed(f"{path}: " + "; ".join(c.line() for c in v.failed()))
                 v_cols = _verification_columns_from(verifications[str(path)])
-                for attempt in range(1, LATE_ATTEMPTS + 1):
+                for attempt in range(1, ATTEMPTS_AT_ONCE + 1):
                     row = _run_one_trial(fig, params, index, opts, lab, ledger, session, workload, code, machine)
                     row.update(v_cols)
-                    again = (row.get("late_over_bound") or row.get("ssthresh_repaired")) and attempt < LATE_ATTEMPTS
+                    again = (row.get("late_over_bound") or row.get("ssthresh_repaired")) and attempt < ATTEMPTS_AT_ONCE
                     if again:
                         log.warning("%s; run again", row["error"])
                     trial_log.append(row)
