@@ -22,16 +22,14 @@ from typing import Any
 
 from ground.ledger import Ledger
 from ground.path import PathSpec
-from ground.proc import Process, run
-from ground.tcpprobe import TcpProbe, implausible_ssthresh, reductions, sender_samples
+from ground.tcpprobe import implausible_ssthresh, reductions
 from kmod import loader
 from netrepro.lanes.bench import _write_rows
-from servers.iperf import iperf3_client_argv, iperf3_server_argv, wait_listening
+from netrepro.runner.workloads import iperf3_traces
 from topologies.lab import Lab
 
 log = logging.getLogger(__name__)
 
-PORT = 5201
 # The path the corruption was first seen on (cubicplus fig3/fig12 at 10 % loss: 100 Mbit/s, 20 ms).
 DEFAULT_PATH = {"rtt": "20ms", "rate": "100mbit", "loss": "10%", "queue": "100p"}
 DEFAULT_ALGORITHMS = ("reno_beta", "cubic_plus", "reno", "cubic")
@@ -45,22 +43,6 @@ def poisson_interval(events: int, exposure: float, level: float = 0.95) -> tuple
     low = stats.chi2.ppf(alpha / 2, 2 * events) / 2 if events else 0.0
     high = stats.chi2.ppf(1 - alpha / 2, 2 * events + 2) / 2
     return low / exposure, high / exposure
-
-
-def _flows_of_one_run(lab: Lab, ledger: Ledger, cc: str, flows: int, seconds: int) -> list[list[Any]]:
-    """`flows` parallel iperf3 flows with `cc`: the tcp_probe samples of each data connection."""
-    server = Process(iperf3_server_argv(lab.ip("server"), PORT), lab.server, ledger=ledger)
-    try:
-        wait_listening(lab.server, lab.ip("server"), PORT, server)
-        with TcpProbe(ledger, [PORT]) as probe:
-            argv = [*iperf3_client_argv(lab.ip("server"), PORT, seconds, cc=cc), "-P", str(flows)]
-            run(argv, lab.client, timeout=seconds + 60)
-    finally:
-        server.stop()
-    by_flow: dict[str, list[Any]] = {}
-    for s in sender_samples(probe.samples, f"{lab.ip('server')}:{PORT}"):
-        by_flow.setdefault(s.flow, []).append(s)
-    return sorted(by_flow.values(), key=len)[-flows:]  # the data connections, not iperf3's control one
 
 
 def ssthresh(
@@ -84,7 +66,7 @@ def ssthresh(
                 cc = algorithm.registered if algorithm is not None else name
                 log.info("ssthresh: %s, run %d of %d", name, run_no, runs)
                 before = algorithm.counters().get("ss_repairs") if algorithm is not None else None
-                traces = _flows_of_one_run(lab, ledger, cc, flows, seconds)
+                traces = iperf3_traces(lab, ledger, cc, seconds, parallel=flows)
                 after = algorithm.counters().get("ss_repairs") if algorithm is not None else None
                 found = [(trace, implausible_ssthresh(trace)) for trace in traces]
                 row = {

@@ -631,16 +631,22 @@ WORKLOADS: dict[str, Workload] = {
 }
 
 
-def iperf3_trace(lab: Lab, ledger: Ledger, cc: str, seconds: int) -> list[ProbeSample]:
-    """An iperf3 transfer server -> client with `cc`; the tcp_probe samples of its data connection."""
+def iperf3_traces(lab: Lab, ledger: Ledger, cc: str, seconds: int, parallel: int = 1) -> list[list[ProbeSample]]:
+    """`parallel` iperf3 flows server -> client with `cc`; the tcp_probe samples of each data connection."""
     server = Process(iperf3_server_argv(lab.ip("server"), 5201), lab.server, ledger=ledger)
     try:
         wait_listening(lab.server, lab.ip("server"), 5201, server)
         with TcpProbe(ledger, [5201]) as probe:
-            run(iperf3_client_argv(lab.ip("server"), 5201, seconds, cc=cc), lab.client, timeout=seconds + 60)
+            argv = [*iperf3_client_argv(lab.ip("server"), 5201, seconds, cc=cc), "-P", str(parallel)]
+            run(argv, lab.client, timeout=seconds + 60)
     finally:
         server.stop()
     flows: dict[str, list[ProbeSample]] = {}
     for s in sender_samples(probe.samples, f"{lab.ip('server')}:5201"):
         flows.setdefault(s.flow, []).append(s)
-    return max(flows.values(), key=len)  # the data connection, not iperf3's control one
+    return sorted(flows.values(), key=len)[-parallel:]  # the data connections, not iperf3's control one
+
+
+def iperf3_trace(lab: Lab, ledger: Ledger, cc: str, seconds: int) -> list[ProbeSample]:
+    """An iperf3 transfer server -> client with `cc`; the tcp_probe samples of its data connection."""
+    return iperf3_traces(lab, ledger, cc, seconds)[0]
