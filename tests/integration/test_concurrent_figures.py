@@ -1,13 +1,13 @@
 """Two runs of one figure at once: the second is refused at once, the first is not disturbed."""
 
 import os
-import select
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from output import read_until
 
 from expts import iw
 from ground import figurelock
@@ -34,11 +34,7 @@ def test_a_second_run_of_a_running_figure_is_refused(tmp_path: Path) -> None:
     try:
         assert first.stdout is not None
         # The figure's heading is printed with the lock held, before the lab is built.
-        seen = ""
-        deadline = time.monotonic() + 60
-        while "iw/fig2:" not in seen and time.monotonic() < deadline and first.poll() is None:
-            if select.select([first.stdout], [], [], 0.5)[0]:
-                seen += first.stdout.readline()
+        seen, _ = read_until(first, lambda line: "iw/fig2:" in line, 60)
         assert "iw/fig2:" in seen, seen
         assert figurelock.lock_path(csv_path) == csv_path.with_name("fig2.csv.lock")  # beside the CSV
         assert figurelock.lock_path(csv_path).exists()

@@ -1,15 +1,14 @@
 """A run killed mid-way leaves a ledger that `clean` undoes; SIGTERM undoes at once."""
 
 import os
-import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from machine import differences, snapshot, wait_until_as_before
+from output import read_until
 
 from ground.ledger import LEDGER_DIR
 from ground.results import REPO
@@ -42,21 +41,19 @@ def start_shell(script: Path, *topology: str) -> subprocess.Popen[str]:
 
 
 def wait_for_line(p: subprocess.Popen[str], marker: str, timeout: float = 60) -> str:
-    assert p.stdout is not None
-    seen = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([p.stdout], [], [], 0.5)
-        if ready:
-            line = p.stdout.readline()
-            seen.append(line)
-            if marker in line:
-                return "".join(seen)
-            if line == "" and p.poll() is not None:
-                break
-    p.kill()
-    p.wait()
-    pytest.fail(f"never saw {marker!r}; output:\n{''.join(seen)}")
+    """The output up to a line with `marker`.  Without one in time the command is stopped by
+    SIGTERM, which undoes what it made (a SIGKILL here would leave its changes to the next
+    tests: CI's one timeout failed two more so), and the test fails with what it printed."""
+    seen, line = read_until(p, lambda text: marker in text, timeout)
+    if line is not None:
+        return seen
+    p.terminate()
+    try:
+        rest, _ = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rest, _ = p.communicate()
+    pytest.fail(f"never saw {marker!r} in {timeout} s; output:\n{seen}{rest}")
 
 
 @pytest.fixture

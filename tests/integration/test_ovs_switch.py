@@ -7,7 +7,6 @@ processes it watches).
 """
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from machine import differences, snapshot
+from output import read_until
 from ovs_net import OvsNet
 
 from ground import kernel
@@ -112,22 +112,12 @@ def test_the_kernel_datapath_where_there_is_none_fails_saying_why_and_leaves_not
 
 def wait_for(p: "subprocess.Popen[str]", marker: str, timeout: float = 60) -> list[str]:
     """Read the helper's output until a line starting with `marker`; return that line's other words."""
-    assert p.stdout is not None
-    seen = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([p.stdout], [], [], 0.5)
-        if not ready:
-            continue
-        line = p.stdout.readline()
-        seen.append(line)
-        if line.startswith(marker):
-            return line.split()[1:]
-        if line == "" and p.poll() is not None:
-            break
+    seen, line = read_until(p, lambda text: text.startswith(marker), timeout)
+    if line is not None:
+        return line.split()[1:]
     p.kill()
     p.wait()
-    pytest.fail(f"never saw {marker!r}; output:\n{''.join(seen)}")
+    pytest.fail(f"never saw {marker!r}; output:\n{seen}")
 
 
 def test_sigkill_then_clean_leaves_nothing_of_the_switch() -> None:

@@ -14,17 +14,16 @@ private directory above the checkout is opened to others for the test
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from machine import NOBODY, NOBODY_UID, searchable_by_others
+from output import read_until
 
 from expts import iw
 from ground import figurelock
@@ -69,11 +68,7 @@ def test_a_rootless_merge_and_plot_only_wait_for_a_root_run_and_lose_no_row(reac
     run = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         assert run.stdout is not None
-        seen = ""
-        deadline = time.monotonic() + 120
-        while "iw/fig2:" not in seen and time.monotonic() < deadline and run.poll() is None:
-            if select.select([run.stdout], [], [], 0.5)[0]:
-                seen += run.stdout.readline()
+        seen, _ = read_until(run, lambda line: "iw/fig2:" in line, 120)
         assert "iw/fig2:" in seen, seen  # printed with the lock held, before the lab is built
         lock = figurelock.lock_path(csv_path)
         assert lock.exists() and lock.stat().st_uid == NOBODY_UID  # beside the CSV, handed back
