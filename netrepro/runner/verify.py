@@ -9,7 +9,10 @@ Checks of the first pair are named `rtt`, `goodput`, `loss_down`,
 `loss_up`; those of pair N also carry `_pairN`.  Tolerances:
 
   RTT      median within max(1 %, 0.5 ms) of the set RTT, or, with jitter,
-           within three standard errors of a median of the samples
+           within three standard errors of a median of the samples; the
+           pings 20 ms apart, or farther where the path's rate is so low
+           that one ping would still be serialized when the next comes
+           (twice its time on the slower direction: 196 ms at 8 kbit/s)
   jitter   (where set; the pings then 2 J apart, so that none waits behind
            another) the RTT samples' standard deviation within 0.65-1.35
            times the model's, sqrt(sum of J^2/3 over the stages crossed),
@@ -166,6 +169,21 @@ def rtt_tolerance_ms(rtt_ms: float, jitter_sd_ms: float = 0.0, samples: int = 30
     """How far the median RTT may be from the set one: 1 % (at least 0.5 ms), or three standard
     errors of the median of `samples` draws whose SD the jitter makes `jitter_sd_ms` (1.25 SD/sqrt(n))."""
     return max(0.01 * rtt_ms, 0.5, 3 * 1.2533 * jitter_sd_ms / math.sqrt(max(samples, 1)))
+
+
+# A default ping (56 bytes of data) as the shaper counts it: ICMP 8, IP 20 and Ethernet 14 bytes more.
+PING_FRAME = 98
+
+
+def ping_interval(path: PathSpec) -> float:
+    """Seconds between the pings of an RTT check: 20 ms, or farther apart where the path's jitter
+    spreads the replies (2 J) or its rate serializes a ping slowly (twice a ping's time on the slower
+    direction), so that no ping waits behind the one before it.  The shaper's bucket passes a ping at
+    once while it holds a ping's worth; pings closer than their own serialization empty it and then
+    queue, each a little longer: at 8 kbit/s a ping takes 98 ms, and 30 pings 20 ms apart read a
+    median of 2064 ms on a 1000 ms path (iw/fig5c, every row of that level)."""
+    slower = min(path.rate_down.bps, path.rate_up.bps)
+    return max(0.02, 2 * path.jitter.seconds, 2 * PING_FRAME * 8 / slower)
 
 
 def jitter_bounds_ms(sd_ms: float) -> tuple[float, float]:
@@ -463,10 +481,11 @@ def verify(lab: LabUnderTest) -> Verification:
     with lab.emulating(loss=False):
         checks = []
         for suffix, view in pairs:
-            # pings further apart than a stage's widest spread of draws (2 J), so that none waits
-            # behind the one before it (the model of the spread assumes that)
+            # pings further apart than a stage's widest spread of draws (2 J) and than their own
+            # serialization, so that none waits behind the one before it (the model of the spread
+            # assumes that, and the RTT is the path's, not its probes' queue)
             spread = lab.network.rtt_jitter_sd(view.pair)
-            samples = ping_rtts(view, interval=max(0.02, 2 * view.path.jitter.seconds))
+            samples = ping_rtts(view, interval=ping_interval(view.path))
             checks.append(rtt_check(view, samples, f"rtt{suffix}", spread))
             if spread.seconds:
                 checks.append(jitter_check(f"jitter{suffix}", spread, samples))

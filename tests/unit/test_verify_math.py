@@ -16,6 +16,7 @@ from netrepro.runner.verify import (
     jitter_check,
     one_flow_fills,
     percentile,
+    ping_interval,
     rtt_tolerance_ms,
 )
 
@@ -27,6 +28,16 @@ def test_rtt_tolerance() -> None:
     # +-5 ms on two stages (SD 4.08 ms): the median of 30 pings is uncertain by 0.93 ms
     assert rtt_tolerance_ms(40, jitter_sd_ms=4.082) == pytest.approx(3 * 1.2533 * 4.082 / 30**0.5)
     assert rtt_tolerance_ms(200, jitter_sd_ms=0.5) == pytest.approx(2.0)
+
+
+def test_pings_are_spaced_beyond_their_own_serialization_and_the_jitter() -> None:
+    assert ping_interval(PathSpec.parse(rtt="20ms", rate="100mbit")) == 0.02
+    # one ping is 98 bytes on the wire: 98 ms at 8 kbit/s, so 196 ms apart (20 ms queued them)
+    assert ping_interval(PathSpec.parse(rtt="1000ms", rate="8kbit")) == pytest.approx(0.196)
+    assert ping_interval(PathSpec.parse(rtt="1000ms", rate="80kbit")) == 0.02  # 19.6 ms: the floor
+    # the slower direction decides; jitter of 50 ms wants 100 ms
+    assert ping_interval(PathSpec.parse(rtt="100ms", rate="10mbit", rate_up="16kbit")) == pytest.approx(0.098)
+    assert ping_interval(PathSpec.parse(rtt="100ms", rate="10mbit", jitter="50ms")) == pytest.approx(0.1)
 
 
 def test_jitter_check_takes_the_spread_the_stages_give() -> None:
