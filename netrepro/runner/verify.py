@@ -45,7 +45,7 @@ from typing import Any, Protocol
 
 from ground.ledger import read_sysctl
 from ground.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping, parse_snmp, ping_argv
-from ground.path import PathSpec
+from ground.path import ETHERNET_HEADER, PathSpec
 from ground.proc import CommandError, Netns, Process, run
 from ground.units import Duration, Rate
 from servers.iperf import iperf3_server_argv, wait_listening
@@ -171,8 +171,8 @@ def rtt_tolerance_ms(rtt_ms: float, jitter_sd_ms: float = 0.0, samples: int = 30
     return max(0.01 * rtt_ms, 0.5, 3 * 1.2533 * jitter_sd_ms / math.sqrt(max(samples, 1)))
 
 
-# A default ping (56 bytes of data) as the shaper counts it: ICMP 8, IP 20 and Ethernet 14 bytes more.
-PING_FRAME = 98
+# A default ping as the shaper counts it: 56 bytes of data, ICMP's 8, IP's 20 and Ethernet's header (98).
+PING_FRAME = 56 + 8 + 20 + ETHERNET_HEADER
 
 
 def ping_interval(path: PathSpec) -> float:
