@@ -116,11 +116,11 @@ def delayline(
             }
             print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
             rows.append(row)
-    _write_rows(rows, "delayline", {"rtt": rtt}, out)
+    write_rows(rows, "delayline", {"rtt": rtt}, out)
     return rows
 
 
-def _write_rows(rows: list[dict[str, Any]], name: str, about: dict[str, Any], out: Path | None) -> None:
+def write_rows(rows: list[dict[str, Any]], name: str, about: dict[str, Any], out: Path | None) -> None:
     """<name>.csv and <name>.manifest.json under `out`, or results/bench/."""
     tree = out or RESULTS
     target = out or RESULTS / "bench"
@@ -180,7 +180,7 @@ def delayline_links(rates_mbit: tuple[int, ...] = LINK_RATES_MBIT, out: Path | N
                 )
                 print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
                 rows.append(row)
-    _write_rows(rows, "delayline_links", {"benchmark": "delayline-links", "topology": topo.describe()}, out)
+    write_rows(rows, "delayline_links", {"benchmark": "delayline-links", "topology": topo.describe()}, out)
     return rows
 
 
@@ -327,8 +327,8 @@ def ports(
                 rows.append(row)
                 # Written after every row: a run of an hour or more under software emulation keeps what it measured.
                 about = {"rate": rate, "rtt": rtt, "paths": {p: PORT_PATHS[p] for p in paths}, "control": control}
-                _write_rows(rows, name_of_run, {**about, "rows_done": len(rows), "rows_planned": planned}, out)
-                _write_rows(cuts, f"{name_of_run}-cuts", {**about, "rows_done": len(rows)}, out)
+                write_rows(rows, name_of_run, {**about, "rows_done": len(rows), "rows_planned": planned}, out)
+                write_rows(cuts, f"{name_of_run}-cuts", {**about, "rows_done": len(rows)}, out)
     return rows
 
 
@@ -440,7 +440,7 @@ def cluster(figure: str = "iw/fig5b", quick: bool = False, out: Path | None = No
             )
             rows[-1]["speed_up"] = round(rows[0]["wall_seconds"] / wall, 2)
             print(" ".join(f"{k}={v}" for k, v in rows[-1].items()), flush=True)
-    _write_rows(rows, "cluster", {"cpus": os.cpu_count(), "figure": fig.full_name, "quick": quick}, out)
+    write_rows(rows, "cluster", {"cpus": os.cpu_count(), "figure": fig.full_name, "quick": quick}, out)
     return rows
 
 

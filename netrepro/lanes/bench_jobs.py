@@ -28,7 +28,7 @@ from typing import Any
 
 from ground.manifests import read_manifest
 from ground.trials import numbers, read_rows
-from netrepro.lanes.bench import _write_rows
+from netrepro.lanes.bench import write_rows
 
 FIGURES = ("linuxcc/fig6", "iw/fig5a")
 LABS = (1, 2, 4, 8)
@@ -149,7 +149,7 @@ def jobs(
                         }
                     )
     about = {"cpus": os.cpu_count(), "figures": list(figures), "labs": list(labs), "quick": quick}
-    _write_rows(rows, "jobs", about, out)
-    _write_rows(claims, "jobs-claims", about, out)
-    _write_rows(per_trial, "jobs-trials", about, out)
+    write_rows(rows, "jobs", about, out)
+    write_rows(claims, "jobs-claims", about, out)
+    write_rows(per_trial, "jobs-trials", about, out)
     return rows

@@ -24,7 +24,7 @@ from ground.ledger import Ledger
 from ground.path import PathSpec
 from ground.tcpprobe import implausible_ssthresh, reductions
 from kmod import loader
-from netrepro.lanes.bench import _write_rows
+from netrepro.lanes.bench import write_rows
 from netrepro.runner.workloads import iperf3_traces
 from topologies.lab import Lab
 
@@ -87,7 +87,7 @@ def ssthresh(
                 rows.append(row)
                 summary[name] = _summary([r for r in rows if r["algorithm"] == name])
                 about = {"path": path.describe(), "runs": runs, "flows": flows, "seconds": seconds}
-                _write_rows(rows, "ssthresh", {**about, "rows_done": len(rows), "summary": summary}, out)
+                write_rows(rows, "ssthresh", {**about, "rows_done": len(rows), "summary": summary}, out)
     for name, s in summary.items():
         print(
             f"{name} ({s['implementation']}): {s['events']} events in {s['flow_minutes']:.1f} flow-minutes, "
