@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,7 +99,11 @@ VARIANTS = {
         Variant("reno_beta", (Param("r", 1, 999, 500, "1/1000"),), "rbeta_params", ("backoff_permille",)),
         Variant(
             "newcwv",
-            (Param("nvp_ms", 100, 3_600_000, 300_000, "ms"), Param("pacing", 0, 1, 0, "flag")),
+            (
+                Param("nvp_ms", 100, 3_600_000, 300_000, "ms"),
+                Param("pacing", 0, 1, 0, "flag"),
+                Param("no_filter", 0, 1, 0, "flag"),
+            ),
             "ncwv_params",
             (),
         ),
@@ -389,11 +393,12 @@ class LoadedAlgorithm:
             raise CongestionControlUnavailable(f"{self.name}: parameter map {self.variant.bpf_map} not found")
         return max(ids)  # an unregistered predecessor's map may linger until its sockets close
 
-    def _bpf_values(self) -> dict[str, int]:
-        doc = json.loads(
-            run(["bpftool", "-j", "map", "lookup", "id", str(self._map_id()), "key", "0", "0", "0", "0"]).stdout
-        )
+    def _bpf_lookup(self, map_id: int) -> dict[str, int]:
+        doc = json.loads(run(["bpftool", "-j", "map", "lookup", "id", str(map_id), "key", "0", "0", "0", "0"]).stdout)
         return {k: int(v) for k, v in doc["formatted"]["value"].items()}
+
+    def _bpf_values(self) -> dict[str, int]:
+        return self._bpf_lookup(self._map_id())
 
     def set(self, **params: int) -> dict[str, int]:
         """Set parameters at run time (established connections follow); return what the kernel reports."""
@@ -455,8 +460,19 @@ class LoadedAlgorithm:
         return {**values, **inputs}
 
     def counters(self) -> dict[str, int]:
-        """The BPF program's counters as they are now (no connection opened)."""
-        return self._bpf_values() if self.impl == "bpf" else {}
+        """The BPF program's counters as they are now (no connection opened); for netrepro's own module,
+        its parameters, the read-only ones among them (newcwv's last_pipeack); {} for the kernel's own."""
+        if self.impl == "bpf":
+            return self._bpf_values()
+        return {} if self.variant.port else self.read()
+
+    def counter_reader(self) -> Callable[[], dict[str, int]]:
+        """`counters` as a function to call often (netrepro.runner.countertrace): the BPF program's map
+        found once, then one bpftool lookup a call."""
+        if self.impl == "bpf":
+            map_id = self._map_id()
+            return lambda: self._bpf_lookup(map_id)
+        return self.counters
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "implementation": self.impl, "registered": self.registered, "values": self.read()}

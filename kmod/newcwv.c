@@ -13,7 +13,8 @@
  *    round trip, kept as the maximum over a sampling period of
  *    max(3 * SRTT, 1 s), split into 4 bins (4.5.1); "undefined" at start and
  *    after congestion recovery. Counted in segments (tp->delivered, which
- *    includes SACKed data, as 4.2 permits).
+ *    includes SACKed data, as 4.2 permits). With no_filter = 1, pipeACK is
+ *    the last round's sample alone (seed 002, Figure 5 (a)).
  *  - phases (4.3): non-validated while pipeACK < cwnd / 2, validated when
  *    pipeACK >= cwnd / 2 or undefined. cwnd does not grow while
  *    non-validated.
@@ -49,6 +50,13 @@
  *   pacing  0/1: ask the kernel to pace this connection (internal TCP
  *           pacing, no fq needed), RFC 7661 4.4.2 burst mitigation;
  *           applies to connections initialised after the change
+ *   no_filter  0/1: 1 makes pipeACK the last round's sample alone instead
+ *           of the max filter of 4.5.1 (seed 002's Figure 5 compares them)
+ * Read-only (the BPF twin's map has the same): last_pipeack (segments,
+ * 4294967295 while undefined) and last_cwnd, what the last ACK of a
+ * connection that has sent more than it received left, and nv_entries
+ * (entries into the non-validated phase, every connection's, since the
+ * module loaded).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -65,6 +73,10 @@
 
 static unsigned int nvp_ms = 300000;
 static unsigned int pacing;
+static unsigned int no_filter;
+static unsigned int last_pipeack = ~0U;
+static unsigned int last_cwnd;
+static unsigned int nv_entries;
 
 static int param_set_ranged(const char *val, const struct kernel_param *kp)
 {
@@ -84,7 +96,8 @@ static int param_set_ranged(const char *val, const struct kernel_param *kp)
 	if (v < lo || v > hi)
 		return -EINVAL;
 	WRITE_ONCE(*(unsigned int *)kp->arg, v);
-	pr_info("nvp_ms: %u, pacing: %u\n", READ_ONCE(nvp_ms), READ_ONCE(pacing));
+	pr_info("nvp_ms: %u, pacing: %u, no_filter: %u\n", READ_ONCE(nvp_ms),
+		READ_ONCE(pacing), READ_ONCE(no_filter));
 	return 0;
 }
 
@@ -97,6 +110,14 @@ module_param_cb(nvp_ms, &ranged_ops, &nvp_ms, 0644);
 MODULE_PARM_DESC(nvp_ms, "non-validated period in ms (100..3600000, default 300000 = 5 min)");
 module_param_cb(pacing, &ranged_ops, &pacing, 0644);
 MODULE_PARM_DESC(pacing, "enable kernel-internal pacing for new connections (0/1)");
+module_param_cb(no_filter, &ranged_ops, &no_filter, 0644);
+MODULE_PARM_DESC(no_filter, "pipeACK is the last round's sample, not the max filter (0/1)");
+module_param(last_pipeack, uint, 0444);
+MODULE_PARM_DESC(last_pipeack, "pipeACK (segments) at the last ACK, 4294967295 = undefined");
+module_param(last_cwnd, uint, 0444);
+MODULE_PARM_DESC(last_cwnd, "cwnd at the last ACK");
+module_param(nv_entries, uint, 0444);
+MODULE_PARM_DESC(nv_entries, "entries into the non-validated phase");
 
 /* flags */
 #define NC_F_DEFINED	0x1	/* pipeACK has a value (4.1: undefined at start) */
@@ -147,13 +168,21 @@ static void nc_reset_pipeack(struct newcwv *nc, const struct tcp_sock *tp)
 }
 
 /* Add one pipeACK sample to the max filter (4.2, 4.5.1): a bin spans a
- * quarter of the sampling period.
+ * quarter of the sampling period. Without the filter the sample replaces
+ * every bin.
  */
 static void nc_add_sample(struct newcwv *nc, u32 sample, u32 now, u32 psp)
 {
 	u32 h = nc->head;
+	int i;
 
-	if (nc->psample[h] != NC_UNDEF &&
+	if (READ_ONCE(no_filter)) {
+		for (i = 0; i < NC_BINS; i++)
+			nc->psample[i] = NC_UNDEF;
+		nc->head = 0;
+		nc->psample[0] = sample;
+		nc->pstamp[0] = now;
+	} else if (nc->psample[h] != NC_UNDEF &&
 	    (s32)(now - nc->pstamp[h]) < (s32)(psp / NC_BINS)) {
 		nc->psample[h] = max(nc->psample[h], sample);
 	} else {
@@ -207,6 +236,8 @@ static void nc_check_phase(struct sock *sk, u32 now)
 		nc->valid_stamp = now;
 		return;
 	}
+	if (!(nc->flags & NC_F_NONVAL))
+		WRITE_ONCE(nv_entries, READ_ONCE(nv_entries) + 1);
 	nc->flags |= NC_F_NONVAL;
 
 	/* Only in the open state: during recovery cwnd belongs to PRR. */
@@ -271,6 +302,13 @@ static void newcwv_in_ack_event(struct sock *sk, u32 flags)
 	}
 	nc_update_pipeack(nc, now, psp);
 	nc_check_phase(sk, now);
+	/* Published by a connection that has sent more than it received: the
+	 * server's side of a download, not the client's.
+	 */
+	if (tp->bytes_acked > tp->bytes_received) {
+		WRITE_ONCE(last_pipeack, nc->pipeack);
+		WRITE_ONCE(last_cwnd, tcp_snd_cwnd(tp));
+	}
 }
 
 /* NewReno growth (tcp_reno_cong_avoid), but none in the non-validated
@@ -398,7 +436,8 @@ static struct tcp_congestion_ops newcwv __read_mostly = {
 static int __init newcwv_register(void)
 {
 	BUILD_BUG_ON(sizeof(struct newcwv) > ICSK_CA_PRIV_SIZE);
-	pr_info("nvp_ms: %u, pacing: %u\n", nvp_ms, pacing);
+	pr_info("nvp_ms: %u, pacing: %u, no_filter: %u\n", nvp_ms, pacing,
+		no_filter);
 	return tcp_register_congestion_control(&newcwv);
 }
 

@@ -6,7 +6,8 @@
  *
  *  - pipeACK (RFC 7661 4.2): segments acknowledged per round trip, kept as
  *    the max over a sampling period of max(3 * SRTT, 1 s) in 4 bins (4.5.1);
- *    undefined at start and after congestion recovery;
+ *    undefined at start and after congestion recovery; with no_filter = 1, the
+ *    last round's sample alone (seed 002, Figure 5 (a));
  *  - non-validated phase (4.3) while pipeACK < cwnd / 2: cwnd is kept but
  *    does not grow;
  *  - cwnd kept across idle (4.3): the kernel's restart-after-idle is undone
@@ -43,20 +44,27 @@ char _license[] SEC("license") = "GPL";
 #define TCP_INIT_CWND		10
 
 /*
- * Map value, 52 bytes, all __u32, little endian. Byte offsets:
+ * Map value, 60 bytes, all __u32, little endian. Byte offsets:
  *   0 nvp_ms            in   100..3600000 ms, 0 = default 300000
  *   4 pacing            in   0 or 1 (kernel-internal pacing, new connections)
  *   8 nvp_ms_in_use     out
  *  12 pacing_in_use     out
- *  16 invalid           out  bit 0: nvp_ms out of range, bit 1: pacing
+ *  16 invalid           out  bit 0: nvp_ms out of range, bit 1: pacing,
+ *                            bit 2: no_filter
  *  20 conns             out  connections initialised
  *  24 nv_entries        out  entries into the non-validated phase
  *  28 nvp_expiries      out  4.4.3 reductions applied
  *  32 nv_recoveries     out  4.4.1 end-of-recovery adjustments applied
  *  36 restarts_undone   out  kernel restart-after-idle reductions undone
  *  40 last_pipeack      out  pipeACK (segments) at the last ACK, ~0 = undefined
- *  44 last_cwnd         out  cwnd at the last ACK
+ *  44 last_cwnd         out  cwnd at the last ACK (both of a connection that
+ *                            has sent more than it received)
  *  48 ss_repairs        out  implausible ssthresh values undone
+ *  52 no_filter         in   0: pipeACK is the max filter of 4.5.1 (the
+ *                            default), 1: the last round's sample alone
+ *  56 no_filter_in_use  out
+ * (no_filter sits after the outputs, where it was added, so that the
+ * offsets before it kept their meaning.)
  */
 struct ncwv_params {
 	__u32 nvp_ms;
@@ -72,6 +80,8 @@ struct ncwv_params {
 	__u32 last_pipeack;
 	__u32 last_cwnd;
 	__u32 ss_repairs;
+	__u32 no_filter;
+	__u32 no_filter_in_use;
 };
 
 PORT_PARAM_MAP(ncwv_params, ncwv_params)	/* and ncwv_params_get() */
@@ -149,8 +159,12 @@ static __always_inline __u32 nvp_jiffies(void)
 			pc = v;
 		else
 			bad |= 2;
+		v = RD32(p->no_filter);
+		if (v > 1)
+			bad |= 4;
 		WR_IF_CHANGED(p, nvp_ms_in_use, ms);
 		WR_IF_CHANGED(p, pacing_in_use, pc);
+		WR_IF_CHANGED(p, no_filter_in_use, v == 1);
 		WR_IF_CHANGED(p, invalid, bad);
 	}
 	return (__u32)msecs_to_jiffies64(ms);
@@ -217,14 +231,34 @@ static __always_inline __u32 *bin_stamp(struct ncwv_ca *nc, __u32 h)
 	}
 }
 
-/* One sample into the max filter; a bin spans a quarter of the period. */
+/* The max filter in use (4.5.1), unless no_filter is 1: then pipeACK is
+ * the last round's sample alone, as in seed 002's Figure 5 (a). Any other
+ * value keeps the filter, and is flagged in `invalid`.
+ */
+static __always_inline bool nc_filter(void)
+{
+	struct ncwv_params *p = ncwv_params_get();
+
+	return !p || RD32(p->no_filter) != 1;
+}
+
+/* One sample into the max filter; a bin spans a quarter of the period.
+ * Without the filter the sample replaces every bin.
+ */
 static __always_inline void nc_add_sample(struct ncwv_ca *nc, __u32 sample,
 					  __u32 now, __u32 psp)
 {
 	__u32 h = nc->head & (NC_BINS - 1);
 	__u32 *v = bin_val(nc, h), *t = bin_stamp(nc, h);
 
-	if (*v != NC_UNDEF && (__s32)(now - *t) < (__s32)(psp / NC_BINS)) {
+	if (!nc_filter()) {
+		nc->psample[0] = sample;
+		nc->pstamp[0] = now;
+		nc->psample[1] = NC_UNDEF;
+		nc->psample[2] = NC_UNDEF;
+		nc->psample[3] = NC_UNDEF;
+		nc->head = 0;
+	} else if (*v != NC_UNDEF && (__s32)(now - *t) < (__s32)(psp / NC_BINS)) {
 		if (sample > *v)
 			*v = sample;
 	} else {
@@ -363,8 +397,12 @@ void BPF_PROG(ncwv_in_ack_event, struct sock *sk, __u32 flags)
 	nc_update_pipeack(nc, now, psp);
 	nc_check_phase(sk, now);
 
+	/* Published by a connection that has sent more than it received: the
+	 * server's side of a download, not the client's, whose requests run
+	 * newcwv too.
+	 */
 	p = ncwv_params_get();
-	if (p) {
+	if (p && tp->bytes_acked > tp->bytes_received) {
 		WR_IF_CHANGED(p, last_pipeack, nc->pipeack);
 		WR_IF_CHANGED(p, last_cwnd, tp->snd_cwnd);
 	}

@@ -29,6 +29,7 @@ from ground.path import IP_UDP_HEADERS, MSS
 from ground.proc import Process, run
 from ground.tcpprobe import ProbeSample, TcpProbe, sender_samples
 from ground.units import parse_rate
+from netrepro.runner import countertrace
 from netrepro.runner.session import Metrics, Session
 from netrepro.studykit.params import RATE, Key
 from servers import browser, burst_trace, clients, content
@@ -350,7 +351,8 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
     """Bursts of burst_kb over one persistent HTTP/1.1 connection, one after each idle period (idle_s,
     each `repeats` times, shuffled per trial) following two that set the window up, beside a bulk TCP
     flow on the second pair (bulk=1): each burst's time, window and first flight, its retransmissions,
-    the bulk flow's goodput."""
+    the bulk flow's goodput; with pipeack_trace=1, newcwv's own pipeACK and cwnd every 0.1 s
+    (netrepro.runner.countertrace)."""
     lab = session.lab
     size = params["burst_kb"] * 1000
     order = idle_periods(params["idle_s"]) * params["repeats"]
@@ -382,8 +384,10 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
             cc="reno",
             interval_s=0.5,
         )
+    counters = _pipeack_reader(session, params) if params.get("pipeack_trace") else None
     drops_before = lab.bottleneck_reading()
     report = None
+    trace = None
     with PacketCapture(
         lab.server, lab.host_port(lab.pairs[0].server), session.work_dir / "bursts.pcap", HTTP_PORT, session.ledger
     ) as capture:
@@ -391,7 +395,12 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
             if bulk is not None:
                 bulk.start()
                 time.sleep(BULK_WARMUP_S)
-            series = run_bursts(lab.client, server_ip, plan)
+            started = time.monotonic()
+            if counters is not None:
+                with countertrace.CounterTrace(counters) as trace:
+                    series = run_bursts(lab.client, server_ip, plan)
+            else:
+                series = run_bursts(lab.client, server_ip, plan)
             if bulk is not None:
                 report = bulk.interrupt()
         finally:
@@ -426,7 +435,22 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
     if report is not None:
         bins = flows.throughput_bins(report, 0.5)
         metrics["bulk_goodput_mbit"] = round(flows.window_throughput(bins, BULK_WARMUP_S, bins[-1].end_s) / 1e6, 4)
+    if trace is not None:
+        metrics.update(countertrace.pipeack_metrics(trace.samples, samples, started))
     return metrics
+
+
+def _pipeack_reader(session: Session, params: Mapping[str, Any]) -> Callable[[], Mapping[str, int]]:
+    """newcwv's own counters, to read often (pipeack_trace=1); refused for any other congestion control."""
+    if params.get("cc") != "newcwv":
+        raise UserError(f"pipeack_trace=1 reads newcwv's own pipeACK; this trial's cc is {params.get('cc')!r}")
+    algorithm = session.algorithm("newcwv")
+    if algorithm is None:  # held for the run's labs (--jobs): one program for all, one pipeACK published
+        raise UserError(
+            "pipeack_trace=1 reads the one pipeACK newcwv publishes, which labs side by side would "
+            "share: run this figure with --jobs 1"
+        )
+    return algorithm.counter_reader()
 
 
 def readback(session: Session, params: Mapping[str, Any]) -> Metrics:
@@ -550,6 +574,12 @@ WORKLOADS: dict[str, Workload] = {
                 ),
                 Key("repeats", int, "bursts after each idle period per trial", low=1, high=100, default="1"),
                 Key("bulk", int, "1: a bulk TCP flow (Reno) on the second pair throughout", choices=(0, 1)),
+                Key(
+                    "pipeack_trace",
+                    int,
+                    "1: newcwv's own pipeACK and cwnd every 0.1 s beside tcp_probe's window (cc=newcwv)",
+                    choices=(0, 1),
+                ),
             ),
             (
                 "bursts",
@@ -566,6 +596,7 @@ WORKLOADS: dict[str, Workload] = {
                 "bottleneck_drops",
                 "pacer_used",
                 "bulk_goodput_mbit",
+                *countertrace.METRICS,
             ),
             ("tcpdump", "iperf3"),
         ),

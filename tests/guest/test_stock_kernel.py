@@ -56,6 +56,7 @@ def netrepro(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[s
         ("cubic_plus", {"n": 6}, {"beta_effective": 973, "backoff_pct": 95}),
         ("reno_beta", {"r": 700}, {"backoff_permille": 300}),
         ("newcwv", {"nvp_ms": 1000}, {"nvp_ms": 1000}),
+        ("newcwv", {"no_filter": 1}, {"no_filter": 1, "last_pipeack": 0xFFFFFFFF, "nv_entries": 0}),
     ],
 )
 def test_module_loads_registers_takes_parameters_and_unloads(
@@ -69,9 +70,14 @@ def test_module_loads_registers_takes_parameters_and_unloads(
         assert name in available and name in allowed
         values = algorithm.set(**params)
         assert {k: values[k] for k in expected} == expected, values
+        key = next(iter(params))
         with pytest.raises(OSError):  # out of range: refused by the module itself
-            Path(f"/sys/module/{name}/parameters/{next(iter(params))}").write_text("0\n")
+            Path(f"/sys/module/{name}/parameters/{key}").write_text(f"{loader.algorithm(name).param(key).high + 1}\n")
         assert algorithm.read()[next(iter(params))] == next(iter(params.values()))
+        for output in ("last_pipeack", "last_cwnd", "nv_entries") if name == "newcwv" else ():
+            assert output in algorithm.counters()  # the module's own counters, read-only
+            with pytest.raises(OSError):
+                Path(f"/sys/module/{name}/parameters/{output}").write_text("1\n")
     assert not Path(f"/sys/module/{name}").exists()
     assert name not in kernel.congestion_controls()[0]
 

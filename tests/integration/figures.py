@@ -12,11 +12,12 @@ from netrepro.studykit.spec import Figure
 __all__ = ["run_quick"]
 
 
-def run_quick(fig: Figure, out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
-    """Run the figure's quick variant into `out`; its CSV's rows, each trial's latest attempt (a trial run
-    again at once, late or with its ssthresh repaired, counts by the attempt after), and its manifest."""
+def run_quick(fig: Figure, out: Path, *options: str) -> tuple[list[dict[str, str]], dict[str, object]]:
+    """Run the figure's quick variant into `out` (with the run's `options`, such as --trials 1); its CSV's
+    rows, each trial's latest attempt (a trial run again at once, late or with its ssthresh repaired,
+    counts by the attempt after), and its manifest."""
     done = subprocess.run(
-        [sys.executable, "-m", "netrepro", fig.full_name, "--quick", "--out", str(out)],
+        [sys.executable, "-m", "netrepro", fig.full_name, "--quick", "--out", str(out), *options],
         cwd=REPO,
         capture_output=True,
         text=True,

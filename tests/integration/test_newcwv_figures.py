@@ -1,4 +1,5 @@
-"""Study newcwv end to end (quick): fig7 on the uncongested path, table2 beside a bulk flow.
+"""Study newcwv end to end (quick): fig7 on the uncongested path, table2 beside a bulk flow, fig5 from
+newcwv's own counters.
 
 What is asserted is what physics demands, cell by cell.  Uncongested, a
 burst takes one round trip per slow-start round from the window it resumes
@@ -26,8 +27,8 @@ pytestmark = pytest.mark.root
 RTT_MS = 200.0
 
 
-def run_ok(fig: Figure, out: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
-    rows, manifest = run_quick(fig, out)
+def run_ok(fig: Figure, out: Path, *options: str) -> tuple[list[dict[str, str]], dict[str, object]]:
+    rows, manifest = run_quick(fig, out, *options)
     assert {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows if r["status"] != "ok"]
     return rows, manifest
 
@@ -81,3 +82,30 @@ def test_table2_quick_paced_bursts_leave_over_a_round_trip(tmp_path: Path) -> No
     assert all(int(r["bottleneck_drops"]) > 0 for r in rows)  # the bulk flow keeps the 30 KB buffer full
     notes = " ".join(manifest["notes"])  # type: ignore[arg-type]
     assert "retransmitted segments per 80 KB burst" in notes and "paced by" in notes
+
+
+def test_fig5_quick_the_max_filter_keeps_a_bursts_full_round(tmp_path: Path) -> None:
+    """Seed 002's Figure 5 from newcwv's own counters: 80 KB bursts (55 segments) half a second apart.
+    Without the filter pipeACK is the last round's sample alone, so the small tail round of a burst
+    that does not fit its window shows as pipeACK (the sender turns non-validated after each burst);
+    with it, the full round of the same burst stays in the 1-s sampling period, and the tail never
+    shows while the window is large.  The counters are the server's connection's: the program's cwnd
+    is tcp_probe's at the same instants."""
+    rows, _ = run_ok(newcwv.FIG5, tmp_path, "--trials", "1")
+    assert len(rows) == 2
+    by_series = {r["series"]: r for r in rows}
+    largest = {}
+    for label, row in by_series.items():
+        pipeack = [int(v) if v else None for v in row["trace_pipeack"].split(";")]
+        cwnd = [int(v) for v in row["trace_cwnd"].split(";")]
+        probed = [int(v) if v else None for v in row["trace_probe_cwnd"].split(";")]
+        assert len(pipeack) == len(cwnd) == len(probed) > 30, label
+        agree = sum(c == p for c, p in zip(cwnd, probed, strict=True))
+        assert agree >= 0.8 * len(cwnd), (label, agree, len(cwnd))
+        tails = [(p, c) for p, c in zip(pipeack, cwnd, strict=True) if c >= 40 and p is not None and 0 < p <= 10]
+        if label == newcwv.EVERY_RTT.label:
+            assert tails, f"{label}: no burst's tail round showed as pipeACK: {row['trace_pipeack']}"
+        else:
+            assert not tails, f"{label}: a tail round showed through the max filter: {tails}"
+        largest[label] = int(row["max_cwnd"])
+    assert largest[newcwv.MAX_FILTER.label] > largest[newcwv.EVERY_RTT.label], largest

@@ -10,6 +10,7 @@ from netrepro.runner.verify import (
     Check,
     binomial_interval,
     goodput_args,
+    goodput_bounds,
     goodput_duration,
     goodput_window,
     jitter_bounds_ms,
@@ -83,8 +84,25 @@ def test_goodput_args_measure_after_the_omitted_seconds() -> None:
 
 
 def test_goodput_measures_enough_frames_at_low_rates() -> None:
-    # 8 kbit/s: 40 frames would take 61 s; capped at 30 s (about 20 frames)
-    assert goodput_duration(PathSpec.parse(rtt="1000ms", rate="8kbit"))[0] == 30
+    # 8 kbit/s: 40 frames take 61 s; the omitted 8 s hold the RTT and the 6056-byte window's 6.06 s
+    assert goodput_duration(PathSpec.parse(rtt="1000ms", rate="8kbit")) == (61, 8)
+    # 1 kbit/s: 40 frames would take 485 s; 90 at most
+    assert goodput_duration(PathSpec.parse(rtt="1000ms", rate="1kbit"))[0] == 90
+
+
+def test_goodput_bounds_take_in_one_segment_of_the_count() -> None:
+    slow = PathSpec.parse(rtt="1000ms", rate="8kbit")
+    ideal = slow.ideal_goodput_down.bps  # 7651 bit/s: 1448 of every 1514 bytes
+    low, high = goodput_bounds(slow, 61)
+    assert (ideal - low) == pytest.approx(high - ideal)
+    assert (ideal - low) / ideal == pytest.approx(0.05 + 1448 * 8 / 61 / ideal)  # 5 % + 2.48 %
+    # the old 30 s test's reading, 0.007001 Mbit/s (a spurious retransmission in its measured
+    # part), stays outside: the omitted seconds mend that, not the tolerance; a count one segment
+    # short of 61 s at the full rate is inside
+    assert not low <= 7001 <= high
+    assert low <= ideal - 1448 * 8 / 61 <= high
+    fast = PathSpec.parse(rtt="20ms", rate="100mbit")
+    assert goodput_bounds(fast, 6)[0] == pytest.approx(0.95 * fast.ideal_goodput_down.bps, rel=1e-4)
 
 
 def test_goodput_window_is_four_bdp_where_the_socket_buffers_allow() -> None:
