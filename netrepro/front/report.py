@@ -188,6 +188,30 @@ def figure_html(entry: Entry) -> str:
 </div>"""
 
 
+def provenance(entries: list[Entry]) -> str:
+    """Where every stored figure's rows came from, in one sentence: the commits over all figures, and the
+    figures whose rows name none (measured before rows recorded their commit)."""
+    commits: dict[str, list[str]] = {}
+    unrecorded = []
+    for e in entries:
+        named = [str(c)[:12] for c in e.manifest.get("code_of_rows") or [] if c and c != "unrecorded"]
+        if not named or len(named) != len(e.manifest.get("code_of_rows") or []):
+            unrecorded.append(e.fig.full_name)
+        for c in named:
+            commits.setdefault(c, []).append(e.fig.full_name)
+    if not commits:
+        said = "no figure's rows name their commit"
+    elif len(commits) == 1:
+        said = f"every figure's rows that name a commit come from one commit, {next(iter(commits))}"
+    else:
+        said = f"the rows come from {len(commits)} commits: " + "; ".join(
+            f"{c} ({len(figs)} figures)" for c, figs in sorted(commits.items(), key=lambda kv: -len(kv[1]))
+        )
+    if unrecorded:
+        said += f"; rows without their commit in {len(unrecorded)}: {', '.join(unrecorded)}"
+    return said
+
+
 def page(entries: list[Entry]) -> str:
     counts = dict.fromkeys(VERDICTS, 0)
     outcomes = dict.fromkeys(OUTCOMES, 0)
@@ -220,6 +244,7 @@ def page(entries: list[Entry]) -> str:
 <body>
 <h1>netrepro: every stored figure beside its paper</h1>
 <p>{len(entries)} figures: {_e(summary)}. <span id="loaded" class="small"></span></p>
+<p class="small">Provenance: {_e(provenance(entries))}.</p>
 <table>{index}</table>
 {"".join(body)}
 </body></html>
@@ -235,6 +260,8 @@ def findings(entries: list[Entry]) -> str:
         "source's sentence, verbatim, with where it stands, how it is read, the test (the trial as the unit),",
         "our numbers with their interval, and the outcome: holds, differs, undecided (with the trials per",
         "series that would decide it) or set by design (the setup decides it: counted in no verdict).",
+        "",
+        f"Provenance: {provenance(entries)}.",
         "",
         "| figure | verdict | holds | differs | undecided | set by design | rows from commits |",
         "|---|---|---|---|---|---|---|",
