@@ -14,7 +14,7 @@ import math
 import statistics
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -34,6 +34,22 @@ METRICS = (
 )
 INTERVAL_S = 0.1  # half the RTT of seed 002's paths: every per-RTT value of pipeACK is seen
 UNDEFINED = 0xFFFFFFFF  # pipeACK before its first sample and after a recovery (RFC 7661 4.1)
+
+
+def refused(params: Mapping[str, Any], held: Iterable[str]) -> str | None:
+    """Why a trial with pipeack_trace=1 cannot trace newcwv's pipeACK, or None (and None without it): only
+    newcwv publishes one, a single value for the machine, which labs side by side (`held`: the variants a
+    run holds loaded for its labs) would share."""
+    if str(params.get("pipeack_trace")) != "1":
+        return None
+    if params.get("cc") != "newcwv":
+        return f"pipeack_trace=1 reads newcwv's own pipeACK; a trial has cc={params.get('cc')} (allowed: newcwv)"
+    if "newcwv" in held:
+        return (
+            "pipeack_trace=1 reads the one pipeACK newcwv publishes, which labs side by side would share: "
+            "run it without --jobs"
+        )
+    return None
 
 
 @dataclass(frozen=True)

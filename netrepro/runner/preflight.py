@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ground import kernel
 from ground.errors import SetupError, UserError
 from kmod import loader
+from netrepro.runner import countertrace
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit.spec import Figure
 from servers import browser
@@ -60,8 +61,11 @@ def figure_needs(
 ) -> Needs:
     """A figure run: the lab's tools, the server's, its workload's, and every congestion control its grid names."""
     named = [str(p["cc"]) for p in grid if p.get("cc") is not None]
+    held = tuple(held)
     for p in grid:
         if (why := browser.refused(str(p.get("client")), str(p.get("protocol")))) is not None:
+            raise UserError(f"{fig.full_name}: {why}")
+        if (why := countertrace.refused(p, held)) is not None:
             raise UserError(f"{fig.full_name}: {why}")
     return Needs(
         what=f"run {fig.full_name}",
@@ -73,7 +77,7 @@ def figure_needs(
         cc_impl=cc_impl,
         named_by="--set cc=" if "cc" in overrides else f"{fig.full_name}: cc ",
         qdiscs=("fq",) if any(p.get("pacer") == "fq" for p in grid) else (),
-        held=tuple(held),
+        held=held,
     )
 
 

@@ -441,15 +441,12 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
 
 
 def _pipeack_reader(session: Session, params: Mapping[str, Any]) -> Callable[[], Mapping[str, int]]:
-    """newcwv's own counters, to read often (pipeack_trace=1); refused for any other congestion control."""
-    if params.get("cc") != "newcwv":
-        raise UserError(f"pipeack_trace=1 reads newcwv's own pipeACK; this trial's cc is {params.get('cc')!r}")
+    """newcwv's own counters, to read often (pipeack_trace=1): refused as preflight refuses them
+    (countertrace.refused), for a trial started some other way."""
     algorithm = session.algorithm("newcwv")
-    if algorithm is None:  # held for the run's labs (--jobs): one program for all, one pipeACK published
-        raise UserError(
-            "pipeack_trace=1 reads the one pipeACK newcwv publishes, which labs side by side would "
-            "share: run this figure with --jobs 1"
-        )
+    why = countertrace.refused(params, session.held)
+    if why is not None or algorithm is None:
+        raise UserError(why or "pipeack_trace=1: newcwv is not loaded by this lab's session")
     return algorithm.counter_reader()
 
 

@@ -178,3 +178,15 @@ def test_pacing_with_fq_needs_sch_fq(machine: dict[str, object], monkeypatch: py
         preflight.preflight(needs)
     # auto falls back to TCP's own pacing: nothing to refuse
     assert preflight.figure_needs(fig, fig.grid(), {}, "auto", None).qdiscs == ()
+
+
+def test_a_pipeack_trace_is_refused_before_anything_is_built_where_it_cannot_be_read() -> None:
+    fig = expts.find("newcwv/fig5")
+    preflight.figure_needs(fig, fig.grid(True), {}, "auto", None)
+    reno = [{**p, "cc": "reno"} for p in fig.grid(True)]  # a study file's figure could ask for it
+    with pytest.raises(
+        UserError, match=r"^newcwv/fig5: pipeack_trace=1 reads newcwv's own pipeACK; a trial has cc=reno "
+    ):
+        preflight.figure_needs(fig, reno, {}, "auto", None)
+    with pytest.raises(UserError, match="labs side by side would share: run it without --jobs"):
+        preflight.figure_needs(fig, fig.grid(True), {}, "auto", None, held=("newcwv",))
