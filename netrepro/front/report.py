@@ -205,7 +205,8 @@ def provenance(entries: list[Entry]) -> str:
         said = f"every figure's rows that name a commit come from one commit, {next(iter(commits))}"
     else:
         said = f"the rows come from {len(commits)} commits: " + "; ".join(
-            f"{c} ({len(figs)} figures)" for c, figs in sorted(commits.items(), key=lambda kv: -len(kv[1]))
+            f"{c} ({len(figs)} figure{'' if len(figs) == 1 else 's'})"
+            for c, figs in sorted(commits.items(), key=lambda kv: -len(kv[1]))
         )
     if unrecorded:
         said += f"; rows without their commit in {len(unrecorded)}: {', '.join(unrecorded)}"

@@ -24,5 +24,5 @@ def test_several_commits_and_unrecorded_rows_are_named() -> None:
         ]
     )
     assert said.startswith("the rows come from 2 commits: ")
-    assert "62f3a6d0aaaa (1 figures)" in said and "b0772b3aaaaa (1 figures)" in said
+    assert "62f3a6d0aaaa (1 figure)" in said and "b0772b3aaaaa (1 figure)" in said
     assert said.endswith("rows without their commit in 3: iw/fig2, newcwv/fig5, newcwv/fig7")
