@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from ground.errors import TrialError
 from ground.tcpprobe import ProbeSample
 
 METRICS = (
@@ -92,8 +93,12 @@ class CounterTrace:
     ) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
-        if self._error is not None and kind is None:
+        if kind is not None:
+            return
+        if self._error is not None:
             raise self._error
+        if self._thread.is_alive():  # a read that never returned: the trace is not whole
+            raise TrialError("the counter trace's read did not return within 30 s of the trial's end")
 
 
 def _cwnd_at(probe: Sequence[ProbeSample], instants: Sequence[float]) -> list[int | None]:

@@ -266,8 +266,8 @@ def rounds_to_a_bdp(path: PathSpec) -> int:
     return 2 + math.ceil(math.log2(max(1.0, path.bdp_bytes / (10 * path.mss))))
 
 
-# The goodput test's longest measured part: where 40 frames take longer (under 16 kbit/s at MTU 1500),
-# its tolerance takes in one segment's share of the count instead (goodput_bounds).
+# The goodput test's longest measured part: where 40 frames take longer (under 5.4 kbit/s at MTU 1500),
+# it measures fewer, and one segment's share of the count (goodput_bounds) grows with that.
 GOODPUT_MAX_SECONDS = 90
 GOODPUT_FRAMES = 40
 
