@@ -84,17 +84,39 @@ def test_table2_quick_paced_bursts_leave_over_a_round_trip(tmp_path: Path) -> No
     assert "retransmitted segments per 80 KB burst" in notes and "paced by" in notes
 
 
+def _peaks_held(samples: list[int | None]) -> list[int]:
+    """How many samples each local peak of a trace was held: a run of one value entered by a rise and left
+    by a fall (a run beside a missing sample is not counted)."""
+    runs: list[tuple[int | None, int]] = []
+    for v in samples:
+        if runs and runs[-1][0] == v:
+            runs[-1] = (v, runs[-1][1] + 1)
+        else:
+            runs.append((v, 1))
+    held = []
+    for (before, _), (v, n), (after, _) in zip(runs, runs[1:], runs[2:], strict=False):
+        if None not in (before, v, after) and before < v > after:  # type: ignore[operator]
+            held.append(n)
+    return held
+
+
 def test_fig5_quick_the_max_filter_keeps_a_bursts_full_round(tmp_path: Path) -> None:
-    """Seed 002's Figure 5 from newcwv's own counters: 80 KB bursts (55 segments) half a second apart.
-    Without the filter pipeACK is the last round's sample alone, so the small tail round of a burst
-    that does not fit its window shows as pipeACK (the sender turns non-validated after each burst);
-    with it, the full round of the same burst stays in the 1-s sampling period, and the tail never
-    shows while the window is large.  The counters are the server's connection's: the program's cwnd
-    is tcp_probe's at the same instants."""
+    """Seed 002's Figure 5 from newcwv's own counters: 80 KB bursts (55 segments) half a second apart,
+    read every 0.1 s.  Without the filter pipeACK is the last round's sample alone: a burst's largest round
+    shows for one round trip (two samples at 200 ms) and gives way to its smaller tail round.  With it, a
+    sample stays in RFC 7661's filter for at least three of its four bins (0.75 s of the 1-s period), so a
+    peak is held seven samples or more.  The counters are the server's connection's: the program's cwnd
+    is tcp_probe's at the same instants.
+
+    The bound between them was set from the 40 trials of results/reference/newcwv/fig5.csv: every trial
+    without the filter held a peak 2 or 3 samples (every one, within its first four bursts); with the
+    filter no peak was held fewer than 10.  (Which cwnd a burst's tail meets, and how large each arm's
+    cwnd grows in four bursts, vary from trial to trial: one trial with the filter reached 57 segments in
+    its first four bursts, one without it 85, so neither is asserted here; the full figure's claims judge
+    them over its 10 trials.)"""
     rows, _ = run_ok(newcwv.FIG5, tmp_path, "--trials", "1")
     assert len(rows) == 2
     by_series = {r["series"]: r for r in rows}
-    largest = {}
     for label, row in by_series.items():
         pipeack = [int(v) if v else None for v in row["trace_pipeack"].split(";")]
         cwnd = [int(v) for v in row["trace_cwnd"].split(";")]
@@ -102,10 +124,9 @@ def test_fig5_quick_the_max_filter_keeps_a_bursts_full_round(tmp_path: Path) -> 
         assert len(pipeack) == len(cwnd) == len(probed) > 30, label
         agree = sum(c == p for c, p in zip(cwnd, probed, strict=True))
         assert agree >= 0.8 * len(cwnd), (label, agree, len(cwnd))
-        tails = [(p, c) for p, c in zip(pipeack, cwnd, strict=True) if c >= 40 and p is not None and 0 < p <= 10]
+        held = _peaks_held(pipeack)
+        assert held, f"{label}: pipeACK never rose and fell: {row['trace_pipeack']}"
         if label == newcwv.EVERY_RTT.label:
-            assert tails, f"{label}: no burst's tail round showed as pipeACK: {row['trace_pipeack']}"
+            assert min(held) <= 3, f"{label}: every peak of pipeACK held {held} samples: {row['trace_pipeack']}"
         else:
-            assert not tails, f"{label}: a tail round showed through the max filter: {tails}"
-        largest[label] = int(row["max_cwnd"])
-    assert largest[newcwv.MAX_FILTER.label] > largest[newcwv.EVERY_RTT.label], largest
+            assert min(held) >= 6, f"{label}: a peak left the filter after {held} samples: {row['trace_pipeack']}"
