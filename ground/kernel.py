@@ -27,6 +27,7 @@ import socket
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from ground import ledger, modules, proc
 
@@ -233,6 +234,20 @@ def loadable_congestion_controls() -> list[str]:
 
 def release() -> str:
     return Path("/proc/sys/kernel/osrelease").read_text().strip()
+
+
+def cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
+    """The processor a result ran on: its model as the kernel names it (the first `model name` of
+    cpuinfo; "unknown" where none is given) and how many CPUs this process may run on.  A delay line's
+    timing, and so how late it releases packets, is the CPU's: two machines of one kind may differ here."""
+    model = "unknown"
+    with contextlib.suppress(OSError):
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            name, sep, value = line.partition(":")
+            if sep and name.strip() == "model name" and value.strip():
+                model = value.strip()
+                break
+    return {"model": model, "cpus": len(os.sched_getaffinity(0))}
 
 
 _VERSION_ARGS = {

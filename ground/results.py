@@ -159,6 +159,7 @@ def provenance() -> dict[str, Any]:
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": platform.node(),
         "kernel": kernel.release(),
+        "cpu": kernel.cpu(),
         "python": platform.python_version(),
         "git": git_state(),
         "tools": {t: kernel.tool_version(t) for t in TOOLS},

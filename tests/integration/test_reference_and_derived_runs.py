@@ -9,7 +9,7 @@ import pytest
 
 from expts import iw
 from ground.results import REFERENCE, REPO
-from ground.trials import read_rows, trial_key
+from ground.trials import latest_rows, read_rows, trial_key
 
 pytestmark = pytest.mark.root
 
@@ -35,7 +35,7 @@ def test_fig2_measures_beside_the_reference_and_a_derived_run_keeps_out_of_it(tm
     table = first.stdout[first.stdout.index("series") :]
     assert "reference" in table.splitlines()[0] and "vs ref" in table.splitlines()[0]
     assert "reference: results/reference/iw/fig2.csv (120 trials" in first.stdout
-    rows = read_rows(tmp_path / "iw" / "fig2.csv")
+    rows = latest_rows(read_rows(tmp_path / "iw" / "fig2.csv"))
     assert len(rows) == 6 and all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
     manifest = json.loads((tmp_path / "iw" / "fig2.manifest.json").read_text())
     assert manifest["reference"]["rows"] == 120 and manifest["reference"]["csv"] == "results/reference/iw/fig2.csv"
@@ -53,7 +53,7 @@ def test_fig2_measures_beside_the_reference_and_a_derived_run_keeps_out_of_it(tm
     doc = json.loads((own / "fig2.manifest.json").read_text())
     assert doc["overrides"] == {"rtt": "50ms"} and doc["derived_from"] == "iw/fig2" and doc["reference"] is None
     assert "RTT 50 ms" in doc["title"]
-    derived_rows = read_rows(own / "fig2.csv")
+    derived_rows = latest_rows(read_rows(own / "fig2.csv"))
     assert derived_rows and {r["rtt"] for r in derived_rows} == {"50ms"}
     # The path was verified at what the run asked for, not at the figure's 100 ms.
     assert all(abs(float(r["verify_rtt"]) - 50) < 5 for r in derived_rows)
@@ -68,7 +68,7 @@ def test_set_initcwnd_reaches_the_servers_first_flight(tmp_path: Path) -> None:
         *("--set", "initcwnd=16", "--vary", "loss=0%", "--series", "cc=cubic", "--trials", "1"),
         *("--out", str(tmp_path)),
     )
-    rows = read_rows(tmp_path / "cubicplus" / "fig3@initcwnd=16+loss=0%+series-cc=cubic" / "fig3.csv")
+    rows = latest_rows(read_rows(tmp_path / "cubicplus" / "fig3@initcwnd=16+loss=0%+series-cc=cubic" / "fig3.csv"))
     assert len(rows) == 1 and rows[0]["status"] == "ok", rows[0]["error"]
     assert rows[0]["initcwnd"] == "16" and rows[0]["initcwnd_measured"] == "16"
     assert rows[0]["verify_initcwnd_ok"] == "true"
@@ -78,7 +78,7 @@ def test_the_readme_study_file_runs_and_gives_fig2s_trials(tmp_path: Path) -> No
     """expts/example-study.toml, run --quick: the rows iw/fig2 --quick would have, in results/example/."""
     done = run("expts/example-study.toml", "--quick", "--trials", "1", "--out", str(tmp_path))
     assert "example/iw: Download time of a 37,000-byte response vs initial window (3 Mbit/s, RTT 100 ms" in done.stdout
-    rows = read_rows(tmp_path / "example" / "iw.csv")
+    rows = latest_rows(read_rows(tmp_path / "example" / "iw.csv"))
     assert sorted(r["trial_key"] for r in rows) == sorted(trial_key(p, 0) for p in iw.FIG2.grid(quick=True))
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
     assert json.loads((tmp_path / "example" / "iw.manifest.json").read_text())["figure"] == "example/iw"

@@ -11,7 +11,7 @@ import pytest
 
 from expts import spdy
 from ground.results import REPO
-from ground.trials import read_rows
+from ground.trials import latest_rows, read_rows
 
 pytestmark = pytest.mark.root
 
@@ -31,7 +31,7 @@ def run_figure(name: str, out: Path) -> dict[str, object]:
 
 def test_betatable_equals_seed_003(tmp_path: Path) -> None:
     manifest = run_figure("betatable", tmp_path)
-    rows = read_rows(tmp_path / "spdy" / "betatable.csv")
+    rows = latest_rows(read_rows(tmp_path / "spdy" / "betatable.csv"))
     ours = {(int(r["n"]), int(r["beta"])): (int(r["beta_effective"]), int(r["backoff_pct"])) for r in rows}
     ref = {(r["n"], r["beta"]): (r["beta_effective"], r["backoff_pct"]) for r in spdy.reference_table()}
     assert ours == ref
@@ -40,7 +40,7 @@ def test_betatable_equals_seed_003(tmp_path: Path) -> None:
 
 def test_conns_one_connection_suffers_and_n6_narrows_the_gap(tmp_path: Path) -> None:
     run_figure("conns", tmp_path)
-    rows = read_rows(tmp_path / "spdy" / "conns.csv")
+    rows = latest_rows(read_rows(tmp_path / "spdy" / "conns.csv"))
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
     # n was changed between trials at run time, and read back each time
     assert {(r["n"], r["cc_beta_effective"]) for r in rows} == {("1", "717"), ("6", "973")}
@@ -57,7 +57,7 @@ def test_conns_one_connection_suffers_and_n6_narrows_the_gap(tmp_path: Path) -> 
 
 def test_backoff_quick(tmp_path: Path) -> None:
     run_figure("backoff", tmp_path)
-    rows = read_rows(tmp_path / "spdy" / "backoff.csv")
+    rows = latest_rows(read_rows(tmp_path / "spdy" / "backoff.csv"))
     assert len(rows) == 2 * 2 and all(r["status"] == "ok" for r in rows)
     by: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:

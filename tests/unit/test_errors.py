@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -225,7 +226,7 @@ def test_a_trial_the_delay_line_held_too_long_is_failed_and_run_again_after_a_pa
     late; it runs again after LATE_PAUSE_S, three attempts at most, and the third late attempt stays
     failed; under the bound, a row records it."""
     pauses: list[float] = []  # every sleep: each trial's start offset (under the 10 ms RTT) and the pauses
-    monkeypatch.setattr(sweep.time, "sleep", pauses.append)
+    monkeypatch.setattr(time, "sleep", pauses.append)
     monkeypatch.setattr(_Lab, "late", [_late(6.0), _late(0.05), _late(9.0), _late(7.0), _late(8.0)])
     with _fake_lab(monkeypatch, [None] * 5) as calls:
         rows = _run(_figure(2), tmp_path)

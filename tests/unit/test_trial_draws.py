@@ -3,13 +3,14 @@ trials of one setting are independent samples, not replays, and a re-run reprodu
 The draw's seed reaches the emulated loss and jitter (Lab.reseed, through the stages), and the rows
 and the manifest say what ran where."""
 
+import os
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 import expts
-from ground import results
+from ground import kernel, results
 from ground.path import PathSpec
 from ground.trials import (
     LOSS_SEED_LIMIT,
@@ -149,6 +150,19 @@ def test_the_manifest_tells_the_machine_of_the_rows_from_the_one_that_drew_them(
     assert (drawn["host"], drawn["kernel"]) == (doc["host"], doc["kernel"])  # the provenance is the drawer's
     commit = doc["git"]["commit"]
     assert drawn["commit"] == (commit[:12] + ("+dirty" if doc["git"]["dirty"] else "") if commit else "unknown")
+    assert doc["cpu"] == kernel.cpu() and doc["cpu"]["cpus"] >= 1  # the processor of the run that drew it
+
+
+def test_the_cpu_is_named_as_cpuinfo_names_it(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n\n"
+        "processor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
+    )
+    assert kernel.cpu(info) == {"model": "AMD EPYC 7B13", "cpus": len(os.sched_getaffinity(0))}
+    info.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nmodel name\t:\n")  # an arm64 cpuinfo names no model
+    assert kernel.cpu(info)["model"] == "unknown"
+    assert kernel.cpu(tmp_path / "missing")["model"] == "unknown"
 
 
 def test_rows_read_back_reproduce_their_draw(tmp_path: Path) -> None:
@@ -274,13 +288,15 @@ def test_a_trial_whose_ssthresh_was_repaired_is_failed_and_run_again(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """kmod/README.md's ssthresh corruption: a trial during which the BPF guard repaired ssthresh is not
-    kept; it runs once more at once, with the same draw; a second repaired attempt stays failed."""
-    events, todo = _run_on_stand_ins(monkeypatch, tmp_path, repairs_in={0: 1, 2: 2, 3: 1})
+    kept; it runs again at once, with the same draw, three attempts at most; the third repaired attempt
+    stays failed."""
+    events, todo = _run_on_stand_ins(monkeypatch, tmp_path, repairs_in={0: 1, 2: 2, 3: 1, 4: 1})
     rows = read_rows(tmp_path / "fig.csv")
     keys = [trial_key(*t) for t in todo]
-    assert [e[1] for e in events if e[0] == "workload"] == [keys[0], keys[0], keys[1], keys[1]]
+    assert [e[1] for e in events if e[0] == "workload"] == [keys[0], keys[0], keys[1], keys[1], keys[1]]
     assert [(r["trial_key"], r["status"], r["cc_ss_repairs_in_trial"]) for r in rows] == [
-        (keys[0], "failed", "1"), (keys[0], "ok", "0"), (keys[1], "failed", "2"), (keys[1], "failed", "1"),
+        (keys[0], "failed", "1"), (keys[0], "ok", "0"),
+        (keys[1], "failed", "2"), (keys[1], "failed", "1"), (keys[1], "failed", "1"),
     ]  # fmt: skip
     assert "repaired a corrupted ssthresh 2 time(s)" in rows[2]["error"]
     assert rows[0]["loss_seed"] == rows[1]["loss_seed"]  # the same draw again
