@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ground.errors import SetupError
 from ground.results import hand_back, replace_file, sync_directory
@@ -94,9 +94,12 @@ def row_seed(row: Mapping[str, str]) -> int | None:
         return None
 
 
-def latest_rows(rows: Iterable[Mapping[str, str]]) -> list[Mapping[str, str]]:
+CsvRow = TypeVar("CsvRow", bound=Mapping[str, str])
+
+
+def latest_rows(rows: Iterable[CsvRow]) -> list[CsvRow]:
     """The last row of each (trial, seed), in file order: a trial run again counts by its latest attempt."""
-    latest: dict[tuple[str, int | None], Mapping[str, str]] = {}
+    latest: dict[tuple[str, int | None], CsvRow] = {}
     for row in rows:
         key = (row.get("trial_key") or "", row_seed(row))
         latest.pop(key, None)

@@ -251,9 +251,9 @@ def run_trials(
                 for attempt in range(1, ATTEMPTS_AT_ONCE + 1):
                     row = _run_one_trial(fig, params, index, opts, lab, ledger, session, workload, code, machine)
                     row.update(v_cols)
-                    again = (row.get("late_over_bound") or row.get("ssthresh_repaired")) and attempt < ATTEMPTS_AT_ONCE
+                    pause = LATE_PAUSE_S if row.get("late_over_bound") else 0.0
+                    again = (pause or row.get("ssthresh_repaired")) and attempt < ATTEMPTS_AT_ONCE
                     if again:
-                        pause = LATE_PAUSE_S if row.get("late_over_bound") else 0.0
                         log.warning("%s; run again%s", row["error"], f" after {pause:g} s" if pause else "")
                     trial_log.append(row)
                     if streak.record(row["status"], row["error"]):

@@ -25,4 +25,4 @@ def run_quick(fig: Figure, out: Path, *options: str) -> tuple[list[dict[str, str
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     manifest = json.loads((out / fig.directory / f"{fig.name}.manifest.json").read_text())
-    return [dict(row) for row in latest_rows(read_rows(out / fig.directory / fig.csv_name))], manifest
+    return latest_rows(read_rows(out / fig.directory / fig.csv_name)), manifest

@@ -115,7 +115,7 @@ def test_two_trials_of_a_cell_are_not_replays(tmp_path: Path, summary_lines: lis
     """iw/fig2 at IW 10 and newcwv/fig8 at 80 KB (its quick idle periods, 1 and 5 s), two trials each,
     in runs of seeds 1 and 2."""
     run_derived("iw/fig2", tmp_path, "--vary", "initcwnd=10")
-    rows = [dict(r) for r in latest_rows(read_rows(tmp_path / "iw" / "fig2@initcwnd=10" / "fig2.csv"))]
+    rows = latest_rows(read_rows(tmp_path / "iw" / "fig2@initcwnd=10" / "fig2.csv"))
     iw = check_draws(rows, 1, 2)
     check_manifest(tmp_path, "iw/fig2@initcwnd=10", "fig2", rows)
     for trials in iw.values():
@@ -123,7 +123,7 @@ def test_two_trials_of_a_cell_are_not_replays(tmp_path: Path, summary_lines: lis
         summary_lines.append(f"iw/fig2 IW 10, two trials: {shown}")
 
     run_derived("newcwv/fig8", tmp_path, "--vary", "burst_kb=80", "--seed", "2")
-    rows = [dict(r) for r in latest_rows(read_rows(tmp_path / "newcwv" / "fig8@burst_kb=80" / "fig8.csv"))]
+    rows = latest_rows(read_rows(tmp_path / "newcwv" / "fig8@burst_kb=80" / "fig8.csv"))
     newcwv = check_draws(rows, 2, 3 * 2)  # three arms, two trials each
     check_manifest(tmp_path, "newcwv/fig8@burst_kb=80", "fig8", rows)
     for trials in newcwv.values():

@@ -39,7 +39,7 @@ def medians(rows: list[dict[str, str]], by: str) -> dict[str, float]:
 def test_fig2_quick(tmp_path: Path) -> None:
     run_figure("fig2", tmp_path)
     csv_path = tmp_path / "iw" / "fig2.csv"
-    rows = [dict(r) for r in latest_rows(read_rows(csv_path))]
+    rows = latest_rows(read_rows(csv_path))
     assert len(rows) == 4 * 3 and all(r["status"] == "ok" for r in rows)
     for column in ("initcwnd", "rtt", "rate", "cc", "download_time_ms", "initcwnd_measured", "verify_ok", "backend"):
         assert column in rows[0]
@@ -77,7 +77,7 @@ def test_fig2_quick(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["fig5a", "fig5b", "fig5c"])
 def test_fig5_quick(name: str, tmp_path: Path) -> None:
     run_figure(name, tmp_path)
-    rows = [dict(r) for r in latest_rows(read_rows(tmp_path / "iw" / f"{name}.csv"))]
+    rows = latest_rows(read_rows(tmp_path / "iw" / f"{name}.csv"))
     fig = {"fig5a": iw.FIG5A, "fig5b": iw.FIG5B, "fig5c": iw.FIG5C}[name]
     assert len(rows) == len(fig.quick_levels or ()) * 3 * fig.quick_trials
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]

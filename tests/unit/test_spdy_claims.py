@@ -148,7 +148,7 @@ def test_a_negligible_increase_under_high_loss_is_every_n_alike() -> None:
 
 def stored(fig: Figure) -> list[Row]:
     path = REFERENCE / fig.directory / fig.csv_name
-    return [dict(r) for r in latest_rows(read_rows(path))] if path.exists() else []
+    return latest_rows(read_rows(path)) if path.exists() else []
 
 
 def test_the_stored_table_agrees() -> None:
