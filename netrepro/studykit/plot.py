@@ -20,6 +20,7 @@ it (the spread shown, the trials per point).
 from __future__ import annotations
 
 import io
+import math
 import statistics
 import textwrap
 from collections import defaultdict
@@ -220,13 +221,17 @@ def draw(
     notes = fig.annotate(fig, points, rows, ax) if fig.annotate is not None else []
     if ax.get_legend() is None:  # an annotation may have placed it already
         legend_beside(ax, fontsize=8)
+    # a log axis needs a positive value to scale to: a figure whose every trial failed is drawn empty, and says so
+    shown = [p for p in [*points, *(reference or [])] if math.isfinite(p.y) and p.y > 0]
+    if not shown:
+        ax.text(0.5, 0.5, "no successful trial: nothing to draw", transform=ax.transAxes, ha="center", va="center")
     if names:
         ax.set_xticks(list(positions.values()), list(positions), rotation=30, ha="right")
-    elif fig.x_log:
+    elif fig.x_log and shown:
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    if fig.y_log:
+    if fig.y_log and shown:
         ax.set_yscale("log")
         # plain numbers (0.8, 2, 10), not powers of ten, and no labels between the decades
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))

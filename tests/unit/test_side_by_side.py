@@ -172,7 +172,11 @@ def test_lateness_percentiles_from_the_histograms_of_every_delay_line() -> None:
     two = {"count": 40, "max_ns": 1_003_000, "buckets": [[3, 38], [_late_bucket(1000), 2]]}
     late = Lateness.of([one, two])
     assert late.packets == 100 and late.median_ms == pytest.approx(0.004) and late.max_ms == pytest.approx(1.003)
-    assert late.p99_ms == pytest.approx(bucket_upper_us(_late_bucket(1000)) / 1e3)
+    # the p99's bucket ends at 1.024 ms, past the latest packet: the percentile stops at the maximum
+    assert bucket_upper_us(_late_bucket(1000)) / 1e3 > late.max_ms and late.p99_ms == late.max_ms
+    two["max_ns"] = 1_100_000  # a later packet, in a bucket of its own: the p99 is its bucket's upper end
+    two["buckets"] = [[3, 38], [_late_bucket(1000), 1], [_late_bucket(1100), 1]]
+    assert Lateness.of([one, two]).p99_ms == pytest.approx(bucket_upper_us(_late_bucket(1000)) / 1e3)
     assert percentile_us([], 0, 99) == 0.0
     assert Lateness.of([{"count": 0, "max_ns": 0, "buckets": []}]).columns()["late_p99_ms"] == 0.0
 
