@@ -745,6 +745,12 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         print(f"note: {note}")
     for line in judgement_lines(judgement):
         print(line)
+    failed = [r for r in rows if r.get("status") != "ok"]
+    if failed:
+        print(
+            f"{len(failed)} of {len(rows)} trials failed (each row's error says why; the first: "
+            f"{str(failed[0].get('error') or failed[0].get('status'))[:300]}); the same command runs them again"
+        )
     print(f"wrote {csv_path}, {png.name} (and .svg, .caption.txt), {fig.name}.manifest.json")
     log.debug("%s: wrote %s, %s, %s", fig.full_name, csv_path, png, manifest_path)
 

@@ -146,3 +146,34 @@ def test_a_figure_whose_every_trial_failed_is_drawn_empty_on_its_log_axis(tmp_pa
     plot.draw(fig, plot.summarize(fig, rows), rows, png)
     assert png_size(png)[0] > 0
     assert "no successful trial: nothing to draw" in (tmp_path / "fig3.svg").read_text()
+
+
+def test_plot_only_of_a_figure_whose_trials_failed_draws_it_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run_figure --plot-only over cubicplus/fig3's stored rows, every trial's latest attempt failed: the run
+    ends with its figure, its manifest and one line that counts the failed trials and shows the first's error."""
+    import csv
+    import json
+
+    import expts
+    from ground.results import REFERENCE
+    from netrepro.runner import sweep
+
+    fig = expts.find("cubicplus/fig3")
+    with open(REFERENCE / fig.study / fig.csv_name, newline="") as f:
+        reader = csv.DictReader(f)
+        header, rows = reader.fieldnames, list(reader)
+    late = "the delay line released packets late: p99 18.272 ms over the bound 5.000 ms"
+    (tmp_path / fig.study).mkdir()
+    with open(tmp_path / fig.study / fig.csv_name, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header or [])
+        writer.writeheader()
+        writer.writerows({**r, "status": "failed", "error": late} for r in rows)
+    sweep.run_figure(fig, sweep.Options(out=tmp_path, plot_only=True))
+    trials = len({r["trial_key"] for r in rows})
+    said = capsys.readouterr().out
+    assert f"{trials} of {trials} trials failed (each row's error says why; the first: {late})" in said
+    manifest = json.loads((tmp_path / fig.study / "fig3.manifest.json").read_text())
+    assert manifest["failed_trials"] == trials
+    assert (tmp_path / fig.study / "fig3.png").exists()
