@@ -35,7 +35,10 @@ a word like "same" or "little" gets), and a test:
 A level where the interval is too wide to decide is *undecided*, with the
 trials per series that would decide it at the spread measured.  Trials that
 are exact replays (no spread in either series) decide nothing: they are
-undecided too, and say so.  A claim holds when it holds at every level it
+undecided too, and say so; so is a level without trials (one a --quick run
+did not run, or whose trials all failed), and a trend without trials at one
+of the levels it names, whatever its slope over the rest: the sentence's
+trend is over all of them.  A claim holds when it holds at every level it
 covers, differs when it differs at any, and is undecided otherwise.  A
 figure's verdict (`verdict`) counts its claims: agrees, partly, differs,
 undecided, or unjudged (no claim, or only claims set by design).
@@ -180,6 +183,13 @@ def trials_to_decide(iv: Interval, gap: float, confidence: float) -> int | None:
     return max(n + 1, math.ceil(n * (_z(confidence) * iv.se / gap) ** 2))
 
 
+def _too_few(a: Sequence[float], b: Sequence[float]) -> str:
+    """Why two groups of trials give no interval: too few, or none at all (a level the run did not run)."""
+    if not a or not b:
+        return f"no trials here in {'either group' if not (a or b) else 'one group'} (n = {len(b)}, {len(a)})"
+    return f"too few trials to estimate a spread (n = {len(b)}, {len(a)})"
+
+
 def _replays(a: Sequence[float], b: Sequence[float]) -> bool:
     return len(set(a)) == 1 and len(set(b)) == 1 and len(a) > 1 and len(b) > 1
 
@@ -239,7 +249,7 @@ def better_at(
     iv = welch(a, b, CONFIDENCE, ratio)
     wide = welch(a, b, differs_confidence(levels), ratio)
     if iv is None or wide is None:
-        return Finding(UNDECIDED, at, f"too few trials to estimate a spread (n = {len(b)}, {len(a)})")
+        return Finding(UNDECIDED, at, _too_few(a, b))
     # on the scale of "how much better": above 1 (or 0) is the claimed direction
     if ratio:
         gain, low = (iv.estimate, iv.low) if higher else (1 / iv.estimate, 1 / iv.high)
@@ -275,7 +285,7 @@ def within_band(
     iv = welch(a, b, 1 - 2 * (1 - CONFIDENCE), ratio)
     wide = welch(a, b, 1 - 2 * (1 - differs_confidence(levels)), ratio)
     if iv is None or wide is None:
-        return Finding(UNDECIDED, at, f"too few trials to estimate a spread (n = {len(b)}, {len(a)})")
+        return Finding(UNDECIDED, at, _too_few(a, b))
     kind = "ratio" if ratio else "difference"
     text = f"{kind} {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}], n = {len(b)}, {len(a)}"
     if _replays(a, b):
@@ -404,23 +414,40 @@ class Trend:
         )
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
-        import numpy as np
-        from scipy import stats
-
         position = self.x or numeric
         paired = self.against is not None
         xs: list[float] = []
         samples: list[list[float]] = []  # per level: the series' trials, then (paired) the other's
+        not_run: list[str] = []  # levels the sentence names without a trial (a --quick run's, say)
         for level in _levels(fig, self.levels):
             cells = [group(self.series).values(fig, rows, level, self.metric)]
             if self.against is not None:
                 cells.append(group(self.against).values(fig, rows, level, self.metric))
-            if not all(cells) or (paired and min(v for c in cells for v in c) <= 0):
+            if not all(cells):
+                not_run.append(str(level))
+                continue
+            if paired and min(v for c in cells for v in c) <= 0:
                 continue
             xs.append(position(level))
             samples += cells
+        missing = f"no trials at {', '.join(not_run)}" if not_run else ""
         if len(xs) < 2:
-            return [Finding(UNDECIDED, ALL_LEVELS, f"trials at {len(xs)} level(s): a trend needs two")]
+            text = f"trials at {len(xs)} level(s): a trend needs two"
+            return [Finding(UNDECIDED, ALL_LEVELS, text + (f" ({missing})" if missing else ""))]
+        found = self._over(xs, samples)
+        if missing:
+            # a slope over some of the levels is not the sentence's, which names all of them: more trials at
+            # the levels run would not decide it either
+            why = "a trend over fewer levels than the sentence names is not its claim"
+            return [Finding(UNDECIDED, ALL_LEVELS, f"{found.estimate}; {missing}: {why}")]
+        return [found]
+
+    def _over(self, xs: list[float], samples: list[list[float]]) -> Finding:
+        """The slope over the levels at `xs` with each level's trials in `samples`, and what it decides."""
+        import numpy as np
+        from scipy import stats
+
+        paired = self.against is not None
         x = np.array(xs, dtype=float)
         xc = x - x.mean()
 
@@ -453,26 +480,24 @@ class Trend:
         interval = f" [{_fmt(float(low))}, {_fmt(float(high))}]" if spread and n >= MIN_BOOTSTRAP_TRIALS else ""
         text = f"slope {_fmt(point)}{interval} {unit} of the level over {len(xs)} levels, n >= {n} per cell"
         if not spread:
-            return [Finding(UNDECIDED, ALL_LEVELS, text + "; no spread among trials: no interval")]
+            return Finding(UNDECIDED, ALL_LEVELS, text + "; no spread among trials: no interval")
         if n < MIN_BOOTSTRAP_TRIALS:
-            return [
-                Finding(
-                    UNDECIDED,
-                    ALL_LEVELS,
-                    text + f"; a bootstrap needs {MIN_BOOTSTRAP_TRIALS} trials a "
-                    "cell: resampling two gives no spread to speak of",
-                    MIN_BOOTSTRAP_TRIALS,
-                )
-            ]
+            return Finding(
+                UNDECIDED,
+                ALL_LEVELS,
+                text + f"; a bootstrap needs {MIN_BOOTSTRAP_TRIALS} trials a cell: resampling two gives no spread to "
+                "speak of",
+                MIN_BOOTSTRAP_TRIALS,
+            )
         up, down = low > 0, high < 0
         if (up and self.rises) or (down and not self.rises):
-            return [Finding(HOLDS, ALL_LEVELS, text)]
+            return Finding(HOLDS, ALL_LEVELS, text)
         if up or down:
-            return [Finding(DIFFERS, ALL_LEVELS, text)]
+            return Finding(DIFFERS, ALL_LEVELS, text)
         # the interval's half-width, as a standard error, scaled to the trials that would clear zero
         se = (float(high) - float(low)) / 2 / _z(CONFIDENCE)
         iv = Interval(point, float(low), float(high), se, (n, n), False)
-        return [Finding(UNDECIDED, ALL_LEVELS, text, trials_to_decide(iv, abs(point), CONFIDENCE))]
+        return Finding(UNDECIDED, ALL_LEVELS, text, trials_to_decide(iv, abs(point), CONFIDENCE))
 
 
 @dataclass(frozen=True)

@@ -208,3 +208,30 @@ def test_an_undecided_trend_names_the_trials_that_would_decide_it() -> None:
     ]
     judged = outcome(Trend("plt_ms", "A", rises=True), rows, levels)
     assert judged.outcome == UNDECIDED and judged.trials_needed is not None and judged.trials_needed > 4
+
+
+def test_a_trend_without_trials_at_a_level_it_names_is_undecided_whatever_its_slope() -> None:
+    """A --quick run's levels, or a level whose trials all failed: the slope over the levels run is shown,
+    and decides nothing, since the sentence's trend is over every level it names."""
+    levels = ("0%", "2%", "6%", "8%", "10%")
+    rows = [r for i, level in enumerate(levels) for r in trials("A", level, 1000 + 100 * i, 20, 6, i)]
+    up, down = Trend("plt_ms", "A", rises=True), Trend("plt_ms", "A", rises=False)
+    assert outcome(up, rows, levels).outcome == HOLDS and outcome(down, rows, levels).outcome == DIFFERS
+    quick = [r for r in rows if r["loss"] in ("0%", "6%", "10%")]
+    for test in (up, down):
+        judged = outcome(test, quick, levels)
+        assert judged.outcome == UNDECIDED and judged.trials_needed is None
+        assert "over 3 levels" in judged.evidence() and "no trials at 2%, 8%" in judged.evidence()
+    one = outcome(up, [r for r in rows if r["loss"] == "0%"], levels)
+    assert one.outcome == UNDECIDED and "no trials at 2%, 6%, 8%, 10%" in one.evidence()
+
+
+def test_a_level_without_trials_says_so_not_too_few() -> None:
+    """A comparison at a level the run did not run: undecided, and said as such (not 'too few trials')."""
+    levels = ("1%", "2%")
+    rows = trials("A", "1%", 1000, 30, 6, 1) + trials("B", "1%", 700, 30, 6, 2)
+    judged = outcome(Better("plt_ms", "B", "A", higher=False), rows, levels)
+    assert judged.outcome == UNDECIDED
+    assert "no trials here in either group (n = 0, 0)" in judged.evidence()
+    one_each = trials("A", "1%", 1000, 30, 1, 1) + trials("B", "1%", 700, 30, 1, 2)
+    assert "too few trials to estimate a spread (n = 1, 1)" in outcome(LOWER, one_each).evidence()
