@@ -177,6 +177,8 @@ def test_lateness_percentiles_from_the_histograms_of_every_delay_line() -> None:
     two["max_ns"] = 1_100_000  # a later packet, in a bucket of its own: the p99 is its bucket's upper end
     two["buckets"] = [[3, 38], [_late_bucket(1000), 1], [_late_bucket(1100), 1]]
     assert Lateness.of([one, two]).p99_ms == pytest.approx(bucket_upper_us(_late_bucket(1000)) / 1e3)
+    del two["max_ns"]  # no maximum to stop at: the bucket's upper end, never a lateness hidden under 0
+    assert Lateness.of([one, two]).p99_ms == pytest.approx(bucket_upper_us(_late_bucket(1000)) / 1e3)
     assert percentile_us([], 0, 99) == 0.0
     assert Lateness.of([{"count": 0, "max_ns": 0, "buckets": []}]).columns()["late_p99_ms"] == 0.0
 

@@ -80,10 +80,12 @@ class Lateness:
         buckets = sorted(merged.items())
         count = sum(int(r.get("count") or 0) for r in replies)
         max_ms = max((int(r.get("max_ns") or 0) for r in replies), default=0) / 1e6
+        # a reply without its maximum (none does: delayline.c always sends it) caps nothing
+        cap = max_ms if all("max_ns" in r for r in replies) else math.inf
         return cls(
             packets=count,
-            median_ms=min(percentile_us(buckets, count, 50) / 1e3, max_ms),
-            p99_ms=min(percentile_us(buckets, count, 99) / 1e3, max_ms),
+            median_ms=min(percentile_us(buckets, count, 50) / 1e3, cap),
+            p99_ms=min(percentile_us(buckets, count, 99) / 1e3, cap),
             max_ms=max_ms,
         )
 
