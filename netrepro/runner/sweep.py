@@ -77,8 +77,8 @@ FAILURES_IN_A_ROW = 5
 # control had to repair a corrupted ssthresh (kmod/README.md), is failed and run again at once, up to
 # ATTEMPTS_AT_ONCE attempts in all; the last such attempt stays failed (a resume runs it again).  A late
 # attempt is followed by a pause of nothing first, longer each time (LATE_PAUSES_S): what held the delay line
-# back was the machine, and a burst of someone else's work passes.  CI's stop 42 saw two attempts of one trial
-# in a row late (p99 10 ms), stop 43 three, 5 s apart, within 19 s (p99 18 ms; the path's goodput had read
+# back was the machine, and a burst of someone else's work passes.  CI saw two attempts of one trial in a row
+# late (p99 10 ms), and on a later run three, 5 s apart, within 19 s (p99 18 ms; the path's goodput had read
 # 85.8 of 95.6 Mbit/s just before).
 ATTEMPTS_AT_ONCE = 3
 LATE_PAUSES_S = (5.0, 30.0)  # after the first late attempt, after the second
