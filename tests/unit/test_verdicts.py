@@ -82,10 +82,15 @@ def test_claims_cope_with_a_quick_run_and_with_no_rows(fig: Figure) -> None:
 
 
 def test_the_verdict_lines_quote_each_claim_and_say_when_trials_were_replays() -> None:
+    """cubicplus/fig3's stored trials each drew their own loss seed and start phase: no note; the same rows
+    without their draws (as every row was stored before trials drew them) are counted and said to be replays."""
     fig = expts.find("cubicplus/fig3")
     judged = judge_stored(fig)
     lines = judgement_lines(judged)
     assert lines[0].startswith(f"verdict: {judged['verdict']} (")
     assert all(f'"{c.quote}"' in "\n".join(lines) for c in fig.claims)
-    assert judged["trials"]["without_draw"] == judged["trials"]["ok"] > 0  # stored before trials drew their own
-    assert "near replays" in lines[-1]
+    assert judged["trials"] == {"ok": 250, "without_draw": 0} and not any("near replays" in x for x in lines)
+    rows = [{**r, "draw_seed": ""} for r in latest_rows(read_rows(REFERENCE / fig.directory / fig.csv_name))]
+    before = judgement_of(fig, plot.summarize(fig, rows), rows)
+    assert before["trials"] == {"ok": 250, "without_draw": 250}
+    assert "250 of 250 trials ran before each trial drew its own" in judgement_lines(before)[-1]
