@@ -81,7 +81,8 @@ FAILURES_IN_A_ROW = 5
 # late (p99 10 ms), and on a later run three, 5 s apart, within 19 s (p99 18 ms; the path's goodput had read
 # 85.8 of 95.6 Mbit/s just before).
 ATTEMPTS_AT_ONCE = 3
-LATE_PAUSES_S = (5.0, 30.0)  # after the first late attempt, after the second
+LATE_PAUSES_S = (5.0, 30.0)  # before the second attempt and before the third, where the one before was late
+assert len(LATE_PAUSES_S) == ATTEMPTS_AT_ONCE - 1
 LATE_TOLERANCES = 10  # late_bound_ms: how many of the path's RTT tolerances a trial's p99 lateness may reach
 
 
@@ -252,8 +253,9 @@ def run_trials(
                 for attempt in range(1, ATTEMPTS_AT_ONCE + 1):
                     row = _run_one_trial(fig, params, index, opts, lab, ledger, session, workload, code, machine)
                     row.update(v_cols)
-                    pause = LATE_PAUSES_S[min(attempt, len(LATE_PAUSES_S)) - 1] if row.get("late_over_bound") else 0.0
-                    again = (pause or row.get("ssthresh_repaired")) and attempt < ATTEMPTS_AT_ONCE
+                    late = bool(row.get("late_over_bound"))
+                    again = (late or row.get("ssthresh_repaired")) and attempt < ATTEMPTS_AT_ONCE
+                    pause = LATE_PAUSES_S[attempt - 1] if late and again else 0.0
                     if again:
                         log.warning("%s; run again%s", row["error"], f" after {pause:g} s" if pause else "")
                     trial_log.append(row)
@@ -747,9 +749,14 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         print(line)
     failed = [r for r in rows if r.get("status") != "ok"]
     if failed:
+        first = str(failed[0].get("error") or failed[0].get("status"))[:300]
+        without = [
+            flag for flag, on in (("--plot-only", opts.plot_only), ("--no-retry-failed", not opts.retry_failed)) if on
+        ]
+        rerun = f"the same command without {' and '.join(without)}" if without else "the same command"
         print(
-            f"{len(failed)} of {len(rows)} trials failed (each row's error says why; the first: "
-            f"{str(failed[0].get('error') or failed[0].get('status'))[:300]}); the same command runs them again"
+            f"{len(failed)} of {len(rows)} trials failed (each row's error says why; the first: {first}); "
+            f"{rerun} runs them again"
         )
     print(f"wrote {csv_path}, {png.name} (and .svg, .caption.txt), {fig.name}.manifest.json")
     log.debug("%s: wrote %s, %s, %s", fig.full_name, csv_path, png, manifest_path)

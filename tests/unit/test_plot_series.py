@@ -174,6 +174,7 @@ def test_plot_only_of_a_figure_whose_trials_failed_draws_it_and_says_so(
     trials = len({r["trial_key"] for r in rows})
     said = capsys.readouterr().out
     assert f"{trials} of {trials} trials failed (each row's error says why; the first: {late})" in said
+    assert "the same command without --plot-only runs them again" in said  # --plot-only runs no trial
     manifest = json.loads((tmp_path / fig.study / "fig3.manifest.json").read_text())
     assert manifest["failed_trials"] == trials
     assert (tmp_path / fig.study / "fig3.png").exists()
