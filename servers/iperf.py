@@ -19,7 +19,9 @@ from ground.parsers import IperfTcp, IperfUdp, parse_iperf3_tcp, parse_iperf3_ud
 from ground.proc import CommandError, Netns, Process, run
 from ground.units import Rate
 
-__all__ = ["CrossTraffic", "iperf3_client_argv", "iperf3_server_argv", "wait_listening"]
+__all__ = ["IPERF_PORT", "CrossTraffic", "iperf3_client_argv", "iperf3_server_argv", "wait_listening"]
+
+IPERF_PORT = 5201  # iperf3's own default; the path checks and the traced transfers use it
 
 
 INTERRUPTED = "interrupt - the client has terminated"  # what iperf3 reports when it is stopped

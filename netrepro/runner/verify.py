@@ -49,12 +49,11 @@ from ground.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping, parse
 from ground.path import ETHERNET_HEADER, PathSpec
 from ground.proc import CommandError, Netns, Process, run
 from ground.units import Duration, Rate
-from servers.iperf import iperf3_server_argv, wait_listening
+from servers.iperf import IPERF_PORT, iperf3_server_argv, wait_listening
 from topologies.topology import Network, Pair
 
 log = logging.getLogger("netrepro.runner.verify")
 
-IPERF_PORT = 5201
 UDP_PAYLOAD = 200  # small datagrams: many samples for the loss estimate
 
 

@@ -36,7 +36,7 @@ from servers import browser, burst_trace, clients, content
 from servers.apache import HTTP_PORT, TLS_PORT
 from servers.bursts import run_bursts
 from servers.capture import PacketCapture
-from servers.iperf import CrossTraffic, iperf3_client_argv, iperf3_server_argv, wait_listening
+from servers.iperf import IPERF_PORT, CrossTraffic, iperf3_client_argv, iperf3_server_argv, wait_listening
 from topologies.lab import Lab
 
 
@@ -661,16 +661,16 @@ WORKLOADS: dict[str, Workload] = {
 
 def iperf3_traces(lab: Lab, ledger: Ledger, cc: str, seconds: int, parallel: int = 1) -> list[list[ProbeSample]]:
     """`parallel` iperf3 flows server -> client with `cc`; the tcp_probe samples of each data connection."""
-    server = Process(iperf3_server_argv(lab.ip("server"), 5201), lab.server, ledger=ledger)
+    server = Process(iperf3_server_argv(lab.ip("server"), IPERF_PORT), lab.server, ledger=ledger)
     try:
-        wait_listening(lab.server, lab.ip("server"), 5201, server)
-        with TcpProbe(ledger, [5201]) as probe:
-            argv = [*iperf3_client_argv(lab.ip("server"), 5201, seconds, cc=cc), "-P", str(parallel)]
+        wait_listening(lab.server, lab.ip("server"), IPERF_PORT, server)
+        with TcpProbe(ledger, [IPERF_PORT]) as probe:
+            argv = [*iperf3_client_argv(lab.ip("server"), IPERF_PORT, seconds, cc=cc), "-P", str(parallel)]
             run(argv, lab.client, timeout=seconds + 60)
     finally:
         server.stop()
     flows: dict[str, list[ProbeSample]] = {}
-    for s in sender_samples(probe.samples, f"{lab.ip('server')}:5201"):
+    for s in sender_samples(probe.samples, f"{lab.ip('server')}:{IPERF_PORT}"):
         flows.setdefault(s.flow, []).append(s)
     return sorted(flows.values(), key=len)[-parallel:]  # the data connections, not iperf3's control one
 
