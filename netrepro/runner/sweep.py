@@ -48,7 +48,7 @@ from ground.manifests import ManifestUnreadable, read_manifest
 from ground.proc import CommandError
 from ground.progress import Progress
 from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_draw, trial_key
-from netrepro.runner import preflight, shards
+from netrepro.runner import preflight, resume, shards
 from netrepro.runner.session import Session
 from netrepro.runner.shards import Shard
 from netrepro.runner.verify import rtt_tolerance_ms, verify
@@ -480,147 +480,6 @@ def trials_to_run(grid: list[Params], trials: int, trial_log: TrialLog, opts: Op
     return todo
 
 
-# -- a resume that cannot mix --------------------------------------------------------------------
-
-# What changes the measurement, as each row records it: a figure's rows must agree on them.  The topology
-# is in the resume key already (a figure on another topology is a derived figure, with its own directory
-# and CSV: spec.Figure.on), the seed in each row's (trial key, seed), the host may differ (shards).
-RESUME_COLUMNS = ("backend", "switch", "cc_impl", "kernel")
-# The option that chooses each, for the message that names the way on.
-RESUME_OPTIONS = {"backend": "--shaper", "switch": "--switch", "cc_impl": "--impl"}
-
-
-class ResumeMismatch(UserError):
-    """The figure's rows ran with another backend, switch, implementation or kernel than this run would."""
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What a run measures with, as its rows will record it: `impls` maps each congestion control its grid
-    names (None: the hosts' default) to the implementation it will run as (`kernel` for the kernel's own)."""
-
-    backend: str
-    switch: str
-    kernel: str
-    impls: Mapping[str | None, str]
-
-    def value(self, column: str, row: Mapping[str, str]) -> str:
-        if column == "cc_impl":
-            return self.impls.get(row.get("cc") or None, "")
-        return str(getattr(self, column))
-
-
-def planned_setup(fig: Figure, opts: Options, grid: list[Params]) -> Setup:
-    """What this run's lab and session will use, decided by the functions that will decide it when they come
-    up (topologies.emulation.choose_backend, topologies.ovs.choose_switch, kmod.loader.choose_impl), before
-    anything is built.  Probes the machine as the preflight does (check_machine first: its errors come first)."""
-    from kmod import loader
-    from topologies import emulation, ovs
-    from topologies.topology import SWITCH
-
-    backend = emulation.choose_backend(opts.shaper)
-    has_switches = any(n.kind == SWITCH for n in fig.topology.place(trial_path(grid[0])).nodes) if grid else True
-    switch = ovs.choose_switch(opts.switch, backend) if has_switches else "none"
-    impls: dict[str | None, str] = {}
-    for params in grid:
-        cc = params.get("cc")
-        name = str(cc) if cc is not None else None
-        if name not in impls:
-            impls[name] = loader.choose_impl(name, opts.cc_impl) if name in loader.ALGORITHMS else "kernel"
-    return Setup(backend=backend, switch=switch, kernel=kernel.release(), impls=impls)
-
-
-def resumed_rows(trial_log: TrialLog, grid: list[Params], trials: int, seed: int) -> list[dict[str, str]]:
-    """The rows a run's new rows will be drawn beside: the successful rows of the figure's trials and seed
-    (a failed row holds no measurement, and is run again)."""
-    wanted = {trial_key(p, i) for p in grid for i in range(trials)}
-    return [
-        r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == seed and r.get("status") == "ok"
-    ]
-
-
-def resume_mismatches(
-    rows: list[dict[str, str]], value_of: Callable[[str, Mapping[str, str]], str], columns: tuple[str, ...]
-) -> tuple[list[tuple[str, str, str, int]], dict[str, int]]:
-    """(column, the rows' value, this run's, how many rows) for each value of the rows that differs from this
-    run's; and for each column, how many rows lack it (written before it was recorded: accepted)."""
-    differ: dict[tuple[str, str, str], int] = {}
-    lacking: dict[str, int] = {}
-    for row in rows:
-        for column in columns:
-            theirs = row.get(column) or ""
-            if not theirs:
-                lacking[column] = lacking.get(column, 0) + 1
-                continue
-            ours = value_of(column, row)
-            if ours and theirs != ours:
-                key = (column, theirs, ours)
-                differ[key] = differ.get(key, 0) + 1
-    return [(c, theirs, ours, n) for (c, theirs, ours), n in differ.items()], lacking
-
-
-def mismatch_line(fig: Figure, csv_path: Path, column: str, theirs: str, ours: str, count: int) -> str:
-    """One refusal: both values, and the way on."""
-    option = RESUME_OPTIONS.get(column)
-    keep = f"{option} {theirs} resumes them, " if option and theirs != "none" else ""
-    return (
-        f"{fig.full_name}: {csv_path} holds {count} trials run with {column} {theirs}; this run would use "
-        f"{column} {ours}, and one figure would mix both: {keep}--fresh starts it over (the old CSV kept as a "
-        "backup), or --out DIR (or a derived figure, --set ...) runs it beside them"
-    )
-
-
-def check_resume(
-    fig: Figure, csv_path: Path, rows: list[dict[str, str]], setup: Setup, columns: tuple[str, ...] = RESUME_COLUMNS
-) -> None:
-    """Refuse (ResumeMismatch, one line per difference) a run whose rows would differ from the figure's rows in
-    what changes the measurement; rows without a column (older than it) are accepted, and said so."""
-    differ, lacking = resume_mismatches(rows, setup.value, columns)
-    for column, n in sorted(lacking.items()):
-        log.info(
-            "%s: %d of its %d earlier rows record no %s (written before it was recorded): resumed as they are",
-            csv_path.name,
-            n,
-            len(rows),
-            column,
-        )
-    if differ:
-        raise ResumeMismatch("\n".join(mismatch_line(fig, csv_path, *d) for d in differ))
-
-
-class ResumeGuard:
-    """A RowSink that refuses a row whose setup differs from the figure's earlier rows: where the setup is known
-    only once the lab is up (a cluster's workers decide theirs), or differs from what was planned.  The first
-    such row is not written and the run stops (ResumeMismatch): the rows before it are kept."""
-
-    def __init__(
-        self, fig: Figure, csv_path: Path, sink: RowSink, earlier: list[dict[str, str]], allow_mixed: bool = False
-    ) -> None:
-        self.fig = fig
-        self.csv_path = csv_path
-        self.sink = sink
-        self.earlier = earlier
-        # a cluster's --allow-mixed takes workers of several kernels and backends: the earlier rows' too
-        self.columns = tuple(c for c in RESUME_COLUMNS if not (allow_mixed and c in ("kernel", "backend")))
-
-    def append(self, row: dict[str, Any]) -> None:
-        if self.earlier and row.get("status") == "ok":
-            cells = {k: ("" if v is None else str(v)) for k, v in row.items()}
-
-            def value_of(column: str, earlier: Mapping[str, str]) -> str:
-                if column == "cc_impl" and (earlier.get("cc") or "") != cells.get("cc", ""):
-                    return ""  # another congestion control: its own implementation
-                return cells.get(column, "")
-
-            differ, _ = resume_mismatches(self.earlier, value_of, self.columns)
-            if differ:
-                raise ResumeMismatch(
-                    "\n".join(mismatch_line(self.fig, self.csv_path, *d) for d in differ)
-                    + f"\n(the trial {row.get('trial_key')} that showed it is not written; the rows before are kept)"
-                )
-        self.sink.append(row)
-
-
 def run_figure(fig: Figure, opts: Options, locked: bool = False) -> Path:
     """Run (or resume) a figure, then write its plot, manifest and table; return the CSV's path.
 
@@ -669,7 +528,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         planned = len(mine)
         print(f"  --shard {opts.shard}: {planned} of the {len(grid) * trials} trials are this shard's", flush=True)
     skipped = planned - len(todo)
-    earlier = resumed_rows(trial_log, grid, trials, opts.seed)  # what this run's rows must not differ from
+    earlier = resume.resumed_rows(trial_log, grid, trials, opts.seed)  # what this run's rows must not differ from
     tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
     retried = sum(1 for p, i in todo if trial_key(p, i) in tried)
     again = f", {retried} failed before, run again (--no-retry-failed: keep them)" if retried else ""
@@ -691,7 +550,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
             print(f"  --plot-only: {missing} trials missing, not run", flush=True)
     elif todo and opts.engine is not None:
         # the workers decide their backend, switch, implementations and kernel: each row is checked as it comes
-        sink = ResumeGuard(fig, csv_path, trial_log, earlier, allow_mixed=opts.engine.allow_mixed)
+        sink = resume.ResumeGuard(fig, csv_path, trial_log, earlier, allow_mixed=opts.engine.allow_mixed)
         home = opts.engine.run_trials(fig, todo, opts, sink)
         verifications.update(home.verifications)
         engine = home.manifest()
@@ -707,8 +566,10 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     elif todo:
         preflight.check_machine(needs)
         # what the lab and the session will use, decided as they will decide it, before anything is built
-        check_resume(fig, csv_path, earlier, planned_setup(fig, opts, grid))
-        verifications.update(run_trials(fig, todo, opts, ResumeGuard(fig, csv_path, trial_log, earlier)))
+        resume.check_resume(
+            fig, csv_path, earlier, resume.planned_setup(fig, grid, opts.shaper, opts.switch, opts.cc_impl)
+        )
+        verifications.update(run_trials(fig, todo, opts, resume.ResumeGuard(fig, csv_path, trial_log, earlier)))
     wanted = {trial_key(p, i) for p in grid for i in range(trials)}
     attempts = [r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == opts.seed]
     rows = latest_rows(attempts)

@@ -15,7 +15,7 @@ from ground.trials import TrialLog, trial_key
 from kmod import loader
 from netrepro.front import cli
 from netrepro.runner import preflight, sweep
-from netrepro.runner.sweep import ResumeGuard, ResumeMismatch, Setup, check_resume
+from netrepro.runner.resume import ResumeGuard, ResumeMismatch, Setup, check_resume
 from topologies import emulation, ovs
 
 FIG = expts.find("iw/fig2")
@@ -64,7 +64,7 @@ def test_each_difference_is_a_line_of_its_own() -> None:
 
 def test_old_rows_without_a_column_are_accepted_and_said_so(caplog: pytest.LogCaptureFixture) -> None:
     old = [{k: v for k, v in r.items() if k not in ("switch", "cc_impl")} for r in rows()]
-    with caplog.at_level(logging.INFO, logger="netrepro.runner.sweep"):
+    with caplog.at_level(logging.INFO, logger="netrepro.runner.resume"):
         check_resume(FIG, CSV, old, Setup("delayline", "ovs", "6.1.0-test", {None: "bpf"}))
     assert "3 of its 3 earlier rows record no switch" in caplog.text
     assert "record no cc_impl" in caplog.text

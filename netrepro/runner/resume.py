@@ -1,0 +1,168 @@
+"""A resume that cannot mix: a figure's rows must agree on what changes the measurement.
+
+Every row records the backend, the switch, the congestion control's
+implementation and the kernel it ran with.  Before a run resumes a figure,
+`check_resume` compares the setup it will use (`planned_setup`, decided by
+the same functions that will decide it when the lab comes up) with the
+figure's successful rows of the same seed (`resumed_rows`), and refuses,
+naming both values and the way on, where they differ.  Where the setup is
+known only once the lab is up (a cluster's workers decide their own),
+`ResumeGuard` checks each row as it comes and stops the run at the first
+that differs.  Rows older than a column are accepted, and said so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ground import kernel
+from ground.errors import UserError
+from ground.trials import TrialLog, row_seed, trial_key
+from netrepro.studykit.spec import Figure, Params, trial_path
+
+if TYPE_CHECKING:
+    from netrepro.runner.sweep import RowSink
+
+log = logging.getLogger("netrepro.runner.resume")
+
+# What changes the measurement, as each row records it: a figure's rows must agree on them.  The topology
+# is in the resume key already (a figure on another topology is a derived figure, with its own directory
+# and CSV: spec.Figure.on), the seed in each row's (trial key, seed), the host may differ (shards).
+RESUME_COLUMNS = ("backend", "switch", "cc_impl", "kernel")
+# The option that chooses each, for the message that names the way on.
+RESUME_OPTIONS = {"backend": "--shaper", "switch": "--switch", "cc_impl": "--impl"}
+
+
+class ResumeMismatch(UserError):
+    """The figure's rows ran with another backend, switch, implementation or kernel than this run would."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a run measures with, as its rows will record it: `impls` maps each congestion control its grid
+    names (None: the hosts' default) to the implementation it will run as (`kernel` for the kernel's own)."""
+
+    backend: str
+    switch: str
+    kernel: str
+    impls: Mapping[str | None, str]
+
+    def value(self, column: str, row: Mapping[str, str]) -> str:
+        if column == "cc_impl":
+            return self.impls.get(row.get("cc") or None, "")
+        return str(getattr(self, column))
+
+
+def planned_setup(fig: Figure, grid: list[Params], shaper: str, switch: str, cc_impl: str | None) -> Setup:
+    """What this run's lab and session will use, decided by the functions that will decide it when they come
+    up (topologies.emulation.choose_backend, topologies.ovs.choose_switch, kmod.loader.choose_impl), before
+    anything is built.  Probes the machine as the preflight does (check_machine first: its errors come first)."""
+    from kmod import loader
+    from topologies import emulation, ovs
+    from topologies.topology import SWITCH
+
+    backend = emulation.choose_backend(shaper)
+    has_switches = any(n.kind == SWITCH for n in fig.topology.place(trial_path(grid[0])).nodes) if grid else True
+    chosen = ovs.choose_switch(switch, backend) if has_switches else "none"
+    impls: dict[str | None, str] = {}
+    for params in grid:
+        cc = params.get("cc")
+        name = str(cc) if cc is not None else None
+        if name not in impls:
+            impls[name] = loader.choose_impl(name, cc_impl) if name in loader.ALGORITHMS else "kernel"
+    return Setup(backend=backend, switch=chosen, kernel=kernel.release(), impls=impls)
+
+
+def resumed_rows(trial_log: TrialLog, grid: list[Params], trials: int, seed: int) -> list[dict[str, str]]:
+    """The rows a run's new rows will be drawn beside: the successful rows of the figure's trials and seed
+    (a failed row holds no measurement, and is run again)."""
+    wanted = {trial_key(p, i) for p in grid for i in range(trials)}
+    return [
+        r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == seed and r.get("status") == "ok"
+    ]
+
+
+def resume_mismatches(
+    rows: list[dict[str, str]], value_of: Callable[[str, Mapping[str, str]], str], columns: tuple[str, ...]
+) -> tuple[list[tuple[str, str, str, int]], dict[str, int]]:
+    """(column, the rows' value, this run's, how many rows) for each value of the rows that differs from this
+    run's; and for each column, how many rows lack it (written before it was recorded: accepted)."""
+    differ: dict[tuple[str, str, str], int] = {}
+    lacking: dict[str, int] = {}
+    for row in rows:
+        for column in columns:
+            theirs = row.get(column) or ""
+            if not theirs:
+                lacking[column] = lacking.get(column, 0) + 1
+                continue
+            ours = value_of(column, row)
+            if ours and theirs != ours:
+                key = (column, theirs, ours)
+                differ[key] = differ.get(key, 0) + 1
+    return [(c, theirs, ours, n) for (c, theirs, ours), n in differ.items()], lacking
+
+
+def mismatch_line(fig: Figure, csv_path: Path, column: str, theirs: str, ours: str, count: int) -> str:
+    """One refusal: both values, and the way on."""
+    option = RESUME_OPTIONS.get(column)
+    keep = f"{option} {theirs} resumes them, " if option and theirs != "none" else ""
+    return (
+        f"{fig.full_name}: {csv_path} holds {count} trials run with {column} {theirs}; this run would use "
+        f"{column} {ours}, and one figure would mix both: {keep}--fresh starts it over (the old CSV kept as a "
+        "backup), or --out DIR (or a derived figure, --set ...) runs it beside them"
+    )
+
+
+def check_resume(
+    fig: Figure, csv_path: Path, rows: list[dict[str, str]], setup: Setup, columns: tuple[str, ...] = RESUME_COLUMNS
+) -> None:
+    """Refuse (ResumeMismatch, one line per difference) a run whose rows would differ from the figure's rows in
+    what changes the measurement; rows without a column (older than it) are accepted, and said so."""
+    differ, lacking = resume_mismatches(rows, setup.value, columns)
+    for column, n in sorted(lacking.items()):
+        log.info(
+            "%s: %d of its %d earlier rows record no %s (written before it was recorded): resumed as they are",
+            csv_path.name,
+            n,
+            len(rows),
+            column,
+        )
+    if differ:
+        raise ResumeMismatch("\n".join(mismatch_line(fig, csv_path, *d) for d in differ))
+
+
+class ResumeGuard:
+    """A RowSink that refuses a row whose setup differs from the figure's earlier rows: where the setup is known
+    only once the lab is up (a cluster's workers decide theirs), or differs from what was planned.  The first
+    such row is not written and the run stops (ResumeMismatch): the rows before it are kept."""
+
+    def __init__(
+        self, fig: Figure, csv_path: Path, sink: RowSink, earlier: list[dict[str, str]], allow_mixed: bool = False
+    ) -> None:
+        self.fig = fig
+        self.csv_path = csv_path
+        self.sink = sink
+        self.earlier = earlier
+        # a cluster's --allow-mixed takes workers of several kernels and backends: the earlier rows' too
+        self.columns = tuple(c for c in RESUME_COLUMNS if not (allow_mixed and c in ("kernel", "backend")))
+
+    def append(self, row: dict[str, Any]) -> None:
+        if self.earlier and row.get("status") == "ok":
+            cells = {k: ("" if v is None else str(v)) for k, v in row.items()}
+
+            def value_of(column: str, earlier: Mapping[str, str]) -> str:
+                if column == "cc_impl" and (earlier.get("cc") or "") != cells.get("cc", ""):
+                    return ""  # another congestion control: its own implementation
+                return cells.get(column, "")
+
+            differ, _ = resume_mismatches(self.earlier, value_of, self.columns)
+            if differ:
+                raise ResumeMismatch(
+                    "\n".join(mismatch_line(self.fig, self.csv_path, *d) for d in differ)
+                    + f"\n(the trial {row.get('trial_key')} that showed it is not written; the rows before are kept)"
+                )
+        self.sink.append(row)
