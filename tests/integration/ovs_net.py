@@ -3,11 +3,13 @@
 Built as the lab builds its net (no root-namespace sysctls, no controller,
 every node's shell and namespace in the ledger).  Run as a script, it brings
 the net up under a ledger of its own, prints one line `NET-IS-UP <ledger
-file> <switch directory>`, and holds the net until it is killed.
+file> <switch directory>`, and holds the net until it is killed: on SIGTERM it
+takes the net down and undoes its ledger, on SIGKILL it leaves both to `clean`.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from typing import Any
@@ -80,12 +82,16 @@ class OvsNet:
 
 
 def main() -> None:
-    ledger = Ledger()
-    net = OvsNet(ledger, datapath=sys.argv[1] if len(sys.argv) > 1 else "netdev").start()
-    files = net.switch.files
-    assert files is not None
-    print(f"NET-IS-UP {ledger.file} {files.directory}", flush=True)
-    time.sleep(600)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # unwind as a run does
+    with Ledger() as ledger:
+        net = OvsNet(ledger, datapath=sys.argv[1] if len(sys.argv) > 1 else "netdev").start()
+        try:
+            files = net.switch.files
+            assert files is not None
+            print(f"NET-IS-UP {ledger.file} {files.directory}", flush=True)
+            time.sleep(600)
+        finally:
+            net.stop()
 
 
 if __name__ == "__main__":

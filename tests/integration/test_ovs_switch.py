@@ -111,19 +111,24 @@ def test_the_kernel_datapath_where_there_is_none_fails_saying_why_and_leaves_not
 
 
 def wait_for(p: "subprocess.Popen[str]", marker: str, timeout: float = 60) -> list[str]:
-    """Read the helper's output until a line starting with `marker`; return that line's other words."""
+    """Read the helper's output until a line starting with `marker`; return that line's other words.
+    Without one in time the helper is stopped by SIGTERM, on which it takes its net down and undoes
+    its ledger (SIGKILL only if it has not ended a minute later), and the test fails with its output."""
     seen, line = read_until(p, lambda text: text.startswith(marker), timeout)
     if line is not None:
         return line.split()[1:]
-    p.kill()
-    p.wait()
-    pytest.fail(f"never saw {marker!r}; output:\n{seen}")
+    p.terminate()
+    try:
+        rest, _ = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rest, _ = p.communicate()
+    pytest.fail(f"never saw {marker!r} in {timeout} s; output:\n{seen}{rest}")
 
 
-def test_sigkill_then_clean_leaves_nothing_of_the_switch() -> None:
-    before = snapshot()
-    before_ovs = ovs_processes()
-    held = subprocess.Popen(
+def start_helper() -> "subprocess.Popen[str]":
+    """ovs_net.py as a script: the net up under a ledger of its own, held until it is signalled."""
+    return subprocess.Popen(
         [sys.executable, str(HELPER), "netdev"],
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -131,6 +136,33 @@ def test_sigkill_then_clean_leaves_nothing_of_the_switch() -> None:
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"},
     )
+
+
+def test_sigterm_takes_the_switch_down_and_undoes_its_ledger() -> None:
+    """What wait_for relies on when the helper never comes up: SIGTERM leaves nothing for `clean`."""
+    before = snapshot()
+    before_ovs = ovs_processes()
+    held = start_helper()
+    ledger_file, directory = map(Path, wait_for(held, "NET-IS-UP"))
+    daemons = set(ovs_processes()) - set(before_ovs)
+    assert len(daemons) == 2 and directory.is_dir() and ledger_file.is_file()
+
+    held.terminate()
+    out, _ = held.communicate(timeout=60)
+    assert held.returncode == 128 + signal.SIGTERM, out
+    assert not ledger_file.exists() and not directory.exists(), out
+    assert not set(ovs_processes()) & daemons
+    for _ in range(100):
+        if not differences(before, snapshot()):
+            break
+        time.sleep(0.1)
+    assert differences(before, snapshot()) == []
+
+
+def test_sigkill_then_clean_leaves_nothing_of_the_switch() -> None:
+    before = snapshot()
+    before_ovs = ovs_processes()
+    held = start_helper()
     ledger_file, directory = map(Path, wait_for(held, "NET-IS-UP"))
     daemons = set(ovs_processes()) - set(before_ovs)
     assert len(daemons) == 2 and directory.is_dir() and ledger_file.is_file()
