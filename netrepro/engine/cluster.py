@@ -60,7 +60,8 @@ from netrepro.engine.local import local_client
 from netrepro.engine.tls import HTTP_ROUTES, RunCertificates, make_certificates
 from netrepro.engine.worker import Job, WorkerFailed, WorkerRefused, run_setting
 from netrepro.runner import session, shards
-from netrepro.runner.sweep import Options, RowSink
+from netrepro.runner.resume import RowSink
+from netrepro.runner.sweep import Options
 from netrepro.studykit.spec import Figure, Params
 
 log = logging.getLogger("netrepro.engine.cluster")

@@ -17,15 +17,12 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ground import kernel
 from ground.errors import UserError
 from ground.trials import TrialLog, row_seed, trial_key
 from netrepro.studykit.spec import Figure, Params, trial_path
-
-if TYPE_CHECKING:
-    from netrepro.runner.sweep import RowSink
 
 log = logging.getLogger("netrepro.runner.resume")
 
@@ -35,6 +32,13 @@ log = logging.getLogger("netrepro.runner.resume")
 RESUME_COLUMNS = ("backend", "switch", "cc_impl", "kernel")
 # The option that chooses each, for the message that names the way on.
 RESUME_OPTIONS = {"backend": "--shaper", "switch": "--switch", "cc_impl": "--impl"}
+
+
+class RowSink(Protocol):
+    """Where run_trials puts each trial's row: the figure's TrialLog, a cluster worker's pipe home, or a
+    ResumeGuard in front of either."""
+
+    def append(self, row: dict[str, Any]) -> None: ...
 
 
 class ResumeMismatch(UserError):

@@ -49,6 +49,7 @@ from ground.proc import CommandError
 from ground.progress import Progress
 from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_draw, trial_key
 from netrepro.runner import preflight, resume, shards
+from netrepro.runner.resume import RowSink
 from netrepro.runner.session import Session
 from netrepro.runner.shards import Shard
 from netrepro.runner.verify import rtt_tolerance_ms, verify
@@ -108,12 +109,6 @@ class FailureStreak:
         if server_log:
             lines += ["the server's error log ends:", *(f"  {line}" for line in server_log.splitlines())]
         return "\n".join(lines)
-
-
-class RowSink(Protocol):
-    """Where run_trials puts each trial's row: the figure's TrialLog, or a cluster worker's pipe home."""
-
-    def append(self, row: dict[str, Any]) -> None: ...
 
 
 class EngineRun(Protocol):
