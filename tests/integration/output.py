@@ -39,3 +39,16 @@ def read_until(p: "subprocess.Popen[str]", wanted: Callable[[str], bool], timeou
         if not chunk:
             return seen, (pending if pending and wanted(pending) else None)
     return seen, None
+
+
+def stop(p: "subprocess.Popen[str]", grace_s: float = 60) -> str:
+    """Stop a command that never printed what a test waited for: SIGTERM, on which a run or a test helper
+    undoes what it made (a SIGKILL would leave its changes to the next tests), SIGKILL only if it has not
+    ended `grace_s` later.  Returns the rest of its output."""
+    p.terminate()
+    try:
+        rest, _ = p.communicate(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rest, _ = p.communicate()
+    return rest

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from machine import differences, snapshot, wait_until_as_before
-from output import read_until
+from output import read_until, stop
 
 from ground.ledger import LEDGER_DIR
 from ground.results import REPO
@@ -47,13 +47,7 @@ def wait_for_line(p: subprocess.Popen[str], marker: str, timeout: float = 60) ->
     seen, line = read_until(p, lambda text: marker in text, timeout)
     if line is not None:
         return seen
-    p.terminate()
-    try:
-        rest, _ = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        rest, _ = p.communicate()
-    pytest.fail(f"never saw {marker!r} in {timeout} s; output:\n{seen}{rest}")
+    pytest.fail(f"never saw {marker!r} in {timeout} s; output:\n{seen}{stop(p)}")
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from machine import differences, snapshot
-from output import read_until
+from machine import snapshot, wait_until_as_before
+from output import read_until, stop
 from ovs_net import OvsNet
 
 from ground import kernel
@@ -117,18 +117,14 @@ def wait_for(p: "subprocess.Popen[str]", marker: str, timeout: float = 60) -> li
     seen, line = read_until(p, lambda text: text.startswith(marker), timeout)
     if line is not None:
         return line.split()[1:]
-    p.terminate()
-    try:
-        rest, _ = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        rest, _ = p.communicate()
-    pytest.fail(f"never saw {marker!r} in {timeout} s; output:\n{seen}{rest}")
+    pytest.fail(f"never saw {marker!r} in {timeout} s; output:\n{seen}{stop(p)}")
 
 
-def start_helper() -> "subprocess.Popen[str]":
-    """ovs_net.py as a script: the net up under a ledger of its own, held until it is signalled."""
-    return subprocess.Popen(
+def helper_up() -> tuple["subprocess.Popen[str]", Path, Path, set[int]]:
+    """ovs_net.py as a script, its net up under a ledger of its own and held until it is signalled:
+    (the process, its ledger file, the switch's directory, the switch's two daemons)."""
+    before_ovs = ovs_processes()
+    held = subprocess.Popen(
         [sys.executable, str(HELPER), "netdev"],
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -136,36 +132,28 @@ def start_helper() -> "subprocess.Popen[str]":
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"},
     )
+    ledger_file, directory = map(Path, wait_for(held, "NET-IS-UP"))
+    daemons = set(ovs_processes()) - set(before_ovs)
+    assert len(daemons) == 2 and directory.is_dir() and ledger_file.is_file()
+    return held, ledger_file, directory, daemons
 
 
 def test_sigterm_takes_the_switch_down_and_undoes_its_ledger() -> None:
     """What wait_for relies on when the helper never comes up: SIGTERM leaves nothing for `clean`."""
     before = snapshot()
-    before_ovs = ovs_processes()
-    held = start_helper()
-    ledger_file, directory = map(Path, wait_for(held, "NET-IS-UP"))
-    daemons = set(ovs_processes()) - set(before_ovs)
-    assert len(daemons) == 2 and directory.is_dir() and ledger_file.is_file()
+    held, ledger_file, directory, daemons = helper_up()
 
     held.terminate()
     out, _ = held.communicate(timeout=60)
     assert held.returncode == 128 + signal.SIGTERM, out
     assert not ledger_file.exists() and not directory.exists(), out
     assert not set(ovs_processes()) & daemons
-    for _ in range(100):
-        if not differences(before, snapshot()):
-            break
-        time.sleep(0.1)
-    assert differences(before, snapshot()) == []
+    assert wait_until_as_before(before, within_s=10)[0] == []
 
 
 def test_sigkill_then_clean_leaves_nothing_of_the_switch() -> None:
     before = snapshot()
-    before_ovs = ovs_processes()
-    held = start_helper()
-    ledger_file, directory = map(Path, wait_for(held, "NET-IS-UP"))
-    daemons = set(ovs_processes()) - set(before_ovs)
-    assert len(daemons) == 2 and directory.is_dir() and ledger_file.is_file()
+    held, ledger_file, directory, daemons = helper_up()
 
     held.send_signal(signal.SIGKILL)
     held.wait()
@@ -181,8 +169,4 @@ def test_sigkill_then_clean_leaves_nothing_of_the_switch() -> None:
     print(f"clean after SIGKILL: {took:.2f} s: {report[0]}")
     assert not directory.exists()
     assert not set(ovs_processes()) & daemons
-    for _ in range(100):
-        if not differences(before, snapshot()):
-            break
-        time.sleep(0.1)
-    assert differences(before, snapshot()) == []
+    assert wait_until_as_before(before, within_s=10)[0] == []
