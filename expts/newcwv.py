@@ -592,17 +592,20 @@ def _inside(low: float, high: float, lo: float, hi: float) -> str:
     return UNDECIDED
 
 
-def _gain_band(at: str, base: list[float], other: list[float], lo: float, hi: float, cells: int = 1) -> Finding:
+def _gain_band(
+    at: str, base: list[float], other: list[float], lo: float, hi: float, cells: int = 1, independent: bool = False
+) -> Finding:
     """The gain (Tr - Tc)/Tr x 100 between two arms' trials against the range lo..hi (%), at one of a claim's
     `cells` cells: claims.within_band on the ratio of their geometric means (its 90 % interval inside the
-    range holds; wholly outside, widened for the cells, differs), told as a gain."""
-    found = claims.within_band(at, base, other, 1 - hi / 100, 1 - lo / 100, ratio=True, levels=cells)
+    range holds; wholly outside, widened for the cells, differs), told as a gain.  `independent`: each
+    trial drew its own seed (claims.independent)."""
+    found = claims.within_band(at, base, other, 1 - hi / 100, 1 - lo / 100, True, cells, independent)
     iv = claims.welch(base, other, EQUIVALENCE, ratio=True)
     if iv is None:
         return found
     g, g_low, g_high = (100 * (1 - r) for r in (iv.estimate, iv.high, iv.low))
-    replays = "; no spread in either series: the trials are replays" if "replays" in found.estimate else ""
-    text = f"gain {g:.1f} % [{g_low:.1f}, {g_high:.1f}], n = {len(other)}, {len(base)}{replays}"
+    _, semicolon, why = found.estimate.partition(";")  # no spread: replays, or the exact rank test
+    text = f"gain {g:.1f} % [{g_low:.1f}, {g_high:.1f}], n = {len(other)}, {len(base)}{semicolon}{why}"
     return dataclasses.replace(found, estimate=text)
 
 
@@ -631,20 +634,23 @@ def gain_within(arm: str, bands: Mapping[int, tuple[float, float]], per_idle: bo
     )
 
     def decide(fig: Figure, rows: Rows) -> list[Finding]:
-        cells: list[tuple[str, list[float], list[float], float, float]] = []
+        cells: list[tuple[str, list[float], list[float], float, float, bool]] = []
         empty = []
         for kb, (lo, hi) in bands.items():
+            both = [*_trials(rows, BASELINE.label, kb), *_trials(rows, arm, kb)]
+            alone = claims.independent(r.get("draw_seed") for r in both)
             if not per_idle:
-                cells.append((f"{kb} KB", trial_values(rows, BASELINE.label, kb), trial_values(rows, arm, kb), lo, hi))
+                base, other = trial_values(rows, BASELINE.label, kb), trial_values(rows, arm, kb)
+                cells.append((f"{kb} KB", base, other, lo, hi, alone))
                 continue
-            idles = idles_of([*_trials(rows, BASELINE.label, kb), *_trials(rows, arm, kb)])
+            idles = idles_of(both)
             if not idles:
                 empty.append(Finding(UNDECIDED, f"{kb} KB", "no trials"))
             for idle in idles:
                 base, other = trial_values(rows, BASELINE.label, kb, idle), trial_values(rows, arm, kb, idle)
-                cells.append((f"{kb} KB, {idle_label(idle)}", base, other, lo, hi))
+                cells.append((f"{kb} KB, {idle_label(idle)}", base, other, lo, hi, alone))
         # a claim over many cells differs where one cell differs: each read off an interval widened for them all
-        return [_gain_band(*cell, cells=len(cells)) for cell in cells] + empty
+        return [_gain_band(*cell[:5], cells=len(cells), independent=cell[5]) for cell in cells] + empty
 
     return claims.Computed(what, decide)
 

@@ -33,9 +33,14 @@ a word like "same" or "little" gets), and a test:
   factor compared as groups, or another parameter as the levels).
 
 A level where the interval is too wide to decide is *undecided*, with the
-trials per series that would decide it at the spread measured.  Trials that
-are exact replays (no spread in either series) decide nothing: they are
-undecided too, and say so; so is a level without trials (one a --quick run
+trials per series that would decide it at the spread measured.  Where
+neither series has any spread, a t interval has nothing to stand on: trials
+that each drew their own seed (a row's `draw_seed`, `independent`) are then
+a measurement the draw does not move, and the exact rank test decides it
+(`rank_exact`: the one arrangement that puts one series wholly beside the
+other has the chance 1 / C(m + n, m) under no effect: four trials a series
+decide at 95 %, five where a claim covers two levels); trials without their own draws are replays and
+decide nothing: undecided, and saying so.  So is a level without trials (one a --quick run
 did not run, or whose trials all failed), and a trend without trials at one
 of the levels it names, whatever its slope over the rest: the sentence's
 trend is over all of them.  A claim holds when it holds at every level it
@@ -49,7 +54,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +84,9 @@ class Finding:
     trials_needed: int | None = None  # undecided: trials per series that would decide it, at the measured spread
 
 
+Metric = str | Callable[[Mapping[str, str]], float | None]
+
+
 @dataclass(frozen=True)
 class Group:
     """The trials a test reads: one series (its label), or rows whose parameters match, at a level."""
@@ -89,10 +97,9 @@ class Group:
     def __str__(self) -> str:
         return self.series if self.series is not None else ", ".join(f"{k}={v}" for k, v in self.where.items())
 
-    def values(
-        self, fig: Figure, rows: Rows, level: Any, metric: str | Callable[[Mapping[str, str]], float | None]
-    ) -> list[float]:
-        """The metric of each successful trial of this group at `level` (one value a trial)."""
+    def trials(self, fig: Figure, rows: Rows, level: Any, metric: Metric) -> list[tuple[float, str]]:
+        """The metric of each successful trial of this group at `level`, and the seed of the trial's draw
+        ("" for a row from before trials drew their own)."""
         out = []
         for r in rows:
             if r.get("status") != "ok" or str(r.get(fig.x)) != str(level):
@@ -103,8 +110,24 @@ class Group:
                 continue
             value = metric(r) if callable(metric) else _number(r.get(metric))
             if value is not None and math.isfinite(value):
-                out.append(value)
+                out.append((value, str(r.get("draw_seed") or "")))
         return out
+
+    def values(self, fig: Figure, rows: Rows, level: Any, metric: Metric) -> list[float]:
+        """The metric of each successful trial of this group at `level` (one value a trial)."""
+        return [value for value, _ in self.trials(fig, rows, level, metric)]
+
+
+def independent(*draws: Iterable[str | None]) -> bool:
+    """Whether trials are independent by construction: every one drew its own seed (its row's `draw_seed`,
+    present and unlike any other's), so that trials alike to the last digit are what the draw does not
+    move, not one draw replayed."""
+    seeds = [d for ds in draws for d in ds]
+    return bool(seeds) and all(seeds) and len(set(seeds)) == len(seeds)
+
+
+def _independent_at(fig: Figure, rows: Rows, level: Any, metric: Metric, *groups: Group) -> bool:
+    return independent(*([d for _, d in g.trials(fig, rows, level, metric)] for g in groups))
 
 
 def _number(text: str | None) -> float | None:
@@ -118,9 +141,6 @@ def _number(text: str | None) -> float | None:
 
 def group(g: str | Group) -> Group:
     return g if isinstance(g, Group) else Group(series=g)
-
-
-Metric = str | Callable[[Mapping[str, str]], float | None]
 
 
 def _levels(fig: Figure, levels: Sequence[Any] | None) -> list[Any]:
@@ -190,8 +210,35 @@ def _too_few(a: Sequence[float], b: Sequence[float]) -> str:
     return f"too few trials to estimate a spread (n = {len(b)}, {len(a)})"
 
 
-def _replays(a: Sequence[float], b: Sequence[float]) -> bool:
+def _no_spread(a: Sequence[float], b: Sequence[float]) -> bool:
     return len(set(a)) == 1 and len(set(b)) == 1 and len(a) > 1 and len(b) > 1
+
+
+def rank_exact(m: int, n: int, confidence: float) -> bool:
+    """Whether m and n trials without spread decide at `confidence` (two-sided): the exact Mann-Whitney
+    test, which asks only that the trials be exchangeable under no effect.  With every trial of each series
+    alike, the one arrangement of ranks that puts one series wholly beside the other (U = 0) has the chance
+    1 / C(m + n, m) under no effect; where that is under (1 - confidence) / 2, the distribution-free
+    (Moses) interval of the difference is the difference itself."""
+    return 1 / math.comb(m + n, m) <= (1 - confidence) / 2
+
+
+def rank_exact_trials(confidence: float) -> int:
+    """Trials a series that `rank_exact` needs to decide at `confidence` (4 at 95 %, 5 at 97.5 %)."""
+    n = 2
+    while not rank_exact(n, n, confidence):
+        n += 1
+    return n
+
+
+_REPLAYS = "; no spread in either series and no draw of their own: the trials are replays"
+
+
+def _exact_text(a: Sequence[float], b: Sequence[float]) -> str:
+    return (
+        f"; no spread in either series, each trial its own draw: the exact rank test (chance of the "
+        f"separation under no effect 1/{math.comb(len(a) + len(b), len(a))} each side)"
+    )
 
 
 def differs_confidence(levels: int, confidence: float = CONFIDENCE) -> float:
@@ -235,17 +282,29 @@ class Better:
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         levels = _levels(fig, self.levels)
         out = []
+        loser, winner = group(self.loser), group(self.winner)
         for level in levels:
-            a = group(self.loser).values(fig, rows, level, self.metric)
-            b = group(self.winner).values(fig, rows, level, self.metric)
-            out.append(better_at(str(level), a, b, self.higher, self.worth, self.ratio, len(levels) * self.family))
+            a = loser.values(fig, rows, level, self.metric)
+            b = winner.values(fig, rows, level, self.metric)
+            alone = _independent_at(fig, rows, level, self.metric, loser, winner)
+            out.append(
+                better_at(str(level), a, b, self.higher, self.worth, self.ratio, len(levels) * self.family, alone)
+            )
         return out
 
 
 def better_at(
-    at: str, a: list[float], b: list[float], higher: bool, worth: float, ratio: bool, levels: int = 1
+    at: str,
+    a: list[float],
+    b: list[float],
+    higher: bool,
+    worth: float,
+    ratio: bool,
+    levels: int = 1,
+    independent: bool = False,
 ) -> Finding:
-    """`b` better than `a` at one of a claim's `levels` levels (Better's rule, for a study's own tests)."""
+    """`b` better than `a` at one of a claim's `levels` levels (Better's rule, for a study's own tests);
+    `independent`: each trial drew its own seed, so that no spread at all is decided by `rank_exact`."""
     iv = welch(a, b, CONFIDENCE, ratio)
     wide = welch(a, b, differs_confidence(levels), ratio)
     if iv is None or wide is None:
@@ -264,8 +323,19 @@ def better_at(
         text = f"difference {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}]"
         scale = float
     text += f", n = {iv.n[1]}, {iv.n[0]}"
-    if _replays(a, b):
-        return Finding(UNDECIDED, at, text + "; no spread in either series: the trials are replays", None)
+    if _no_spread(a, b):
+        if not independent:
+            return Finding(UNDECIDED, at, text + _REPLAYS)
+        text += _exact_text(a, b)
+        for outcome, true, confidence in (
+            (HOLDS, low > none, CONFIDENCE),
+            (DIFFERS, high < enough, differs_confidence(levels)),
+        ):
+            if true:
+                if rank_exact(len(a), len(b), confidence):
+                    return Finding(outcome, at, text)
+                return Finding(UNDECIDED, at, text, rank_exact_trials(confidence))
+        return Finding(UNDECIDED, at, text)
     if low > none:
         return Finding(HOLDS, at, text)
     if high < enough:
@@ -276,20 +346,39 @@ def better_at(
 
 
 def within_band(
-    at: str, a: list[float], b: list[float], low: float, high: float, ratio: bool = True, levels: int = 1
+    at: str,
+    a: list[float],
+    b: list[float],
+    low: float,
+    high: float,
+    ratio: bool = True,
+    levels: int = 1,
+    independent: bool = False,
 ) -> Finding:
     """`b` against `a` inside [low, high] at one of a claim's `levels` levels: the ratio of geometric means
     (or the difference of means) whose 90 % Welch interval lies inside the band holds (two one-sided tests
     at 5 %), whose interval widened for the levels (`differs_confidence`) lies wholly outside differs.
-    An open band (`low` 0 for a ratio, or an infinite edge) is one one-sided test."""
+    An open band (`low` 0 for a ratio, or an infinite edge) is one one-sided test.  `independent`: each
+    trial drew its own seed, so that no spread at all is decided by `rank_exact`."""
     iv = welch(a, b, 1 - 2 * (1 - CONFIDENCE), ratio)
     wide = welch(a, b, 1 - 2 * (1 - differs_confidence(levels)), ratio)
     if iv is None or wide is None:
         return Finding(UNDECIDED, at, _too_few(a, b))
     kind = "ratio" if ratio else "difference"
     text = f"{kind} {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}], n = {len(b)}, {len(a)}"
-    if _replays(a, b):
-        return Finding(UNDECIDED, at, text + "; no spread in either group: the trials are replays")
+    if _no_spread(a, b):
+        if not independent:
+            return Finding(UNDECIDED, at, text + _REPLAYS)
+        text += _exact_text(a, b)
+        for outcome, true, confidence in (
+            (HOLDS, low <= iv.low and iv.high <= high, 1 - 2 * (1 - CONFIDENCE)),
+            (DIFFERS, wide.high < low or wide.low > high, 1 - 2 * (1 - differs_confidence(levels))),
+        ):
+            if true:
+                if rank_exact(len(a), len(b), confidence):
+                    return Finding(outcome, at, text)
+                return Finding(UNDECIDED, at, text, rank_exact_trials(confidence))
+        return Finding(UNDECIDED, at, text)
     if low <= iv.low and iv.high <= high:
         return Finding(HOLDS, at, text)
     if wide.high < low or wide.low > high:
@@ -336,6 +425,7 @@ class Same:
                         high,
                         self.ratio,
                         len(levels) * len(others) * self.family,
+                        _independent_at(fig, rows, level, self.metric, first, other),
                     ),
                 )
                 for other in others
@@ -371,15 +461,17 @@ class Within:
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         levels = _levels(fig, self.levels)
+        to, of = group(self.to), group(self.of)
         return [
             within_band(
                 str(level),
-                group(self.to).values(fig, rows, level, self.metric),
-                group(self.of).values(fig, rows, level, self.metric),
+                to.values(fig, rows, level, self.metric),
+                of.values(fig, rows, level, self.metric),
                 self.low,
                 self.high,
                 self.ratio,
                 len(levels),
+                _independent_at(fig, rows, level, self.metric, to, of),
             )
             for level in levels
         ]

@@ -101,6 +101,43 @@ def test_replayed_trials_decide_nothing() -> None:
     assert judged.outcome == UNDECIDED and "replays" in judged.evidence()
 
 
+def deterministic(series: str, value: str, n: int, draws: str = "{series}{i}") -> list[dict[str, str]]:
+    """`n` trials of `series` alike to the last digit, each with the draw seed `draws` names."""
+    return [
+        {"series": series, "loss": "1%", "status": "ok", "plt_ms": value, "draw_seed": draws.format(series=series, i=i)}
+        for i in range(n)
+    ]
+
+
+def test_trials_without_spread_that_each_drew_their_own_seed_are_decided_by_the_exact_rank_test() -> None:
+    """A measurement the draw does not move (the same count of losses in every trial, whatever its order and
+    start phase) is not a replay: four trials a series decide it at 95 %, three cannot (1/20 each side)."""
+    faster = deterministic("A", "1000", 4) + deterministic("B", "700", 4)
+    judged = outcome(LOWER, faster)
+    assert judged.outcome == HOLDS and "exact rank test" in judged.evidence() and "1/70" in judged.evidence()
+    assert outcome(LOWER, deterministic("A", "1000", 4) + deterministic("B", "1000", 4)).outcome == DIFFERS
+    assert outcome(SAME, deterministic("A", "1000", 4) + deterministic("B", "1020", 4)).outcome == HOLDS
+    assert outcome(SAME, deterministic("A", "1000", 5) + deterministic("B", "1500", 5)).outcome == DIFFERS
+    three = outcome(LOWER, deterministic("A", "1000", 3) + deterministic("B", "700", 3))
+    assert three.outcome == UNDECIDED and three.trials_needed == 4
+    # a claim over two levels needs five to show it wrong at one of them (97.5 % at each)
+    assert claims.rank_exact_trials(claims.differs_confidence(2)) == 5
+
+
+def test_trials_without_spread_that_share_a_draw_are_replays() -> None:
+    shared = deterministic("A", "1000", 5, draws="7") + deterministic("B", "700", 5, draws="7")
+    missing = deterministic("A", "1000", 5, draws="") + deterministic("B", "700", 5, draws="")
+    for rows in (shared, missing):
+        judged = outcome(LOWER, rows)
+        assert judged.outcome == UNDECIDED and "replays" in judged.evidence()
+
+
+def test_the_exact_rank_bound_is_the_chance_of_one_arrangement_in_c_m_plus_n_m() -> None:
+    assert claims.rank_exact(4, 4, 0.95) and not claims.rank_exact(3, 3, 0.95)  # 1/70 and 1/20 against 1/40
+    assert claims.rank_exact(3, 5, 0.95) and not claims.rank_exact(2, 5, 0.95)  # 1/56 and 1/21
+    assert claims.rank_exact_trials(0.95) == 4
+
+
 def test_too_few_trials_are_undecided_not_an_error() -> None:
     assert outcome(LOWER, trials("A", "1%", 1000, 30, 1, 1)).outcome == UNDECIDED
     assert outcome(LOWER, []).outcome == UNDECIDED
