@@ -16,7 +16,8 @@ is failed, and run again after a pause, three attempts at most.
 One run at a time holds a figure's CSV.  At the end: the summary, the
 figure, the manifest and a short table on the terminal, each with the
 project's reference reproduction (results/reference/) beside this run's
-numbers where the figure is the one declared.  Every log record of the run
+numbers where the figure is the one declared (what the manifest says, the
+verdict and the reference: netrepro.runner.manifest).  Every log record of the run
 (each command with its namespace) also goes to
 results/<study>/logs/<figure>-<time>.log, which the manifest names.  A
 derived figure (other parameters than declared) has a directory of its own.
@@ -40,22 +41,21 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol
 
-import expts
 from ground import cgroups, figurelock, kernel, logs, results
 from ground.errors import SetupError, TrialError, UserError
 from ground.ledger import Ledger
-from ground.manifests import ManifestUnreadable, read_manifest
 from ground.proc import CommandError
 from ground.progress import Progress
-from ground.trials import DEFAULT_SEED, TrialLog, latest_rows, read_rows, row_seed, trial_draw, trial_key
+from ground.trials import TrialLog, latest_rows, row_seed, trial_draw, trial_key
 from netrepro.runner import preflight, resume, shards
+from netrepro.runner.manifest import earlier_verifications, figure_manifest, judgement_lines, judgement_of, reference_of
 from netrepro.runner.resume import RowSink
 from netrepro.runner.session import Session
 from netrepro.runner.shards import Shard
 from netrepro.runner.verify import rtt_tolerance_ms, verify
-from netrepro.runner.workloads import CLIENT, WORKLOADS
-from netrepro.studykit import claims, plot
-from netrepro.studykit.spec import Figure, Params, Point, Rows, trial_path, variant_name
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit import plot
+from netrepro.studykit.spec import Figure, Params, trial_path
 from topologies.lab import Lab
 
 log = logging.getLogger("netrepro.runner.sweep")
@@ -384,87 +384,6 @@ def _verification_columns_from(doc: Mapping[str, Any]) -> dict[str, Any]:
     return cols
 
 
-def earlier_verifications(manifest: Path, fresh: bool) -> dict[str, Any]:
-    """The path verifications of the runs that made the CSV's earlier rows (a resumed or re-plotted
-    figure keeps them; this run's own verifications are added over them)."""
-    if fresh or not manifest.exists():
-        return {}
-    try:
-        return read_manifest(manifest).verifications
-    except ManifestUnreadable as e:
-        log.warning("%s: the earlier runs' path verifications are not carried over", e)
-        return {}
-
-
-def _ran_as(row: Mapping[str, Any]) -> str:
-    """How a trial's congestion control ran: `cubic_plus (lkm)`, `vegas (bpf as bpf_vegas)`."""
-    registered = row.get("cc_registered")
-    as_ = f" as {registered}" if registered and registered != row.get("cc") else ""
-    return f"{row.get('cc')} ({row.get('cc_impl')}{as_})"
-
-
-def figure_manifest(
-    fig: Figure,
-    opts: Options,
-    grid: list[Params],
-    trials: int,
-    missing: int,
-    rows: Rows,
-    verifications: dict[str, Any],
-    points: list[Point],
-    notes: list[str],
-    failed_attempts: int = 0,
-) -> dict[str, Any]:
-    """What a reviewer needs beside the figure: provenance, the design, what the rows ran on, the result.
-
-    `rows` are the latest row of each trial; `failed_attempts` counts every failed row the CSV
-    holds for them (retried ones included).  The machine that ran the rows (`*_of_rows`, from the
-    rows) is told apart from the one that drew the figure and wrote the manifest (`drawn_by`, and
-    the provenance at the top).
-    """
-    made = results.provenance()
-    return {
-        **made,
-        "drawn_by": {"host": made["host"], "kernel": made["kernel"], "commit": results.version_of(made["git"])},
-        "figure": fig.full_name,
-        "title": fig.heading,
-        # a derived figure: the declared one it comes from, and what differs
-        "derived_from": f"{fig.study}/{fig.name}" if fig.variant else None,
-        "workload": fig.workload,
-        "topology": fig.topology.describe(),
-        "factor": {"name": fig.x, "levels": [str(p[fig.x]) for p in grid[:: len(fig.series)]]},
-        "series": [{"label": s.label, "params": dict(s.params)} for s in fig.series],
-        "fixed": {k: str(v) for k, v in {**fig.fixed, **opts.overrides}.items()},
-        "overrides": {k: str(v) for k, v in {**fig.overrides, **opts.overrides}.items()},
-        "trials_per_setting": trials,
-        "trials_missing": missing,
-        "quick": opts.quick,
-        "shard": str(opts.shard) if opts.shard is not None else None,
-        "seed": opts.seed,
-        # the manifest's `git` is the code that wrote it; the trials may have run earlier, from these
-        "code_of_rows": sorted({r.get("code") or "unrecorded" for r in rows}),
-        "hosts_of_rows": sorted({r.get("host") or "unrecorded" for r in rows}),
-        "kernels_of_rows": sorted({r.get("kernel") or "unrecorded" for r in rows}),
-        "switches_of_rows": sorted({r.get("switch") or "unrecorded" for r in rows}),
-        "cc_impls_of_rows": sorted({r.get("cc_impl") or "unrecorded" for r in rows}),
-        "shaper": sorted({r.get("backend", "") for r in rows}),
-        # ovs or bridge ("none": a chain has no switch); runs before Open vSwitch came all had the bridge
-        "switch": sorted({v.get("switch", "bridge") for v in verifications.values()}),
-        # false where netem took no seed (Linux or iproute2 older than 6.3)
-        "loss_repeatable": all(r.get("loss_seeded") != "false" for r in rows),
-        "congestion_control": sorted({_ran_as(r) for r in rows if r.get("cc")}),
-        "verification": verifications,
-        "finding_of_the_source": fig.finding,
-        "deviations": list(fig.deviations) + ([fig.quick_note] if opts.quick and fig.quick_note else []),
-        "notes": notes,
-        "points": [p.__dict__ for p in points],
-        "rows": len(rows),
-        "failed_trials": sum(1 for r in rows if r.get("status") != "ok"),
-        "failed_attempts": failed_attempts,
-        "trial_seconds_all_rows": round(sum(float(r.get("trial_seconds") or 0) for r in rows), 1),
-    }
-
-
 def trials_to_run(grid: list[Params], trials: int, trial_log: TrialLog, opts: Options) -> list[tuple[Params, int]]:
     """The (setting, trial index) pairs the CSV lacks for this run's seed, in the order the seed shuffles them.
 
@@ -616,99 +535,3 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         )
     print(f"wrote {csv_path}, {png.name} (and .svg, .caption.txt), {fig.name}.manifest.json")
     log.debug("%s: wrote %s, %s, %s", fig.full_name, csv_path, png, manifest_path)
-
-
-def judgement_of(fig: Figure, points: list[Point], rows: Rows) -> dict[str, Any]:
-    """The figure's verdict on its rows: its claims judged (netrepro.studykit.claims), and how many of its trials ran
-    before each trial drew its own loss seed and start phase (ground.trials.trial_draw)."""
-    judgement = claims.verdict(claims.judge(fig.claims, fig, rows))
-    ok = [r for r in rows if r.get("status") == "ok"]
-    judgement["trials"] = {"ok": len(ok), "without_draw": sum(1 for r in ok if not r.get("draw_seed"))}
-    return judgement
-
-
-def judgement_lines(judgement: Mapping[str, Any]) -> list[str]:
-    """The verdict and each claim as the caption and the terminal show them."""
-    counts = judgement["counts"]
-    head = f"verdict: {judgement['verdict']} (" + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + ")"
-    if not judgement["claims"]:
-        head = "verdict: unjudged (the figure states no claim of its source)"
-    lines = [head, *(f"  {claims.line_of(c)}" for c in judgement["claims"])]
-    trials = judgement.get("trials") or {}
-    if trials.get("without_draw"):
-        lines.append(
-            f"  note: {trials['without_draw']} of {trials['ok']} trials ran before each trial drew its own loss "
-            "seed and start phase: near replays of one another, whose intervals understate the spread of "
-            "independent trials"
-        )
-    return lines
-
-
-@dataclass
-class Reference:
-    """The project's reference reproduction of a figure: where it is, what made it, its points."""
-
-    csv: Path
-    points: list[Point]
-    rows: int
-    made_by: dict[str, Any]
-    of: str = ""  # a derived figure's: which figure's reference it is, and how that one differs
-
-    def manifest(self) -> dict[str, Any]:
-        return {
-            "csv": str(self.csv.relative_to(results.REPO)) if self.csv.is_relative_to(results.REPO) else str(self.csv),
-            "of": self.of or None,
-            "rows": self.rows,
-            **self.made_by,
-            "points": [p.__dict__ for p in self.points],
-        }
-
-    def describe(self) -> str:
-        machine = ", ".join(f"{k} {v}" for k, v in self.made_by.items() if v)
-        of = f"; {self.of}" if self.of else ""
-        return f"{self.manifest()['csv']} ({self.rows} trials; {machine}{of})"
-
-
-CLIENT_KEYS = {"client"}  # a figure derived by these alone is drawn beside the declared one's reference
-
-
-def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Reference | None:
-    """The reference reproduction of a declared figure, to set beside a run's own numbers.
-
-    None for a derived figure (its parameters are not the reference's), for a
-    run that writes the reference itself, and where there is none; but a
-    figure derived only by who loads the page (`--set client=chromium`) is
-    drawn beside the declared figure's reference, its loads by h2load (the
-    two differ in the client alone), its own stored reference too.
-    """
-    reference = reference or results.REFERENCE
-    of = ""
-    derived_by = "+".join(f"{k}={v}" for k, v in fig.overrides.items())
-    if fig.variant and set(fig.overrides) <= CLIENT_KEYS and fig.variant == variant_name(derived_by):
-        with contextlib.suppress(expts.UnknownFigure):
-            declared = expts.find(f"{fig.study}/{fig.name}")
-            of = f"the reference of {declared.full_name} as declared (client {CLIENT.default}), beside {derived_by}"
-            fig = declared
-    csv_path = reference / fig.study / fig.csv_name
-    # a figure is not drawn beside itself (a run that writes the reference), but beside the declared one
-    itself = out.resolve() == reference.resolve() and not of
-    if fig.variant or itself or not csv_path.is_file():
-        return None
-    made_by: dict[str, Any] = {"seed": DEFAULT_SEED}
-    try:
-        stored = read_manifest(reference / fig.study / f"{fig.name}.manifest.json")
-        made_by = {
-            "git": stored.commit,
-            "kernel": stored.doc.get("kernel"),
-            "shaper": ",".join(stored.doc.get("shaper") or []),
-            "seed": DEFAULT_SEED if stored.seed is None else stored.seed,
-        }
-    except (ManifestUnreadable, ValueError, TypeError) as e:
-        log.warning("%s: the reference is shown without its provenance", e)
-    wanted = {trial_key(p, i) for p in fig.grid() for i in range(fig.trials)}
-    rows = latest_rows(
-        r for r in read_rows(csv_path) if r.get("trial_key") in wanted and row_seed(r) == made_by["seed"]
-    )
-    if not rows:
-        return None
-    return Reference(csv_path, plot.summarize(fig, rows), len(rows), made_by, of)

@@ -21,7 +21,7 @@ import pytest
 import expts
 from ground.errors import SetupError, UserError
 from kmod import loader
-from netrepro.runner import preflight, sweep
+from netrepro.runner import manifest, preflight
 from servers import browser, content, devtools
 from servers.clients import ProtocolMismatch, WorkloadError
 from topologies import emulation
@@ -237,10 +237,10 @@ def test_a_missing_browser_is_a_setup_error_saying_where_to_get_it(
 def test_a_figure_derived_by_its_client_is_drawn_beside_the_declared_reference(tmp_path: Path) -> None:
     fig = expts.find("cubicplus/fig6")
     derived = fig.derive({"client": "chromium"})
-    reference = sweep.reference_of(derived, tmp_path)
+    reference = manifest.reference_of(derived, tmp_path)
     assert reference is not None and reference.csv.name == "fig3.csv"  # fig6 plots fig3's trials
     assert "reference of cubicplus/fig6 as declared (client h2load), beside client=chromium" in reference.of
     stored = {row["series"] for row in csv.DictReader(reference.csv.open()) if row["status"] == "ok"}
     assert {p.series for p in reference.points} == stored & {s.label for s in fig.series}
     other = fig.derive({"client": "chromium", "rtt": "50ms"})
-    assert sweep.reference_of(other, tmp_path) is None  # another path: not the reference's trials
+    assert manifest.reference_of(other, tmp_path) is None  # another path: not the reference's trials

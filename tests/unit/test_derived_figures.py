@@ -16,7 +16,7 @@ from ground.results import REFERENCE, RESULTS
 from ground.trials import latest_rows, read_rows, row_seed, trial_key
 from ground.units import QuantityError
 from netrepro.front import cli
-from netrepro.runner import derive, sweep
+from netrepro.runner import derive, manifest, sweep
 from netrepro.studykit import plot
 from netrepro.studykit.spec import Figure, Point, trial_path, variant_name
 
@@ -182,7 +182,7 @@ def test_a_run_in_a_fresh_results_directory_runs_every_trial(tmp_path: Path) -> 
 
 
 def test_reference_points_are_those_of_the_stored_rows() -> None:
-    ref = sweep.reference_of(iw.FIG2, RESULTS)
+    ref = manifest.reference_of(iw.FIG2, RESULTS)
     assert ref is not None and ref.rows == 120
     stored = latest_rows(read_rows(REFERENCE / "iw" / "fig2.csv"))
     assert ref.points == plot.summarize(iw.FIG2, stored)
@@ -191,16 +191,16 @@ def test_reference_points_are_those_of_the_stored_rows() -> None:
 
 
 def test_no_reference_for_a_derived_figure_or_for_the_reference_itself(tmp_path: Path) -> None:
-    assert sweep.reference_of(derived("iw/fig2", "--set", "rtt=50ms"), RESULTS) is None
-    assert sweep.reference_of(iw.FIG2, REFERENCE) is None
-    assert sweep.reference_of(iw.FIG2, RESULTS, reference=tmp_path) is None  # none there
+    assert manifest.reference_of(derived("iw/fig2", "--set", "rtt=50ms"), RESULTS) is None
+    assert manifest.reference_of(iw.FIG2, REFERENCE) is None
+    assert manifest.reference_of(iw.FIG2, RESULTS, reference=tmp_path) is None  # none there
 
 
 def test_reference_without_a_readable_manifest_still_has_its_points(tmp_path: Path) -> None:
     (tmp_path / "iw").mkdir()
     shutil.copy(REFERENCE / "iw" / "fig2.csv", tmp_path / "iw" / "fig2.csv")
     (tmp_path / "iw" / "fig2.manifest.json").write_text("{not json")
-    ref = sweep.reference_of(iw.FIG2, RESULTS, reference=tmp_path)
+    ref = manifest.reference_of(iw.FIG2, RESULTS, reference=tmp_path)
     assert ref is not None and ref.rows == 120 and "git" not in ref.made_by
 
 

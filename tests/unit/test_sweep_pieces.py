@@ -10,7 +10,8 @@ from expts import iw
 from ground.cwnd import slow_start_rounds
 from ground.trials import TrialLog, read_rows, trial_key
 from ground.units import numeric
-from netrepro.runner.sweep import Options, earlier_verifications, figure_manifest
+from netrepro.runner.manifest import earlier_verifications, figure_manifest
+from netrepro.runner.sweep import Options
 from netrepro.studykit.plot import quartiles, summarize
 from netrepro.studykit.spec import Figure, Series
 

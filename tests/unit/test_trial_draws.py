@@ -23,7 +23,8 @@ from ground.trials import (
 )
 from ground.units import Duration, Probability
 from netrepro.runner import sweep
-from netrepro.runner.sweep import Options, figure_manifest
+from netrepro.runner.manifest import figure_manifest
+from netrepro.runner.sweep import Options
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit.spec import Figure, trial_path
 from topologies import shaping

@@ -1,7 +1,7 @@
 """Verdicts from claims, on the stored reference results (results/reference/), without a lab.
 
 Every figure's claims are judged on its stored rows as a run judges them
-(netrepro.runner.sweep.judgement_of): each claim gets an outcome, the figure a
+(netrepro.runner.manifest.judgement_of): each claim gets an outcome, the figure a
 verdict, and the manifest stored beside the rows holds that same judgement
 (the references were re-judged from the committed claims), so that the
 report, the captions and the README's generated findings say what the
@@ -18,7 +18,7 @@ import pytest
 import expts
 from ground.results import REFERENCE
 from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_seed, trial_key
-from netrepro.runner.sweep import judgement_lines, judgement_of
+from netrepro.runner.manifest import judgement_lines, judgement_of
 from netrepro.studykit import plot
 from netrepro.studykit.claims import OUTCOMES, VERDICTS
 from netrepro.studykit.spec import Figure
