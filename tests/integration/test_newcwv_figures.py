@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from figures import run_quick
 
-from expts import newcwv
+from expts import newcwv, newcwv_trials
 from netrepro.studykit.spec import Figure
 
 pytestmark = pytest.mark.root
@@ -36,28 +36,28 @@ def run_ok(fig: Figure, out: Path, *options: str) -> tuple[list[dict[str, str]],
 def test_fig7_quick_gains_the_rounds_slow_start_after_idle_costs(tmp_path: Path) -> None:
     rows, manifest = run_ok(newcwv.FIG7, tmp_path)
     assert len(rows) == 2 * 3 * 2  # burst sizes x arms x trials
-    found = newcwv.cells(rows)
+    found = newcwv_trials.cells(rows)
     # 5 KB (4 segments): the baseline restarts from IW 3 and needs two rounds; the other arms one.
     for idle in (1.0, 5.0):
-        base = found[(newcwv.BASELINE.label, 5, idle)]
-        assert all(b.cwnd_resumed == newcwv.IW for b in base), base
+        base = found[(newcwv_trials.BASELINE.label, 5, idle)]
+        assert all(b.cwnd_resumed == newcwv_trials.IW for b in base), base
         assert statistics.fmean(b.ms for b in base) == pytest.approx(2 * RTT_MS, rel=0.05)
-        for arm in (newcwv.NEWCWV.label, newcwv.RENO_KEPT.label):
+        for arm in (newcwv_trials.NEWCWV.label, newcwv_trials.RENO_KEPT.label):
             assert statistics.fmean(b.ms for b in found[(arm, 5, idle)]) == pytest.approx(RTT_MS, rel=0.05)
     # 80 KB after 5 s idle: the baseline is back at IW 3 (five rounds); every cell's gain is the model's.
-    assert all(b.cwnd_resumed == newcwv.IW for b in found[(newcwv.BASELINE.label, 80, 5.0)])
+    assert all(b.cwnd_resumed == newcwv_trials.IW for b in found[(newcwv_trials.BASELINE.label, 80, 5.0)])
     for (arm, kb, idle), bursts in found.items():
-        if arm == newcwv.BASELINE.label:
+        if arm == newcwv_trials.BASELINE.label:
             continue
-        base = found[(newcwv.BASELINE.label, kb, idle)]
-        measured = newcwv.gain(base, bursts).pct
+        base = found[(newcwv_trials.BASELINE.label, kb, idle)]
+        measured = newcwv_trials.gain(base, bursts).pct
         assert measured == pytest.approx(newcwv.model_gain(newcwv.FIG7, base, bursts), abs=8), (arm, kb, idle)
     # Keeping the window is what gains: Reno without the restart gains at least what newCWV does.
     for kb in (5, 80):
-        kept = [b for k, v in found.items() if k[:2] == (newcwv.RENO_KEPT.label, kb) for b in v]
-        ours = [b for k, v in found.items() if k[:2] == (newcwv.NEWCWV.label, kb) for b in v]
+        kept = [b for k, v in found.items() if k[:2] == (newcwv_trials.RENO_KEPT.label, kb) for b in v]
+        ours = [b for k, v in found.items() if k[:2] == (newcwv_trials.NEWCWV.label, kb) for b in v]
         assert statistics.fmean(b.ms for b in kept) <= 1.05 * statistics.fmean(b.ms for b in ours), kb
-    assert not any(int(b.retransmitted) for b in newcwv.bursts_of(rows))  # nothing is lost uncongested
+    assert not any(int(b.retransmitted) for b in newcwv_trials.bursts_of(rows))  # nothing is lost uncongested
     assert manifest["notes"] and manifest["finding_of_the_source"]
     assert any("newcwv (" in c for c in manifest["congestion_control"])  # type: ignore[attr-defined]
 
@@ -65,16 +65,16 @@ def test_fig7_quick_gains_the_rounds_slow_start_after_idle_costs(tmp_path: Path)
 def test_table2_quick_paced_bursts_leave_over_a_round_trip(tmp_path: Path) -> None:
     rows, manifest = run_ok(newcwv.TABLE2, tmp_path)
     assert len(rows) == 1 * 3 * 1  # one burst size x arms x trials (four bursts each)
-    flights = {arm: [] for arm in (newcwv.NEWCWV.label, newcwv.PACED.label)}  # type: dict[str, list[float]]
-    for b in newcwv.bursts_of(rows):
+    flights = {arm: [] for arm in (newcwv_trials.NEWCWV.label, newcwv_trials.PACED.label)}  # type: dict[str, list[float]]
+    for b in newcwv_trials.bursts_of(rows):
         if b.arm in flights:
             flights[b.arm].append(b.first_flight_ms)
     # Unpaced, newCWV's first flight leaves at once; paced, over a good part of the round trip.
-    assert statistics.median(flights[newcwv.NEWCWV.label]) < 0.1 * RTT_MS, flights
-    assert statistics.median(flights[newcwv.PACED.label]) > 0.4 * RTT_MS, flights
-    paced = [r for r in rows if r["series"] == newcwv.PACED.label]
+    assert statistics.median(flights[newcwv_trials.NEWCWV.label]) < 0.1 * RTT_MS, flights
+    assert statistics.median(flights[newcwv_trials.PACED.label]) > 0.4 * RTT_MS, flights
+    paced = [r for r in rows if r["series"] == newcwv_trials.PACED.label]
     assert {r["pacer_used"] for r in paced} <= {"tcp", "fq"} and len({r["pacer_used"] for r in paced}) == 1
-    others = [r for r in rows if r["series"] != newcwv.PACED.label]
+    others = [r for r in rows if r["series"] != newcwv_trials.PACED.label]
     assert {r["pacer_used"] for r in others} == {"none"}
     # The bulk flow ran throughout and the bottleneck carried it with the bursts.
     goodputs = [float(r["bulk_goodput_mbit"]) for r in rows]
@@ -126,7 +126,7 @@ def test_fig5_quick_the_max_filter_keeps_a_bursts_full_round(tmp_path: Path) -> 
         assert agree >= 0.8 * len(cwnd), (label, agree, len(cwnd))
         held = _peaks_held(pipeack)
         assert held, f"{label}: pipeACK never rose and fell: {row['trace_pipeack']}"
-        if label == newcwv.EVERY_RTT.label:
+        if label == newcwv_trials.EVERY_RTT.label:
             assert min(held) <= 3, f"{label}: every peak of pipeACK held {held} samples: {row['trace_pipeack']}"
         else:
             assert min(held) >= 6, f"{label}: a peak left the filter after {held} samples: {row['trace_pipeack']}"

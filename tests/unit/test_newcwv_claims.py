@@ -14,13 +14,13 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
-from expts import newcwv
+from expts import newcwv, newcwv_claims, newcwv_trials
 from netrepro.studykit import claims
 from netrepro.studykit.claims import DIFFERS, HOLDS, UNDECIDED
 from netrepro.studykit.spec import Figure
 
 IDLES = (1.0, 3.0, 5.0, 7.0, 10.0, 15.0)
-BASE, NEW, PACED = newcwv.BASELINE.label, newcwv.NEWCWV.label, newcwv.PACED.label
+BASE, NEW, PACED = newcwv_trials.BASELINE.label, newcwv_trials.NEWCWV.label, newcwv_trials.PACED.label
 
 
 def trial(
@@ -53,7 +53,7 @@ def flat(ms: float) -> dict[float, float]:
 
 
 def outcome(test: claims.Test, rows: list[dict[str, str]], fig: Figure = newcwv.FIG7) -> claims.Judged:
-    return claims.judge([claims.Claim(newcwv.SEED, "here", "a sentence", test)], fig, rows)[0]
+    return claims.judge([claims.Claim(newcwv_trials.SEED, "here", "a sentence", test)], fig, rows)[0]
 
 
 # -- gain_within -----------------------------------------------------------------------
@@ -61,28 +61,28 @@ def outcome(test: claims.Test, rows: list[dict[str, str]], fig: Figure = newcwv.
 
 def test_a_gain_inside_the_range_holds_and_outside_differs() -> None:
     rows = trials(BASE, 5, flat(1000), 10, 8, 1) + trials(NEW, 5, flat(500), 10, 8, 2)  # a gain of 50 %
-    assert outcome(newcwv.gain_within(NEW, {5: (45, 55)}, per_idle=False), rows).outcome == HOLDS
-    assert outcome(newcwv.gain_within(NEW, {5: (60, 70)}, per_idle=False), rows).outcome == DIFFERS
+    assert outcome(newcwv_claims.gain_within(NEW, {5: (45, 55)}, per_idle=False), rows).outcome == HOLDS
+    assert outcome(newcwv_claims.gain_within(NEW, {5: (60, 70)}, per_idle=False), rows).outcome == DIFFERS
     # and per cell of burst size and idle period: every cell inside
-    assert outcome(newcwv.gain_within(NEW, {5: (45, 55)}, per_idle=True), rows).outcome == HOLDS
+    assert outcome(newcwv_claims.gain_within(NEW, {5: (45, 55)}, per_idle=True), rows).outcome == HOLDS
 
 
 def test_a_gain_too_noisy_to_place_is_undecided_with_the_trials_that_would_decide_it() -> None:
     rows = trials(BASE, 5, flat(1000), 250, 3, 1) + trials(NEW, 5, flat(500), 150, 3, 2)
-    judged = outcome(newcwv.gain_within(NEW, {5: (40, 60)}, per_idle=False), rows)
+    judged = outcome(newcwv_claims.gain_within(NEW, {5: (40, 60)}, per_idle=False), rows)
     assert judged.outcome == UNDECIDED and judged.trials_needed is not None and judged.trials_needed > 3
 
 
 def test_replayed_trials_decide_no_range() -> None:
     rows = [trial(BASE, 5, flat(1000))] * 3 + [trial(NEW, 5, flat(500))] * 3
-    judged = outcome(newcwv.gain_within(NEW, {5: (45, 55)}, per_idle=False), rows)
+    judged = outcome(newcwv_claims.gain_within(NEW, {5: (45, 55)}, per_idle=False), rows)
     assert judged.outcome == UNDECIDED and "replays" in judged.evidence()
 
 
 def test_one_cell_out_of_range_is_enough_to_differ() -> None:
     new = {**flat(500), 15.0: 200}  # after 15 s of idle time a gain of 80 %
     rows = trials(BASE, 5, flat(1000), 10, 8, 1) + trials(NEW, 5, new, 10, 8, 2)
-    judged = outcome(newcwv.gain_within(NEW, {5: (45, 55)}, per_idle=True), rows)
+    judged = outcome(newcwv_claims.gain_within(NEW, {5: (45, 55)}, per_idle=True), rows)
     assert judged.outcome == DIFFERS
     assert [f.outcome for f in judged.findings] == [HOLDS] * 5 + [DIFFERS]
     assert judged.findings[-1].at == "5 KB, idle 15 s"
@@ -91,7 +91,7 @@ def test_one_cell_out_of_range_is_enough_to_differ() -> None:
 def test_a_negative_range_is_more_time() -> None:
     """Table 2's 80 KB row: newCWV takes 12 % more time, a gain of -12 %."""
     rows = trials(BASE, 80, flat(2000), 20, 6, 1) + trials(NEW, 80, flat(2240), 20, 6, 2)
-    assert outcome(newcwv.gain_within(NEW, {80: (-17, -8)}, per_idle=True), rows).outcome == HOLDS
+    assert outcome(newcwv_claims.gain_within(NEW, {80: (-17, -8)}, per_idle=True), rows).outcome == HOLDS
 
 
 # -- idle_trend ------------------------------------------------------------------------
@@ -101,31 +101,31 @@ RISING = {t: 800 - 20 * t for t in IDLES}  # newCWV's time falls, the baseline's
 
 def test_a_gain_rising_with_the_idle_period_holds_and_its_reverse_differs() -> None:
     rows = trials(BASE, 40, flat(1000), 10, 5, 1) + trials(NEW, 40, RISING, 10, 5, 2)
-    assert outcome(newcwv.idle_trend(NEW, rises=True, levels=(40,)), rows).outcome == HOLDS
-    assert outcome(newcwv.idle_trend(NEW, rises=False, levels=(40,)), rows).outcome == DIFFERS
+    assert outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), rows).outcome == HOLDS
+    assert outcome(newcwv_claims.idle_trend(NEW, rises=False, levels=(40,)), rows).outcome == DIFFERS
 
 
 def test_a_trend_is_the_slope_over_every_idle_period_not_its_two_ends() -> None:
     """The ends rise (20 % at 1 s, 25 % at 15 s); the periods between fall from 50 %: the slope falls."""
     new = {1.0: 800, 3.0: 500, 5.0: 550, 7.0: 600, 10.0: 700, 15.0: 750}
     rows = trials(BASE, 40, flat(1000), 5, 5, 1) + trials(NEW, 40, new, 5, 5, 2)
-    assert outcome(newcwv.idle_trend(NEW, rises=True, levels=(40,)), rows).outcome == DIFFERS
+    assert outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), rows).outcome == DIFFERS
 
 
 def test_the_fitted_rise_is_read_against_its_range() -> None:
     rows = trials(BASE, 40, flat(1000), 5, 6, 1) + trials(NEW, 40, RISING, 5, 6, 2)  # 28 points from 1 to 15 s
-    judged = outcome(newcwv.idle_trend(NEW, rises=True, levels=(40,), rise=(25, 31)), rows)
+    judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,), rise=(25, 31)), rows)
     assert [f.outcome for f in judged.findings] == [HOLDS, HOLDS], judged.evidence()
-    judged = outcome(newcwv.idle_trend(NEW, rises=True, levels=(40,), rise=(15, 20)), rows)
+    judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,), rise=(15, 20)), rows)
     assert [f.outcome for f in judged.findings] == [HOLDS, DIFFERS], judged.evidence()
 
 
 def test_two_trials_a_cell_or_replays_decide_no_trend() -> None:
     two = trials(BASE, 40, flat(1000), 10, 2, 1) + trials(NEW, 40, RISING, 10, 2, 2)
-    judged = outcome(newcwv.idle_trend(NEW, rises=True, levels=(40,)), two)
+    judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), two)
     assert judged.outcome == UNDECIDED and "two trials" in judged.evidence()
     replays = [trial(BASE, 40, flat(1000))] * 4 + [trial(NEW, 40, RISING)] * 4
-    judged = outcome(newcwv.idle_trend(NEW, rises=True, levels=(40,)), replays)
+    judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), replays)
     assert judged.outcome == UNDECIDED and "replays" in judged.evidence()
 
 
@@ -136,9 +136,9 @@ def test_the_trial_is_the_unit_not_the_burst() -> None:
         for k in range(2):
             r = trial(series, 40, {t: m + k for t, m in ms.items()})
             many.append({**r, "idle_s": ";".join([r["idle_s"]] * 30), "burst_ms": ";".join([r["burst_ms"]] * 30)})
-    assert newcwv.burst_ms_by_idle(many[0]) == newcwv.burst_ms_by_idle(trial(BASE, 40, flat(1000)))
-    assert outcome(newcwv.idle_trend(NEW, rises=True, levels=(40,)), many).outcome == UNDECIDED
-    assert newcwv.trial_values(many, NEW, 40, 1.0) == [780.0, 781.0]
+    assert newcwv_trials.burst_ms_by_idle(many[0]) == newcwv_trials.burst_ms_by_idle(trial(BASE, 40, flat(1000)))
+    assert outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), many).outcome == UNDECIDED
+    assert newcwv_trials.trial_values(many, NEW, 40, 1.0) == [780.0, 781.0]
 
 
 def test_a_trend_averages_the_burst_sizes_it_names() -> None:
@@ -150,8 +150,8 @@ def test_a_trend_averages_the_burst_sizes_it_names() -> None:
         + trials(BASE, 80, flat(2000), 5, 5, 3)
         + trials(NEW, 80, falling, 5, 5, 4)
     )
-    assert outcome(newcwv.idle_trend(NEW, rises=True, levels=(5, 80)), rows).outcome == HOLDS
-    assert outcome(newcwv.idle_trend(NEW, rises=False, levels=(80,)), rows).outcome == HOLDS
+    assert outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(5, 80)), rows).outcome == HOLDS
+    assert outcome(newcwv_claims.idle_trend(NEW, rises=False, levels=(80,)), rows).outcome == HOLDS
 
 
 # -- first_flight_within ----------------------------------------------------------------
@@ -161,7 +161,7 @@ def test_a_paced_flight_of_the_order_of_an_rtt() -> None:
     rng = random.Random(3)
     spread = [trial(PACED, 80, flat(1500), flight_ms=rng.gauss(160, 10)) for _ in range(6)]
     abrupt = [trial(PACED, 80, flat(1500), flight_ms=rng.gauss(20, 2)) for _ in range(6)]
-    test = newcwv.first_flight_within(PACED, 0.5, 2.0)  # the pacing figure's RTT: 200 ms
+    test = newcwv_claims.first_flight_within(PACED, 0.5, 2.0)  # the pacing figure's RTT: 200 ms
     assert outcome(test, spread, newcwv.PACING).outcome == HOLDS
     assert outcome(test, abrupt, newcwv.PACING).outcome == DIFFERS
 
@@ -173,7 +173,7 @@ def test_table2_judges_its_negative_row_apart_from_its_positive_ones() -> None:
     """Every row but 80 KB agrees with the seed's sign; at 80 KB newCWV is faster, not 10-15 % slower: the
     claims about that row differ, whatever the rest of the table does."""
     rows = []
-    for i, kb in enumerate(newcwv.BURSTS_KB):
+    for i, kb in enumerate(newcwv_trials.BURSTS_KB):
         new = 1000 * (0.8 if kb == 80 else 0.85)
         rows += trials(BASE, kb, flat(1000), 15, 5, 2 * i) + trials(NEW, kb, flat(new), 15, 5, 2 * i + 1)
     judged = {j.claim.quote[:30]: j.outcome for j in claims.judge(newcwv.TABLE2.claims, newcwv.TABLE2, rows)}
@@ -191,7 +191,7 @@ def test_every_figure_is_judged_by_claims_on_five_trials_or_more() -> None:
     for fig in newcwv.FIGURES:
         assert fig.claims, fig.full_name
         assert fig.trials >= 5 and fig.quick_trials <= 2, fig.full_name
-        assert all(c.source == newcwv.SEED and c.reading for c in fig.claims), fig.full_name
+        assert all(c.source == newcwv_trials.SEED and c.reading for c in fig.claims), fig.full_name
 
 
 def test_the_bulk_flows_goodput_alike_within_five_percent() -> None:

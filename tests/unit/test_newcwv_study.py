@@ -6,7 +6,7 @@ from typing import Any
 import matplotlib
 import pytest
 
-from expts import newcwv
+from expts import newcwv, newcwv_trials
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import params
 
@@ -33,7 +33,7 @@ ROWS = [
 
 
 def test_the_gain_per_cell_is_between_mean_burst_times_over_trials() -> None:
-    points = newcwv.summarize_gain(newcwv.NEWCWV.label)(newcwv.FIG7, ROWS)
+    points = newcwv.summarize_gain(newcwv_trials.NEWCWV.label)(newcwv.FIG7, ROWS)
     cell = next(p for p in points if p.series == "newCWV, idle 1 s" and p.x == 5)
     assert cell.y == pytest.approx((399 - 199.5) / 399 * 100)
     assert cell.low < cell.y < cell.high and cell.n == 2
@@ -43,29 +43,29 @@ def test_the_gain_per_cell_is_between_mean_burst_times_over_trials() -> None:
 
 
 def test_a_single_trial_per_arm_has_no_error_bar() -> None:
-    g = newcwv.gain([400.0], [200.0])
+    g = newcwv_trials.gain([400.0], [200.0])
     assert g.pct == 50.0 and g.se == 0.0
 
 
 def test_a_trials_bursts_make_one_value() -> None:
     r = row("newCWV", 80, "1;1;5", "100;300;500", "6;6;6", retrans="0;3;3")
-    assert newcwv.trial_burst_ms(r) == 300 and newcwv.trial_retransmitted(r) == 2
-    assert newcwv.burst_ms_by_idle(r) == {1.0: 200, 5.0: 500}
-    assert newcwv.trial_burst_ms({"burst_ms": ""}) is None and newcwv.burst_ms_by_idle({}) == {}
+    assert newcwv_trials.trial_burst_ms(r) == 300 and newcwv_trials.trial_retransmitted(r) == 2
+    assert newcwv_trials.burst_ms_by_idle(r) == {1.0: 200, 5.0: 500}
+    assert newcwv_trials.trial_burst_ms({"burst_ms": ""}) is None and newcwv_trials.burst_ms_by_idle({}) == {}
 
 
 def test_the_model_takes_each_bursts_own_window() -> None:
-    cells = newcwv.cells(ROWS)
+    cells = newcwv_trials.cells(ROWS)
     base, ours = cells[("NewReno+SACK", 5, 1.0)], cells[("newCWV", 5, 1.0)]
     # 4 segments: from IW 3 two rounds, from 6 one; the wire time at 100 Mbit/s is under 1 ms
     assert newcwv.model_gain(newcwv.FIG7, base, ours) == pytest.approx(50, abs=0.5)
-    assert newcwv.segments(80) == 56 and newcwv.iw_model_gain(newcwv.FIG7, 80) == pytest.approx(80, abs=1)
+    assert newcwv_trials.segments(80) == 56 and newcwv.iw_model_gain(newcwv.FIG7, 80) == pytest.approx(80, abs=1)
 
 
 def test_fig7_notes_state_the_model_and_the_arms_and_no_verdict() -> None:
     import matplotlib.pyplot as plt
 
-    points = newcwv.summarize_gain(newcwv.NEWCWV.label)(newcwv.FIG7, ROWS)
+    points = newcwv.summarize_gain(newcwv_trials.NEWCWV.label)(newcwv.FIG7, ROWS)
     _, ax = plt.subplots()
     notes = newcwv.annotate_fig7(newcwv.FIG7, points, ROWS, ax)
     plt.close("all")
@@ -82,7 +82,7 @@ def test_fig8_notes_give_the_gain_per_burst_size_without_a_verdict() -> None:
         row("NewReno+SACK", 5, "1;5", "400;400", "3;3"), row("newCWV", 5, "1;5", "300;300", "6;6"),
         row("NewReno+SACK", 80, "1;5", "1000;1000", "3;3"), row("newCWV", 80, "1;5", "850;850", "20;20"),
     ]  # fmt: skip
-    points = newcwv.summarize_gain(newcwv.NEWCWV.label)(newcwv.FIG8, rows)
+    points = newcwv.summarize_gain(newcwv_trials.NEWCWV.label)(newcwv.FIG8, rows)
     _, ax = plt.subplots()
     notes = newcwv.annotate_fig8(newcwv.FIG8, points, rows, ax)
     plt.close("all")
@@ -99,9 +99,9 @@ def test_table_notes_set_each_cell_beside_the_seeds() -> None:
         row("NewReno+SACK", 5, "1;3", "400;400", "3;3"),
         row("newCWV", 5, "1;3", "300;300", "5;5"),
     ]
-    points = newcwv.summarize_gain(newcwv.NEWCWV.label)(newcwv.TABLE2, rows)
+    points = newcwv.summarize_gain(newcwv_trials.NEWCWV.label)(newcwv.TABLE2, rows)
     _, ax = plt.subplots()
-    notes = newcwv.annotate_table("table2", newcwv.NEWCWV.label)(newcwv.TABLE2, points, rows, ax)
+    notes = newcwv.annotate_table("table2", newcwv_trials.NEWCWV.label)(newcwv.TABLE2, points, rows, ax)
     plt.close("all")
     text = "\n".join(notes)
     assert "80 KB, ours (seed): 1 s +50 (-10), 3 s -20 (-12)" in text
