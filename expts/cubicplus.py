@@ -24,7 +24,7 @@ from typing import Any
 
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS
-from netrepro.studykit import claims
+from netrepro.studykit import claims, intervals
 from netrepro.studykit.claims import AllOf, Better, ByDesign, Claim, Computed, Finding, Group, Same, Trend
 from netrepro.studykit.spec import Figure, Params, Point, Rows, Series
 
@@ -281,14 +281,14 @@ def smaller_gain(larger: Sequence[str], levels: Sequence[Any], worth: float, bes
                 n = (min(k for _, k in parts), max(k for _, k in parts))
                 text = f"{name}'s gain {math.exp(theirs[0]):.3g}x, ours {math.exp(ours[0]):.3g}x: ratio "
                 if var == 0:
-                    iv = claims.Interval(math.exp(d), math.exp(d), math.exp(d), 0.0, n, True)
+                    iv = intervals.Interval(math.exp(d), math.exp(d), math.exp(d), 0.0, n, True)
                     text += f"{iv.estimate:.3g}, n >= {n[0]}; no spread in any series: the trials are replays"
                     out.append(Finding(claims.UNDECIDED, at, text))
                     continue
                 df = var**2 / sum(v**2 / (k - 1) for v, k in parts)
-                t = float(stats.t.ppf(0.5 + claims.CONFIDENCE / 2, df))
+                t = float(stats.t.ppf(0.5 + intervals.CONFIDENCE / 2, df))
                 se = math.sqrt(var)
-                iv = claims.Interval(math.exp(d), math.exp(d - t * se), math.exp(d + t * se), se, n, True)
+                iv = intervals.Interval(math.exp(d), math.exp(d - t * se), math.exp(d + t * se), se, n, True)
                 text += f"{iv.estimate:.3g} [{iv.low:.3g}, {iv.high:.3g}], n >= {n[0]} per series"
                 if iv.low > 1:
                     out.append(Finding(claims.HOLDS, at, text))
@@ -296,14 +296,15 @@ def smaller_gain(larger: Sequence[str], levels: Sequence[Any], worth: float, bes
                     out.append(Finding(claims.DIFFERS, at, text))
                 else:
                     gap = max(abs(d), abs(math.log(1 + worth) - d))
-                    out.append(Finding(claims.UNDECIDED, at, text, claims.trials_to_decide(iv, gap, claims.CONFIDENCE)))
+                    needed = intervals.trials_to_decide(iv, gap, intervals.CONFIDENCE)
+                    out.append(Finding(claims.UNDECIDED, at, text, needed))
         return out
 
     names = " and ".join(larger)
     what = (
         f"CUBIC+ n=6's gain over CUBIC in throughput smaller here than in {names} at each of "
         f"{', '.join(map(str, levels))} loss: their gain / ours above 1 (at least {worth:.0%} to count; ratio "
-        f"of geometric means, {claims.CONFIDENCE:.0%} Welch interval over the four series' trials)"
+        f"of geometric means, {intervals.CONFIDENCE:.0%} Welch interval over the four series' trials)"
     )
     return Computed(what, decide)
 

@@ -332,7 +332,7 @@ Part = tuple[str, Better | Same]  # a label ("against reno") and a test between 
 
 def decide_parts(fig: Figure, rows: Rows, parts: Sequence[Part], pooled: bool) -> list[Finding]:
     """Each part at each flow (or at the mean of the four), one finding a level; a part's "differs" is read
-    off an interval widened for every part at every level (claims.differs_confidence)."""
+    off an interval widened for every part at every level (intervals.differs_confidence)."""
     levels = (POOLED,) if pooled else FLOWS
     out = []
     for level in levels:

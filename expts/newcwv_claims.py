@@ -34,14 +34,14 @@ from expts.newcwv_trials import (
     trial_retransmitted,
     trial_values,
 )
-from netrepro.studykit import claims
+from netrepro.studykit import claims, intervals
 from netrepro.studykit.claims import DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Claim, Finding, Same, Trend
 from netrepro.studykit.spec import Figure, Rows
 
 # -- the study's own tests -------------------------------------------------------------
 
 MIN_BOOTSTRAP_TRIALS = 3  # per arm and burst size: resampling two trials gives three means, no spread to speak of
-EQUIVALENCE = 1 - 2 * (1 - claims.CONFIDENCE)  # 90 %: inside a range is two one-sided tests at 5 % each
+EQUIVALENCE = 1 - 2 * (1 - intervals.CONFIDENCE)  # 90 %: inside a range is two one-sided tests at 5 % each
 
 
 def _inside(low: float, high: float, lo: float, hi: float) -> str:
@@ -59,9 +59,9 @@ def _gain_band(
     """The gain (Tr - Tc)/Tr x 100 between two arms' trials against the range lo..hi (%), at one of a claim's
     `cells` cells: claims.within_band on the ratio of their geometric means (its 90 % interval inside the
     range holds; wholly outside, widened for the cells, differs), told as a gain.  `independent`: each
-    trial drew its own seed (claims.independent)."""
+    trial drew its own seed (intervals.independent)."""
     found = claims.within_band(at, base, other, 1 - hi / 100, 1 - lo / 100, True, cells, independent)
-    iv = claims.welch(base, other, EQUIVALENCE, ratio=True)
+    iv = intervals.welch(base, other, EQUIVALENCE, ratio=True)
     if iv is None:
         return found
     g, g_low, g_high = (100 * (1 - r) for r in (iv.estimate, iv.high, iv.low))
@@ -99,7 +99,7 @@ def gain_within(arm: str, bands: Mapping[int, tuple[float, float]], per_idle: bo
         empty = []
         for kb, (lo, hi) in bands.items():
             both = [*arm_trials(rows, BASELINE.label, kb), *arm_trials(rows, arm, kb)]
-            alone = claims.independent(r.get("draw_seed") for r in both)
+            alone = intervals.independent(r.get("draw_seed") for r in both)
             if not per_idle:
                 base, other = trial_values(rows, BASELINE.label, kb), trial_values(rows, arm, kb)
                 cells.append((f"{kb} KB", base, other, lo, hi, alone))

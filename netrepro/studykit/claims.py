@@ -46,7 +46,9 @@ of the levels it names, whatever its slope over the rest: the sentence's
 trend is over all of them.  A claim holds when it holds at every level it
 covers, differs when it differs at any, and is undecided otherwise.  A
 figure's verdict (`verdict`) counts its claims: agrees, partly, differs,
-undecided, or unjudged (no claim, or only claims set by design).
+undecided, or unjudged (no claim, or only claims set by design).  The
+intervals themselves (Welch, the exact rank test, the trials that would
+decide): netrepro.studykit.intervals.
 """
 
 from __future__ import annotations
@@ -54,11 +56,22 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ground.units import numeric
+from netrepro.studykit.intervals import (
+    CONFIDENCE,
+    Interval,
+    differs_confidence,
+    independent,
+    rank_exact,
+    rank_exact_trials,
+    trials_to_decide,
+    welch,
+    z,
+)
 
 if TYPE_CHECKING:
     from netrepro.studykit.spec import Figure, Rows
@@ -68,7 +81,6 @@ ALL_LEVELS = "all levels"  # where a finding over the whole figure (a trend, a r
 OUTCOMES = (HOLDS, DIFFERS, UNDECIDED, BY_DESIGN)
 VERDICTS = ("agrees", "partly", "differs", "undecided", "unjudged")
 
-CONFIDENCE = 0.95  # of a difference's interval; an equivalence uses 1 - 2 x (1 - 0.95) / 2 = 90 %
 BOOTSTRAP_RESAMPLES = 4000
 # A bootstrap over two trials a cell draws from four resamples of each: an interval, but no spread's worth.
 MIN_BOOTSTRAP_TRIALS = 3
@@ -118,14 +130,6 @@ class Group:
         return [value for value, _ in self.trials(fig, rows, level, metric)]
 
 
-def independent(*draws: Iterable[str | None]) -> bool:
-    """Whether trials are independent by construction: every one drew its own seed (its row's `draw_seed`,
-    present and unlike any other's), so that trials alike to the last digit are what the draw does not
-    move, not one draw replayed."""
-    seeds = [d for ds in draws for d in ds]
-    return bool(seeds) and all(seeds) and len(set(seeds)) == len(seeds)
-
-
 def _independent_at(fig: Figure, rows: Rows, level: Any, metric: Metric, *groups: Group) -> bool:
     return independent(*([d for _, d in g.trials(fig, rows, level, metric)] for g in groups))
 
@@ -151,58 +155,6 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}" if abs(v) < 1e5 else f"{v:.4g}"
 
 
-@dataclass(frozen=True)
-class Interval:
-    """An estimate of an effect (a ratio of means, or a difference) and its interval over trials."""
-
-    estimate: float
-    low: float
-    high: float
-    se: float  # of the estimate on the scale the interval is built on (log for a ratio)
-    n: tuple[int, int]
-    ratio: bool
-
-
-def welch(a: Sequence[float], b: Sequence[float], confidence: float, ratio: bool) -> Interval | None:
-    """b against a over independent trials: the ratio of geometric means (or the difference of means) and
-    its Welch t interval; None where either side has fewer than two trials or a ratio meets a value <= 0."""
-    from scipy import stats
-
-    if len(a) < 2 or len(b) < 2 or (ratio and min(*a, *b) <= 0):
-        return None
-    xa = [math.log(v) for v in a] if ratio else list(a)
-    xb = [math.log(v) for v in b] if ratio else list(b)
-    ma, mb = sum(xa) / len(xa), sum(xb) / len(xb)
-    va = sum((x - ma) ** 2 for x in xa) / (len(xa) - 1) / len(xa)
-    vb = sum((x - mb) ** 2 for x in xb) / (len(xb) - 1) / len(xb)
-    se = math.sqrt(va + vb)
-    d = mb - ma
-    if se == 0:
-        low = high = d
-    else:
-        df = (va + vb) ** 2 / (va**2 / (len(xa) - 1) + vb**2 / (len(xb) - 1))
-        t = float(stats.t.ppf(0.5 + confidence / 2, df))
-        low, high = d - t * se, d + t * se
-    if ratio:
-        return Interval(math.exp(d), math.exp(low), math.exp(high), se, (len(a), len(b)), True)
-    return Interval(d, low, high, se, (len(a), len(b)), False)
-
-
-def _z(confidence: float) -> float:
-    from scipy import stats
-
-    return float(stats.norm.ppf(0.5 + confidence / 2))
-
-
-def trials_to_decide(iv: Interval, gap: float, confidence: float) -> int | None:
-    """Trials per series that would bring the interval's half-width under `gap` (on the interval's own scale:
-    log for a ratio) at the spread measured; None where nothing would (no spread, or no gap to clear)."""
-    if iv.se == 0 or gap <= 0:
-        return None
-    n = max(iv.n)
-    return max(n + 1, math.ceil(n * (_z(confidence) * iv.se / gap) ** 2))
-
-
 def _too_few(a: Sequence[float], b: Sequence[float]) -> str:
     """Why two groups of trials give no interval: too few, or none at all (a level the run did not run)."""
     if not a or not b:
@@ -214,23 +166,6 @@ def _no_spread(a: Sequence[float], b: Sequence[float]) -> bool:
     return len(set(a)) == 1 and len(set(b)) == 1 and len(a) > 1 and len(b) > 1
 
 
-def rank_exact(m: int, n: int, confidence: float) -> bool:
-    """Whether m and n trials without spread decide at `confidence` (two-sided): the exact Mann-Whitney
-    test, which asks only that the trials be exchangeable under no effect.  With every trial of each series
-    alike, the one arrangement of ranks that puts one series wholly beside the other (U = 0) has the chance
-    1 / C(m + n, m) under no effect; where that is under (1 - confidence) / 2, the distribution-free
-    (Moses) interval of the difference is the difference itself."""
-    return 1 / math.comb(m + n, m) <= (1 - confidence) / 2
-
-
-def rank_exact_trials(confidence: float) -> int:
-    """Trials a series that `rank_exact` needs to decide at `confidence` (4 at 95 %, 5 at 97.5 %)."""
-    n = 2
-    while not rank_exact(n, n, confidence):
-        n += 1
-    return n
-
-
 _REPLAYS = "; no spread in either series and no draw of their own: the trials are replays"
 
 
@@ -239,16 +174,6 @@ def _exact_text(a: Sequence[float], b: Sequence[float]) -> str:
         f"; no spread in either series, each trial its own draw: the exact rank test (chance of the "
         f"separation under no effect 1/{math.comb(len(a) + len(b), len(a))} each side)"
     )
-
-
-def differs_confidence(levels: int, confidence: float = CONFIDENCE) -> float:
-    """The confidence of the interval that may show a claim wrong at one of `levels` levels.
-
-    A claim holds where it holds at every level it covers: an intersection-union test, each level at the
-    claim's own confidence, needs no correction.  It differs where it differs at any one level: a union,
-    whose error grows with the levels, so each level's "differs" is read off a Bonferroni-widened interval
-    (a claim true at all of 30 levels must not be shown wrong at one of them one time in two)."""
-    return 1 - (1 - confidence) / max(1, levels)
 
 
 @dataclass(frozen=True)
@@ -587,7 +512,7 @@ class Trend:
         if up or down:
             return Finding(DIFFERS, ALL_LEVELS, text)
         # the interval's half-width, as a standard error, scaled to the trials that would clear zero
-        se = (float(high) - float(low)) / 2 / _z(CONFIDENCE)
+        se = (float(high) - float(low)) / 2 / z(CONFIDENCE)
         iv = Interval(point, float(low), float(high), se, (n, n), False)
         return Finding(UNDECIDED, ALL_LEVELS, text, trials_to_decide(iv, abs(point), CONFIDENCE))
 

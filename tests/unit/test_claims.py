@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from netrepro.studykit import claims
+from netrepro.studykit import claims, intervals
 from netrepro.studykit.claims import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Claim, Same, Trend
 from netrepro.studykit.spec import Figure, Series
 
@@ -121,7 +121,7 @@ def test_trials_without_spread_that_each_drew_their_own_seed_are_decided_by_the_
     three = outcome(LOWER, deterministic("A", "1000", 3) + deterministic("B", "700", 3))
     assert three.outcome == UNDECIDED and three.trials_needed == 4
     # a claim over two levels needs five to show it wrong at one of them (97.5 % at each)
-    assert claims.rank_exact_trials(claims.differs_confidence(2)) == 5
+    assert intervals.rank_exact_trials(intervals.differs_confidence(2)) == 5
 
 
 def test_trials_without_spread_that_share_a_draw_are_replays() -> None:
@@ -133,9 +133,9 @@ def test_trials_without_spread_that_share_a_draw_are_replays() -> None:
 
 
 def test_the_exact_rank_bound_is_the_chance_of_one_arrangement_in_c_m_plus_n_m() -> None:
-    assert claims.rank_exact(4, 4, 0.95) and not claims.rank_exact(3, 3, 0.95)  # 1/70 and 1/20 against 1/40
-    assert claims.rank_exact(3, 5, 0.95) and not claims.rank_exact(2, 5, 0.95)  # 1/56 and 1/21
-    assert claims.rank_exact_trials(0.95) == 4
+    assert intervals.rank_exact(4, 4, 0.95) and not intervals.rank_exact(3, 3, 0.95)  # 1/70 and 1/20 against 1/40
+    assert intervals.rank_exact(3, 5, 0.95) and not intervals.rank_exact(2, 5, 0.95)  # 1/56 and 1/21
+    assert intervals.rank_exact_trials(0.95) == 4
 
 
 def test_too_few_trials_are_undecided_not_an_error() -> None:
