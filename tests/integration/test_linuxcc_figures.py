@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from figures import run_quick
 
-from expts import linuxcc
+from expts import linuxcc, linuxcc_trials
 from ground.path import PathSpec
 from topologies.topology import ideal_goodput
 
@@ -34,15 +34,15 @@ def test_fig6_quick_shows_the_physics_of_the_long_thin_path(tmp_path: Path) -> N
     assert len(rows) == len(linuxcc.QUICK_LEVELS) * 2
     by = {(r["series"], r["cc"]): r for r in rows}
     assert by[("WrFl-1", "hybla")]["cc_impl"] == "bpf" and by[("WrFl-1", "reno")]["cc_impl"] == "kernel"
-    core = ideal_goodput(PathSpec.parse(rate="11mbit", mtu=linuxcc.MTU).rate_down, linuxcc.MTU).bps / 1e6
+    core = ideal_goodput(PathSpec.parse(rate="11mbit", mtu=linuxcc_trials.MTU).rate_down, linuxcc_trials.MTU).bps / 1e6
     for r in rows:
-        assert int(r["tcp_mss"]) == linuxcc.MTU - 52, "a full segment is a 3,500-byte frame"
+        assert int(r["tcp_mss"]) == linuxcc_trials.MTU - 52, "a full segment is a 3,500-byte frame"
         assert 0 < float(r["goodput_mbit"]) <= 1.02 * core, r
         if r["series"] == "WrFl-2":
-            left = linuxcc.tcp_share(r) / 1e6
+            left = linuxcc_trials.tcp_share(r) / 1e6
             assert 8.5 < float(r["cross_delivered_mbit"]) <= 10.1, r
             assert float(r["goodput_mbit"]) <= 1.1 * left + 0.05, (r["cc"], r["goodput_mbit"], left)
-    hybla, reno = (linuxcc.time_to_window(by[("WrFl-1", cc)], 100) for cc in ("hybla", "reno"))
+    hybla, reno = (linuxcc_trials.time_to_window(by[("WrFl-1", cc)], 100) for cc in ("hybla", "reno"))
     print({"time to 100 segments": (hybla, reno), "drops": {k: by[k]["bottleneck_drops"] for k in by}})
     assert hybla is not None and (reno is None or hybla < reno / 2), (hybla, reno)
     drops = {cc: int(by[("WrFl-1", cc)]["bottleneck_drops"]) for cc in linuxcc.QUICK_LEVELS}

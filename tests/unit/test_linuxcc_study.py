@@ -7,7 +7,7 @@ from typing import Any
 import matplotlib
 import pytest
 
-from expts import linuxcc
+from expts import linuxcc, linuxcc_claims, linuxcc_trials
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import claims, params, plot
 from netrepro.studykit.claims import ByDesign
@@ -53,12 +53,12 @@ def test_the_quick_grid_is_seed_004s_path_at_3500_byte_frames() -> None:
 
 def test_the_figures_share_one_csv_and_the_thirteen_linux_ships() -> None:
     assert {f.csv_name for f in linuxcc.FIGURES} == {"fig6.csv"}
-    assert "compound" not in linuxcc.ALGORITHMS and len(linuxcc.ALGORITHMS) == 13
+    assert "compound" not in linuxcc_trials.ALGORITHMS and len(linuxcc_trials.ALGORITHMS) == 13
 
 
 def test_the_seeds_sentences_are_the_figures_claims() -> None:
     for fig in linuxcc.FIGURES:
-        assert all(c.source == linuxcc.SEED for c in fig.claims), fig.name
+        assert all(c.source == linuxcc_claims.SEED for c in fig.claims), fig.name
     assert linuxcc.FIG7.claims == ()  # the seed says nothing of its Figure 7
     assert [len(f.claims) for f in (linuxcc.FIG4, linuxcc.FIG5, linuxcc.FIG6, linuxcc.WHOLE)] == [6, 5, 3, 2]
     hybla_grows = linuxcc.FIG4.claims[0]
@@ -96,8 +96,8 @@ def test_the_physics_holds_and_fails_where_it_should() -> None:
 
 def test_mathis_model() -> None:
     r = row("WrFl-1", "reno", 1, 1, retransmit_rate=0.01)
-    assert linuxcc.mathis_mbit(r) == pytest.approx(1.22 * 3434 * 8 / (1.3 * 0.1) / 1e6)
-    assert linuxcc.mathis_mbit(row("WrFl-1", "reno", 1, 1, retransmit_rate=0)) is None
+    assert linuxcc_trials.mathis_mbit(r) == pytest.approx(1.22 * 3434 * 8 / (1.3 * 0.1) / 1e6)
+    assert linuxcc_trials.mathis_mbit(row("WrFl-1", "reno", 1, 1, retransmit_rate=0)) is None
     notes = linuxcc.mathis_notes(ROWS)
     assert any(n.startswith("WrFl-1: measured / Mathis' model: ") for n in notes), notes
 
