@@ -33,22 +33,22 @@ a word like "same" or "little" gets), and a test:
   factor compared as groups, or another parameter as the levels).
 
 A level where the interval is too wide to decide is *undecided*, with the
-trials per series that would decide it at the spread measured.  Where
-neither series has any spread, a t interval has nothing to stand on: trials
-that each drew their own seed (a row's `draw_seed`, `independent`) are then
-a measurement the draw does not move, and the exact rank test decides it
+trials per series that would decide it at the spread measured. Where neither
+series has any spread, a t interval has nothing to stand on: trials that
+each drew their own seed (a row's `draw_seed`, `independent`) are then a
+measurement the draw does not move, and the exact rank test decides it
 (`rank_exact`: the one arrangement that puts one series wholly beside the
 other has the chance 1 / C(m + n, m) under no effect: four trials a series
-decide at 95 %, five where a claim covers two levels); trials without their own draws are replays and
-decide nothing: undecided, and saying so.  So is a level without trials (one a --quick run
-did not run, or whose trials all failed), and a trend without trials at one
-of the levels it names, whatever its slope over the rest: the sentence's
-trend is over all of them.  A claim holds when it holds at every level it
-covers, differs when it differs at any, and is undecided otherwise.  A
-figure's verdict (`verdict`) counts its claims: agrees, partly, differs,
-undecided, or unjudged (no claim, or only claims set by design).  The
-intervals themselves (Welch, the exact rank test, the trials that would
-decide): netrepro.studykit.intervals.
+decide at 95 %, five where a claim covers two levels); trials without their
+own draws are replays and decide nothing: undecided, and saying so. So is a
+level without trials (one a --quick run did not run, or whose trials all
+failed), and a trend without trials at one of the levels it names, whatever
+its slope over the rest: the sentence's trend is over all of them. A claim
+holds when it holds at every level it covers, differs when it differs at
+any, and is undecided otherwise. A figure's verdict (`verdict`) counts its
+claims: agrees, partly, differs, undecided, or unjudged (no claim, or only
+claims set by design). The intervals themselves (Welch, the exact rank test,
+the trials that would decide): netrepro.studykit.intervals.
 """
 
 from __future__ import annotations
