@@ -120,6 +120,19 @@ def test_the_fitted_rise_is_read_against_its_range() -> None:
     assert [f.outcome for f in judged.findings] == [HOLDS, DIFFERS], judged.evidence()
 
 
+def test_an_undecided_trend_names_the_trials_that_would_decide_it() -> None:
+    """A rise of 0.3 points a second under 4 % of noise: five trials a cell cannot tell it from none, and
+    say how many would; twice that many, drawn afresh, decide it."""
+    slight = {t: 800 - 3 * t for t in IDLES}
+    rows = trials(BASE, 40, flat(1000), 40, 5, 12) + trials(NEW, 40, slight, 40, 5, 22)
+    judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), rows)
+    assert judged.outcome == UNDECIDED, judged.evidence()
+    needed = judged.trials_needed
+    assert needed is not None and 5 < needed < 100
+    more = trials(BASE, 40, flat(1000), 40, 2 * needed, 32) + trials(NEW, 40, slight, 40, 2 * needed, 42)
+    assert outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), more).outcome == HOLDS
+
+
 def test_two_trials_a_cell_or_replays_decide_no_trend() -> None:
     two = trials(BASE, 40, flat(1000), 10, 2, 1) + trials(NEW, 40, RISING, 10, 2, 2)
     judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), two)
