@@ -83,6 +83,13 @@ from netrepro.studykit.spec import Figure, Params, Point, Rows
 from servers.burst_trace import burst_rounds, gain_pct
 from topologies.topology import Topology
 
+# The source, cited as far as its text gives authors, title and venue.
+SOURCE = (
+    'seed 002: Ziaul Hossain, Gorry Fairhurst, "Enhancing HTTP Web Protocol Performance with Updated '
+    'Transport Layer Techniques", International Journal of Computer Networks & Communications (IJCNC), '
+    "2023, doi:10.5121/ijcnc.2023.15401"
+)
+
 REFERENCE = Path(__file__).resolve().parent / "reference" / "newcwv_tables.csv"
 
 IDLES = "1,3,5,7,10,15"

@@ -21,14 +21,6 @@ from ground.path import MSS
 from netrepro.studykit.spec import Rows, Series
 from servers.burst_trace import gain_pct
 
-# The source, cited as far as its text gives authors, title and venue.
-SOURCE = (
-    'seed 002: Ziaul Hossain, Gorry Fairhurst, "Enhancing HTTP Web Protocol Performance with Updated '
-    'Transport Layer Techniques", International Journal of Computer Networks & Communications (IJCNC), '
-    "2023, doi:10.5121/ijcnc.2023.15401"
-)
-SEED = "002_f5ebe0c68d4d1c55.txt"  # the source's text, whose words the claims quote
-
 BURSTS_KB = (5, 10, 20, 40, 80)
 
 IW = 3

@@ -53,7 +53,7 @@ def flat(ms: float) -> dict[float, float]:
 
 
 def outcome(test: claims.Test, rows: list[dict[str, str]], fig: Figure = newcwv.FIG7) -> claims.Judged:
-    return claims.judge([claims.Claim(newcwv_trials.SEED, "here", "a sentence", test)], fig, rows)[0]
+    return claims.judge([claims.Claim(newcwv_claims.SEED, "here", "a sentence", test)], fig, rows)[0]
 
 
 # -- gain_within -----------------------------------------------------------------------
@@ -204,7 +204,7 @@ def test_every_figure_is_judged_by_claims_on_five_trials_or_more() -> None:
     for fig in newcwv.FIGURES:
         assert fig.claims, fig.full_name
         assert fig.trials >= 5 and fig.quick_trials <= 2, fig.full_name
-        assert all(c.source == newcwv_trials.SEED and c.reading for c in fig.claims), fig.full_name
+        assert all(c.source == newcwv_claims.SEED and c.reading for c in fig.claims), fig.full_name
 
 
 def test_the_bulk_flows_goodput_alike_within_five_percent() -> None:
