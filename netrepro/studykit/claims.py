@@ -169,11 +169,22 @@ def _no_spread(a: Sequence[float], b: Sequence[float]) -> bool:
 _REPLAYS = "; no spread in either series and no draw of their own: the trials are replays"
 
 
-def _exact_text(a: Sequence[float], b: Sequence[float]) -> str:
-    return (
+def _decided_exactly(
+    at: str, text: str, a: Sequence[float], b: Sequence[float], checks: Sequence[tuple[str, bool, float]]
+) -> Finding:
+    """Two series without spread, each trial its own draw: the first of `checks` (an outcome, whether the
+    difference shows it, the confidence it needs) that the difference shows, where `rank_exact` lets m and n
+    trials decide it at that confidence; else undecided, with the trials that would."""
+    text += (
         f"; no spread in either series, each trial its own draw: the exact rank test (chance of the "
         f"separation under no effect 1/{math.comb(len(a) + len(b), len(a))} each side)"
     )
+    for outcome, shown, confidence in checks:
+        if shown:
+            if rank_exact(len(a), len(b), confidence):
+                return Finding(outcome, at, text)
+            return Finding(UNDECIDED, at, text, rank_exact_trials(confidence))
+    return Finding(UNDECIDED, at, text)
 
 
 @dataclass(frozen=True)
@@ -251,16 +262,8 @@ def better_at(
     if _no_spread(a, b):
         if not independent:
             return Finding(UNDECIDED, at, text + _REPLAYS)
-        text += _exact_text(a, b)
-        for outcome, true, confidence in (
-            (HOLDS, low > none, CONFIDENCE),
-            (DIFFERS, high < enough, differs_confidence(levels)),
-        ):
-            if true:
-                if rank_exact(len(a), len(b), confidence):
-                    return Finding(outcome, at, text)
-                return Finding(UNDECIDED, at, text, rank_exact_trials(confidence))
-        return Finding(UNDECIDED, at, text)
+        checks = ((HOLDS, low > none, CONFIDENCE), (DIFFERS, high < enough, differs_confidence(levels)))
+        return _decided_exactly(at, text, a, b, checks)
     if low > none:
         return Finding(HOLDS, at, text)
     if high < enough:
@@ -294,16 +297,11 @@ def within_band(
     if _no_spread(a, b):
         if not independent:
             return Finding(UNDECIDED, at, text + _REPLAYS)
-        text += _exact_text(a, b)
-        for outcome, true, confidence in (
+        checks = (
             (HOLDS, low <= iv.low and iv.high <= high, 1 - 2 * (1 - CONFIDENCE)),
             (DIFFERS, wide.high < low or wide.low > high, 1 - 2 * (1 - differs_confidence(levels))),
-        ):
-            if true:
-                if rank_exact(len(a), len(b), confidence):
-                    return Finding(outcome, at, text)
-                return Finding(UNDECIDED, at, text, rank_exact_trials(confidence))
-        return Finding(UNDECIDED, at, text)
+        )
+        return _decided_exactly(at, text, a, b, checks)
     if low <= iv.low and iv.high <= high:
         return Finding(HOLDS, at, text)
     if wide.high < low or wide.low > high:
