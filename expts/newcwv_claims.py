@@ -202,7 +202,11 @@ def _idle_trend(
         found = [Finding(DIFFERS, at, text)]
     else:
         # the interval's half-width, as a standard error, scaled to the trials that would clear zero
-        found = [Finding(UNDECIDED, at, text, _trials_to_clear(float(slope), low, high, 0.0, n, intervals.CONFIDENCE))]
+        found = [
+            Finding(
+                UNDECIDED, at, text, intervals.trials_to_clear(float(slope), low, high, 0.0, n, intervals.CONFIDENCE)
+            )
+        ]
     if rise is not None:
         r_low, r_high = (float(v) for v in np.percentile(rises_, [5, 95]))
         r_text = (
@@ -212,17 +216,9 @@ def _idle_trend(
         outcome = _inside(r_low, r_high, *rise)
         # to decide: the interval inside the range (its nearer edge) or wholly outside it
         edge = min(rise, key=lambda e: abs(float(fit_rise) - e))
-        needed = _trials_to_clear(float(fit_rise), r_low, r_high, edge, n, EQUIVALENCE)
+        needed = intervals.trials_to_clear(float(fit_rise), r_low, r_high, edge, n, EQUIVALENCE)
         found.append(Finding(outcome, where, r_text, needed if outcome == UNDECIDED else None))
     return found
-
-
-def _trials_to_clear(point: float, low: float, high: float, edge: float, n: int, confidence: float) -> int | None:
-    """Trials a cell that would bring a bootstrap interval [low, high] around `point` clear of `edge` at
-    the spread measured: its half-width taken as a standard error (intervals.trials_to_decide)."""
-    se = (high - low) / 2 / intervals.z(confidence)
-    iv = intervals.Interval(point, low, high, se, (n, n), False)
-    return intervals.trials_to_decide(iv, abs(point - edge), confidence)
 
 
 def first_flight_within(arm: str, low_rtts: float, high_rtts: float) -> claims.Computed:

@@ -63,14 +63,13 @@ from typing import TYPE_CHECKING, Any
 from ground.units import numeric
 from netrepro.studykit.intervals import (
     CONFIDENCE,
-    Interval,
     differs_confidence,
     independent,
     rank_exact,
     rank_exact_trials,
+    trials_to_clear,
     trials_to_decide,
     welch,
-    z,
 )
 
 if TYPE_CHECKING:
@@ -510,9 +509,7 @@ class Trend:
         if up or down:
             return Finding(DIFFERS, ALL_LEVELS, text)
         # the interval's half-width, as a standard error, scaled to the trials that would clear zero
-        se = (float(high) - float(low)) / 2 / z(CONFIDENCE)
-        iv = Interval(point, float(low), float(high), se, (n, n), False)
-        return Finding(UNDECIDED, ALL_LEVELS, text, trials_to_decide(iv, abs(point), CONFIDENCE))
+        return Finding(UNDECIDED, ALL_LEVELS, text, trials_to_clear(point, float(low), float(high), 0.0, n, CONFIDENCE))
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,13 @@ def trials_to_decide(iv: Interval, gap: float, confidence: float) -> int | None:
     return max(n + 1, math.ceil(n * (z(confidence) * iv.se / gap) ** 2))
 
 
+def trials_to_clear(point: float, low: float, high: float, edge: float, n: int, confidence: float) -> int | None:
+    """Trials per cell that would bring an interval [low, high] around `point` (a bootstrap's, say) clear of
+    `edge` at the spread measured: its half-width taken as a standard error (`trials_to_decide`)."""
+    se = (high - low) / 2 / z(confidence)
+    return trials_to_decide(Interval(point, low, high, se, (n, n), False), abs(point - edge), confidence)
+
+
 def differs_confidence(levels: int, confidence: float = CONFIDENCE) -> float:
     """The confidence of the interval that may show a claim wrong at one of `levels` levels.
 
