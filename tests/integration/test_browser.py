@@ -30,12 +30,15 @@ pytestmark = pytest.mark.root
 
 PATH = PathSpec.parse(rtt="50ms", rate="10mbit")
 # curl and the browser time the same object from its request to its last byte.  Measured here (200 KB,
-# 10 Mbit/s, 50 ms; 8 loads each): over HTTP/2 the browser was within -3.0..+3.6 ms of curl; over HTTP/1.1
-# +3.7..+7.7 ms (the browser's over TLS, curl's in cleartext).  The margin, 15 ms or 5 % of curl's time
-# whichever is more, is twice the largest; a load timed from the navigation's start instead of the
-# HTML's request would be two round trips (100 ms) off.
+# 10 Mbit/s, 50 ms; 33 loads each): over HTTP/2 the browser was within -3.0..+3.6 ms of curl; over HTTP/1.1
+# +0.9..+9.2 ms (the browser's over TLS, curl's in cleartext).  The margin, 15 ms or 5 % of curl's time
+# whichever is more, is half again the largest; a load timed from the navigation's start instead of the
+# HTML's request would be two round trips (100 ms) off.  A busy machine only ever adds time, and once in
+# CI it added 21 ms to one load (299.6 ms against curl's 278.4), so the browser's time is the least of
+# CURL_LOADS loads, as curl's is the path's own.
 CURL_MARGIN = 0.05
 CURL_MARGIN_MS = 15.0
+CURL_LOADS = 3
 
 
 @dataclass
@@ -103,7 +106,7 @@ def test_a_browser_loads_over_both_protocols_as_the_physics_and_curl_allow(bench
                     assert got.connections == 1
         # One object alone: the browser's time from its request to its last byte is curl's.
         for protocol in ("h2", "http/1.1"):
-            got = load(bench, one.path, protocol, 1)
+            loads = [load(bench, one.path, protocol, 1) for _ in range(CURL_LOADS)]
             curl = clients.download(
                 bench.lab.client,
                 bench.lab.ip("server"),
@@ -113,9 +116,11 @@ def test_a_browser_loads_over_both_protocols_as_the_physics_and_curl_allow(bench
             )
             # curl's h2 runs over TLS; its http/1.1 over cleartext: the request-to-last-byte span is the same.
             curl_ms = curl.transfer_time * 1e3
-            print(f"\none object {protocol:8}: browser {got.plt_ms:.1f} ms, curl {curl_ms:.1f} ms")
-            assert got.plt_ms >= rtt_ms + wire_ms(one.size)
-            assert abs(got.plt_ms - curl_ms) <= max(CURL_MARGIN * curl_ms, CURL_MARGIN_MS)
+            browser_ms = [got.plt_ms for got in loads]
+            shown = ", ".join(f"{t:.1f}" for t in browser_ms)
+            print(f"\none object {protocol:8}: browser {shown} ms, curl {curl_ms:.1f} ms")
+            assert min(browser_ms) >= rtt_ms + wire_ms(one.size), "faster than the path allows"
+            assert abs(min(browser_ms) - curl_ms) <= max(CURL_MARGIN * curl_ms, CURL_MARGIN_MS)
 
 
 def test_a_server_that_never_answers_fails_the_load_and_leaves_nothing(bench: Bench, tmp_path: Path) -> None:
