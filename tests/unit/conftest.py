@@ -1,5 +1,6 @@
-"""Unit-test set-up: figure locks go to a directory of the test's own, never /run/netrepro/locks;
-the CLI's logging set-up is undone after each test."""
+"""Unit-test set-up: figure locks and ledgers go to directories of the test's own, never
+/run/netrepro (a unit test neither makes it nor reads a live run's ledgers there); the CLI's logging
+set-up is undone after each test."""
 
 import logging
 from collections.abc import Iterator
@@ -13,6 +14,14 @@ def lock_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     locks = tmp_path_factory.mktemp("locks")
     monkeypatch.setenv("NETREPRO_LOCK_DIR", str(locks))
     return locks
+
+
+@pytest.fixture(autouse=True)
+def ledger_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    ledgers = tmp_path_factory.mktemp("ledgers")
+    monkeypatch.setattr("ground.ledger.LEDGER_DIR", ledgers)
+    monkeypatch.setattr("ground.machinestate.LEDGER_DIR", ledgers)
+    return ledgers
 
 
 @pytest.fixture(autouse=True)
