@@ -13,8 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ground import cgroups
-from ground.ledger import LEDGER_DIR
+from ground import cgroups, ledgers
 
 WATCHED = {
     "ovsdb-server",
@@ -32,6 +31,12 @@ WATCHED = {
     "flock",
     "chromium",
 }
+
+
+def _ledgers() -> frozenset[str]:
+    """The ledgers' files: a run's that its end did not remove is state it left."""
+    directory = ledgers.LEDGER_DIR
+    return frozenset(p.name for p in directory.glob("*.jsonl")) if directory.is_dir() else frozenset()
 
 
 def _out(argv: list[str]) -> str:
@@ -131,7 +136,9 @@ def snapshot() -> MachineState:
         struct_ops=_out(["bpftool", "struct_ops", "list"]),
         tracing=_tracing(),
         processes=_processes(),
-        ledgers=frozenset(p.name for p in LEDGER_DIR.glob("*.jsonl")) if LEDGER_DIR.is_dir() else frozenset(),
+        ledgers=frozenset(p.name for p in ledgers.LEDGER_DIR.glob("*.jsonl"))
+        if ledgers.LEDGER_DIR.is_dir()
+        else frozenset(),
         cgroups=_cgroups(),
         modules=_modules(),
         temporary_files=_temporary_files(),

@@ -33,7 +33,8 @@ from typing import Any
 
 from ground import kernel, modules
 from ground.errors import NetreproError, SetupError, UserError
-from ground.ledger import Ledger, ledger_files, machine_lock
+from ground.ledger import Ledger
+from ground.ledgers import ledger_files, machine_lock
 from ground.proc import run
 
 HERE = Path(__file__).resolve().parent
@@ -297,7 +298,7 @@ def _trigger_init(name: str) -> None:
 
 
 def registered_by_a_run(name: str) -> Any:
-    """The ledger (ground.ledger.LedgerFile) of the netrepro run that registered `name`, or None."""
+    """The ledger (ground.ledgers.LedgerFile) of the netrepro run that registered `name`, or None."""
     for found in ledger_files():
         if any(e.get("kind") in ("struct_ops", "module") and e.get("name") == name for e in found.effective()):
             return found

@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 
-from ground import figurelock, kernel, ledger
+from ground import figurelock, kernel, undo
 from ground.ledger import Ledger
 from ground.path import PathSpec
 from ground.units import QuantityError
@@ -155,12 +155,12 @@ def cmd_cc(args: argparse.Namespace) -> int:
         print(json.dumps(loader.attach(args.name).set(**values)))
         return 0
     # Only what `cc load` left: other dead runs' ledgers are for `clean`.
-    lines = ledger.clean(only=ledger.with_purpose(f"cc load {args.name}"))
+    lines = undo.clean(only=undo.with_purpose(f"cc load {args.name}"))
     print("\n".join(lines) if lines else f"no ledger holds {args.name}; nothing unloaded")
     return 0 if lines else 1
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    lines = ledger.clean() + figurelock.remove_stale()
+    lines = undo.clean() + figurelock.remove_stale()
     print("\n".join(lines) if lines else "nothing to clean")
     return 1 if any("failed" in line for line in lines) else 0

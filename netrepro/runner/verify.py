@@ -44,7 +44,7 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
-from ground.ledger import read_sysctl
+from ground.ledgers import read_sysctl
 from ground.parsers import parse_iperf3_tcp, parse_iperf3_udp, parse_ping, parse_snmp, ping_argv
 from ground.path import ETHERNET_HEADER, PathSpec
 from ground.proc import CommandError, Netns, Process, run

@@ -17,7 +17,7 @@ import pytest
 from _pytest.terminal import TerminalReporter  # not exported by pytest 8.3
 from machine import snapshot, wait_until_as_before  # pytest puts this folder on sys.path
 
-from ground import ledger
+from ground import ledgers, undo
 
 SUMMARY = pytest.StashKey[list[str]]()
 
@@ -40,11 +40,11 @@ def pytest_terminal_summary(terminalreporter: TerminalReporter, config: pytest.C
 def no_leftovers_of_dead_runs(request: pytest.FixtureRequest) -> None:
     if os.geteuid() != 0:
         return
-    dead = [found for found in ledger.stale_ledgers() if not found.purpose]
+    dead = [found for found in ledgers.stale_ledgers() if not found.purpose]
     if not dead:
         return
     names = ", ".join(found.path.name for found in dead)
-    report = ledger.clean(only=lambda found: not found.purpose)
+    report = undo.clean(only=lambda found: not found.purpose)
     message = f"runs that died had left changes on this machine ({names}); undone before the root tests: " + "; ".join(
         report
     )

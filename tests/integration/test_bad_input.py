@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ground.ledger import ledger_files
+from ground.ledgers import ledger_files
 from ground.results import REFERENCE, REPO
 
 pytestmark = pytest.mark.root

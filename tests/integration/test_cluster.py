@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 import expts
-from ground import ledger
+from ground import ledgers, undo
 from ground.results import REPO
 from ground.trials import read_rows, trial_key
 from netrepro.engine.cluster import remote_certificate_copies
@@ -303,8 +303,10 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
         local = set(Path(tempfile.gettempdir()).glob("netrepro-tls-*")) - before_local
         assert len(local) == 1 and all(p.stat().st_mode & 0o777 == 0o700 for p in local), local
         assert {f.stat().st_mode & 0o777 for p in local for f in p.iterdir()} == {0o600}
-        ledgers = [f for f in ledger.ledger_files() if f.owner and f.owner.get("pid") == coordinator.pid]
-        assert [str(p) for p in local] == [e["path"] for f in ledgers for e in f.entries if e.get("kind") == "path"]
+        coordinators = [f for f in ledgers.ledger_files() if f.owner and f.owner.get("pid") == coordinator.pid]
+        assert [str(p) for p in local] == [
+            e["path"] for f in coordinators for e in f.entries if e.get("kind") == "path"
+        ]
         assert remote_certificate_copies() - before_remote, "the host's copy of the run's certificate"
         assert coordinator.poll() is None, "the run ended during the probes"
     finally:
@@ -327,5 +329,5 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
     assert gone_after < 30, f"the launched processes took {gone_after:.0f} s to end"
     assert remote_certificate_copies() == before_remote  # the host removed its copy of the run's certificate
     # The coordinator's own copy is in its ledger, which `clean` undoes (the run would have at its end).
-    report = ledger.clean(only=lambda found: (found.owner or {}).get("pid") == coordinator.pid)
+    report = undo.clean(only=lambda found: (found.owner or {}).get("pid") == coordinator.pid)
     assert not [p for p in local if p.exists()], report

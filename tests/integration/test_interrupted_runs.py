@@ -10,7 +10,7 @@ import pytest
 from machine import differences, snapshot, wait_until_as_before
 from output import read_until, stop
 
-from ground.ledger import LEDGER_DIR
+from ground.ledgers import LEDGER_DIR
 from ground.results import REPO
 
 pytestmark = pytest.mark.root

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from ground import ledger as ledger_mod
-from ground import proc
+from ground import ledgers, proc, undo
 from ground.ledger import Ledger
 
 pytestmark = pytest.mark.root
@@ -96,7 +95,7 @@ def test_clean_leaves_alone_a_namespace_that_took_a_dead_runs_inode(
         ],
     )
 
-    report = ledger_mod.clean(tmp_path)
+    report = undo.clean(tmp_path)
 
     assert report == [
         f"run-1-1.jsonl: undid 0 change(s); namespace inode {y.inode} (client): "
@@ -115,7 +114,7 @@ def test_an_older_ledger_without_the_identity_acts_only_through_a_process_it_rec
     y = Namespace()
     namespaces.append(y)
     write_ledger(tmp_path / "run-1-1.jsonl", [dead_owner(), {"kind": "namespace", "inode": y.inode, "name": "h1"}])
-    report = ledger_mod.clean(tmp_path)
+    report = undo.clean(tmp_path)
     assert report == [
         f"run-1-1.jsonl: undid 0 change(s); namespace inode {y.inode} (h1): its identity was not recorded "
         "(an older ledger) and no process of the run is in it; left alone"
@@ -137,7 +136,7 @@ def test_an_older_ledger_without_the_identity_acts_only_through_a_process_it_rec
                 {"kind": "namespace", "inode": y.inode, "name": "h1"},
             ],
         )
-        assert ledger_mod.clean(tmp_path) == ["run-2-2.jsonl: undid 2 change(s)"]
+        assert undo.clean(tmp_path) == ["run-2-2.jsonl: undid 2 change(s)"]
         assert stray.wait(timeout=10) != 0 and y.sleeper.wait(timeout=10) != 0
     finally:
         if stray.poll() is None:
@@ -154,7 +153,7 @@ def test_a_namespace_is_recorded_with_its_identity_and_clean_ends_what_is_in_it(
     namespaces.append(y)
     with Ledger(tmp_path, contain=False) as led:
         led.namespace(y.handle)
-        entry = ledger_mod.read(led.file).entries[-1]
+        entry = ledgers.read(led.file).entries[-1]
         assert entry == {
             "kind": "namespace",
             "inode": y.inode,
@@ -165,5 +164,5 @@ def test_a_namespace_is_recorded_with_its_identity_and_clean_ends_what_is_in_it(
         }
         led._entries.clear()  # this test's ledger leaves the namespace to the "dead" one below
     write_ledger(tmp_path / "run-1-1.jsonl", [dead_owner(), entry])
-    assert ledger_mod.clean(tmp_path) == ["run-1-1.jsonl: undid 1 change(s)"]
+    assert undo.clean(tmp_path) == ["run-1-1.jsonl: undid 1 change(s)"]
     assert y.sleeper.wait(timeout=10) != 0, "the sleeper the run never recorded is ended with its namespace"

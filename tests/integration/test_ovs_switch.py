@@ -19,8 +19,7 @@ from machine import snapshot, wait_until_as_before
 from output import read_until, stop
 from ovs_net import OvsNet
 
-from ground import kernel
-from ground import ledger as ledgers
+from ground import kernel, ledgers, undo
 from ground.ledger import Ledger
 from ground.parsers import parse_ping
 from ground.proc import netns_inode, processes_in_netns, start_time
@@ -163,7 +162,7 @@ def test_sigkill_then_clean_leaves_nothing_of_the_switch() -> None:
     assert directory.is_dir()
 
     started = time.monotonic()
-    report = ledgers.clean(only=lambda found: found.path == ledger_file)
+    report = undo.clean(only=lambda found: found.path == ledger_file)
     took = time.monotonic() - started
     assert len(report) == 1 and "undid" in report[0], report
     print(f"clean after SIGKILL: {took:.2f} s: {report[0]}")

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from ground import kernel
-from ground.ledger import Ledger, struct_ops_names
+from ground.ledger import Ledger
 from ground.parsers import parse_iperf3_tcp
 from ground.path import PathSpec
 from ground.proc import run
+from ground.undo import struct_ops_names
 from kmod import loader
 from servers.iperf import CrossTraffic
 from topologies.lab import Lab

@@ -19,8 +19,7 @@ def lock_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
 @pytest.fixture(autouse=True)
 def ledger_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     ledgers = tmp_path_factory.mktemp("ledgers")
-    monkeypatch.setattr("ground.ledger.LEDGER_DIR", ledgers)
-    monkeypatch.setattr("ground.machinestate.LEDGER_DIR", ledgers)
+    monkeypatch.setattr("ground.ledgers.LEDGER_DIR", ledgers)
     return ledgers
 
 

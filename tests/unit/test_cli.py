@@ -22,7 +22,7 @@ from netrepro.front import cli, options
 def test_bad_path_values_exit_2_naming_the_option(
     argv: list[str], needle: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ground.ledger.LEDGER_DIR", tmp_path)
+    monkeypatch.setattr("ground.ledgers.LEDGER_DIR", tmp_path)
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err
@@ -68,7 +68,7 @@ def test_plot_only_and_fresh_exclude_each_other(capsys: pytest.CaptureFixture[st
 def test_bench_ports_refuses_a_path_it_does_not_have(
     value: str, named: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ground.ledger.LEDGER_DIR", tmp_path)
+    monkeypatch.setattr("ground.ledgers.LEDGER_DIR", tmp_path)
     assert cli.main(["bench", "ports", "--algorithms", "vegas", "--paths", value]) == 2
     err = capsys.readouterr().err
     assert f"--paths {named}" in err and "random, droptail, droptail100" in err
@@ -86,7 +86,7 @@ def test_bench_ports_refuses_a_path_it_does_not_have(
 def test_bench_ssthresh_refuses_bad_input_before_it_builds_anything(
     args: list[str], said: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ground.ledger.LEDGER_DIR", tmp_path)
+    monkeypatch.setattr("ground.ledgers.LEDGER_DIR", tmp_path)
     assert cli.main(["bench", "ssthresh", "--out", str(tmp_path / "out"), *args]) == 2
     assert said in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

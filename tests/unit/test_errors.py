@@ -15,7 +15,7 @@ from ground import results
 from ground.cgroups import CgroupError
 from ground.errors import NetreproError, SetupError, TrialError, UserError
 from ground.figurelock import FigureBusy
-from ground.ledger import LedgerError
+from ground.ledgers import LedgerError
 from ground.parsers import ParseError
 from ground.proc import ROOT, CommandError, NamespaceError
 from ground.tcpprobe import TraceIncomplete, TraceUnavailable

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from ground import cgroups, kernel, modules, proc
+from ground import cgroups, kernel, ledgers, modules, proc, undo
 from ground import ledger as ledger_mod
 from ground.errors import SetupError
-from ground.ledger import Entry, Ledger, LedgerError
+from ground.ledger import Ledger
+from ground.ledgers import Entry, LedgerError
 from ground.proc import NamespaceError, Netns, Process, is_alive, start_time, terminate
 
 needs_cgroups = pytest.mark.skipif(not cgroups.usable(), reason="needs root and a cgroup v2 hierarchy")
@@ -104,7 +105,7 @@ def test_clean_undoes_ledgers_of_dead_runs_only(tmp_path: Path) -> None:
     alive.record({"kind": "path", "path": str(tmp_path / "mine")})
     (tmp_path / "mine").write_text("y")
 
-    report = ledger_mod.clean(tmp_path)
+    report = undo.clean(tmp_path)
 
     assert report == [
         'run-1-1.jsonl: undid 2 change(s) (its last line, \'{"kind": "pa\', was cut by the crash: never carried out)'
@@ -128,7 +129,7 @@ def test_clean_by_purpose_leaves_other_dead_runs_alone(tmp_path: Path) -> None:
         entries = [owner, {"kind": "path", "path": str(made)}]
         (tmp_path / name).write_text("".join(json.dumps(e) + "\n" for e in entries))
 
-    report = ledger_mod.clean(tmp_path, only=ledger_mod.with_purpose("cc load cubic_plus"))
+    report = undo.clean(tmp_path, only=undo.with_purpose("cc load cubic_plus"))
 
     assert report == ["run-1-1.jsonl: undid 1 change(s)"]
     assert not (tmp_path / "run-1-1.made").exists()
@@ -166,13 +167,13 @@ def test_a_module_is_undone_only_after_the_processes_that_pin_it(
     server_start = start_time(server.pid)
     seen: list[str] = []
 
-    def remove_module(e: Entry, ctx: ledger_mod.Context) -> None:
+    def remove_module(e: Entry, ctx: undo.Context) -> None:
         seen.append("server alive" if is_alive(server.pid, server_start or -1) else "server gone")
 
     phases = tuple(
-        (name, {**steps, "module": remove_module} if "module" in steps else steps) for name, steps in ledger_mod.PHASES
+        (name, {**steps, "module": remove_module} if "module" in steps else steps) for name, steps in undo.PHASES
     )
-    monkeypatch.setattr(ledger_mod, "PHASES", phases)
+    monkeypatch.setattr(undo, "PHASES", phases)
     stale = write_ledger(
         tmp_path / "run-1-1.jsonl",
         [
@@ -181,7 +182,7 @@ def test_a_module_is_undone_only_after_the_processes_that_pin_it(
             {"kind": "module", "name": "cubic_plus"},
         ],
     )
-    assert ledger_mod.clean(tmp_path) == ["run-1-1.jsonl: undid 2 change(s)"]
+    assert undo.clean(tmp_path) == ["run-1-1.jsonl: undid 2 change(s)"]
     server.wait(timeout=5)
     assert seen == ["server gone"]
     assert not stale.exists()
@@ -195,7 +196,7 @@ def test_a_malformed_line_is_reported_and_the_ledger_kept(tmp_path: Path) -> Non
         [dead_owner(), {"kind": "path", "path": str(made)}],
         tail='{"kind": "sysctl", "key": \n[1, 2]\n{"kind": "path", "path": "/x"}\n',
     )
-    report = ledger_mod.clean(tmp_path)
+    report = undo.clean(tmp_path)
     assert len(report) == 1 and "kept" in report[0] and "failed" in report[0]
     assert "line 3" in report[0] and "line 4" in report[0], report[0]
     assert not made.exists(), "what could be read is still undone"
@@ -212,7 +213,7 @@ def test_a_ledger_in_which_nothing_can_be_read_is_removed_with_a_note(tmp_path: 
     torn = write_ledger(tmp_path / f"run-{dead}-bbbbbb.jsonl", [], tail='{"kind": "owner", "pi')
     living = write_ledger(tmp_path / f"run-{os.getpid()}-{start_time(os.getpid())}-cccccc.jsonl", [])
     ownerless = write_ledger(tmp_path / f"run-{dead}-dddddd.jsonl", [{"kind": "path", "path": "/nonexistent"}])
-    report = ledger_mod.clean(tmp_path)
+    report = undo.clean(tmp_path)
     assert sorted(report) == [
         f"run-{dead}-aaaaaa.jsonl: removed, no change could be read in it (empty); its run died",
         f"run-{dead}-bbbbbb.jsonl: removed, no change could be read in it "
@@ -251,13 +252,13 @@ def test_a_short_write_refuses_the_change_and_leaves_the_ledger_readable(
     assert made == [] and not target.exists(), "the change is not made"
     assert str(led.file) in str(raised.value) and "ENOSPC" in str(raised.value)
     assert len(writes) == 2, "the rest of a short write is tried before giving up"
-    found = ledger_mod.read(led.file)
+    found = ledgers.read(led.file)
     assert not found.torn and not found.unreadable
     assert [e["kind"] for e in found.entries] == ["owner"]
     later = tmp_path / "later"
     with led.change({"kind": "path", "path": str(later)}):
         later.mkdir()
-    found = ledger_mod.read(led.file)
+    found = ledgers.read(led.file)
     assert [e["kind"] for e in found.entries] == ["owner", "path"] and not found.unreadable
     assert found.entries[1]["seq"] == 1, "the refused entry took no number"
     led.unwind()
@@ -279,8 +280,8 @@ def test_a_ledger_file_never_exists_without_its_owner_line(tmp_path: Path, monke
     led = Ledger(tmp_path, contain=False)
     monkeypatch.setattr(os, "write", real_write)
     assert seen == [[]], "no file under a ledger's name while its owner line is being written"
-    assert [e["kind"] for e in ledger_mod.read(led.file).entries] == ["owner"]
-    assert ledger_mod.read(led.file).owner == {"kind": "owner", **led.owner, "time": ANY_TIME}
+    assert [e["kind"] for e in ledgers.read(led.file).entries] == ["owner"]
+    assert ledgers.read(led.file).owner == {"kind": "owner", **led.owner, "time": ANY_TIME}
     led.unwind()
 
     def broken_disk(fd: int) -> None:
@@ -307,10 +308,10 @@ def test_clean_keeps_a_ledger_whose_undo_failed_and_says_why(tmp_path: Path) -> 
     stale = write_ledger(
         tmp_path / "run-1-1.jsonl", [dead_owner(), {"kind": "sysctl", "key": "net.netrepro.nope", "old": "1"}]
     )
-    first = ledger_mod.clean(tmp_path)
+    first = undo.clean(tmp_path)
     assert "kept" in first[0] and "net.netrepro.nope" in first[0]
     assert stale.exists()
-    assert ledger_mod.clean(tmp_path) == first, "clean tries again, and says so again, instead of forgetting"
+    assert undo.clean(tmp_path) == first, "clean tries again, and says so again, instead of forgetting"
 
 
 def test_a_change_that_failed_is_cancelled_and_never_undone(tmp_path: Path) -> None:
@@ -351,13 +352,19 @@ def test_signals_are_held_around_a_change_and_its_record(tmp_path: Path) -> None
 
 class FakeSysctls:
     def __init__(self, allowed: str) -> None:
-        self.values = {ledger_mod.CC_ALLOWED: allowed}
+        self.values = {ledgers.CC_ALLOWED: allowed}
 
     def read(self, key: str) -> str:
         return self.values[key]
 
     def write(self, key: str, value: str) -> None:
         self.values[key] = value
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """In place of /proc/sys, for the run's ledger (which widens) and for undoing (which narrows)."""
+        for module in (ledger_mod, undo):
+            monkeypatch.setattr(module, "read_sysctl", self.read)
+            monkeypatch.setattr(module, "write_sysctl", self.write)
 
 
 def test_allowed_congestion_controls_are_held_not_undone_under_a_live_run(
@@ -366,29 +373,27 @@ def test_allowed_congestion_controls_are_held_not_undone_under_a_live_run(
     """A dead run widened the list; a live run uses the same name: clean leaves it, and
     the live run, last out, narrows it back to what it was before either."""
     sysctls = FakeSysctls("reno bbr cubic")
-    monkeypatch.setattr(ledger_mod, "read_sysctl", sysctls.read)
-    monkeypatch.setattr(ledger_mod, "_write_sysctl", sysctls.write)
+    sysctls.install(monkeypatch)
     write_ledger(tmp_path / "run-1-1.jsonl", [dead_owner(), {"kind": "cc_allowed", "name": "cubic", "added": True}])
     live = Ledger(tmp_path, contain=False)
     live.allow_congestion_control("cubic")
     live.allow_congestion_control("reno")
-    assert ledger_mod.clean(tmp_path) == ["run-1-1.jsonl: undid 1 change(s)"]
-    assert sysctls.values[ledger_mod.CC_ALLOWED] == "reno bbr cubic", "still held by the live run"
+    assert undo.clean(tmp_path) == ["run-1-1.jsonl: undid 1 change(s)"]
+    assert sysctls.values[ledgers.CC_ALLOWED] == "reno bbr cubic", "still held by the live run"
     live.unwind()
-    assert sysctls.values[ledger_mod.CC_ALLOWED] == "reno bbr", "reno was there before; cubic came with the runs"
+    assert sysctls.values[ledgers.CC_ALLOWED] == "reno bbr", "reno was there before; cubic came with the runs"
 
 
 def test_older_ledgers_cc_allowed_lists_are_still_undone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sysctls = FakeSysctls("reno bbr cubic cubic_plus")
-    monkeypatch.setattr(ledger_mod, "read_sysctl", sysctls.read)
-    monkeypatch.setattr(ledger_mod, "_write_sysctl", sysctls.write)
+    sysctls.install(monkeypatch)
     write_ledger(tmp_path / "run-1-1.jsonl", [dead_owner(), {"kind": "cc_allowed", "added": ["cubic", "cubic_plus"]}])
-    ledger_mod.clean(tmp_path)
-    assert sysctls.values[ledger_mod.CC_ALLOWED] == "reno bbr"
+    undo.clean(tmp_path)
+    assert sysctls.values[ledgers.CC_ALLOWED] == "reno bbr"
 
 
 def test_the_machine_lock_nests_in_a_process_and_excludes_others(tmp_path: Path) -> None:
-    with ledger_mod.machine_lock(tmp_path), ledger_mod.machine_lock(tmp_path):
+    with ledgers.machine_lock(tmp_path), ledgers.machine_lock(tmp_path):
         fd = os.open(tmp_path / "machine.lock", os.O_RDWR)
         try:
             with pytest.raises(BlockingIOError):
@@ -603,7 +608,7 @@ def test_a_lab_that_starts_after_a_dead_run_holds_what_that_run_loaded_until_cle
     fake.used_by["ifb"] = ()
     b = Ledger(tmp_path, contain=False, name_stale=False)
     b.watch_autoloads()
-    ledger_mod.clean(tmp_path)
+    undo.clean(tmp_path)
     assert fake.removed == [] and not (tmp_path / "run-1-1.jsonl").exists()
     b.unwind()
     assert fake.removed == ["ifb"]
@@ -618,14 +623,14 @@ def test_a_kernel_probe_records_what_was_loaded_and_spares_what_a_live_run_holds
     other = Ledger(tmp_path, contain=False)
     other.record({"kind": "modules_loaded", "cause": "tcp_hybla", "before": ["veth"]})
     monkeypatch.setattr(modules, "_read_proc_modules", fake.text)
-    monkeypatch.setattr(ledger_mod, "LEDGER_DIR", tmp_path)
+    monkeypatch.setattr(ledgers, "LEDGER_DIR", tmp_path)
     seen: list[list[str]] = []
     locked: list[bool] = []
 
     def probe(argv: list[str], *args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
         if argv[0] == "rmmod":
             return fake.run(argv)
-        probes = [f for f in ledger_mod.ledger_files(tmp_path) if f.path != other.file]
+        probes = [f for f in ledgers.ledger_files(tmp_path) if f.path != other.file]
         seen.append([e["kind"] for f in probes for e in f.entries])
         fd = os.open(tmp_path / "machine.lock", os.O_RDWR | os.O_CREAT)
         try:
@@ -647,7 +652,7 @@ def test_a_kernel_probe_records_what_was_loaded_and_spares_what_a_live_run_holds
     assert fake.removed == ["sch_netem"] and "tcp_hybla" in fake.used_by
     assert seen == [["owner", "modules_loaded"]], "recorded before the probe ran"
     assert locked == [True], "under the machine lock"
-    assert [f.path for f in ledger_mod.ledger_files(tmp_path)] == [other.file], "the probe's ledger is gone"
+    assert [f.path for f in ledgers.ledger_files(tmp_path)] == [other.file], "the probe's ledger is gone"
     other.unwind()
 
 
@@ -657,12 +662,12 @@ def test_a_module_parameter_is_written_back_when_the_last_run_holding_it_ends(
     """/sys/module/<m>/parameters/<p> is machine-wide (built-in tcp_cubic's too): recorded with its
     old value before the write, and that value written back when the last run that set it ends,
     or by `clean` for a run that died."""
-    monkeypatch.setattr(ledger_mod, "SYS_MODULE", tmp_path / "sys")
+    monkeypatch.setattr(ledgers, "SYS_MODULE", tmp_path / "sys")
     beta = tmp_path / "sys/tcp_cubic/parameters/beta"
     beta.parent.mkdir(parents=True)
     beta.write_text("717\n")
-    ledgers = tmp_path / "ledgers"
-    first, second = Ledger(ledgers, contain=False), Ledger(ledgers, contain=False)
+    ledger_dir = tmp_path / "ledgers"
+    first, second = Ledger(ledger_dir, contain=False), Ledger(ledger_dir, contain=False)
 
     real_write_text = Path.write_text
 
@@ -688,10 +693,10 @@ def test_a_module_parameter_is_written_back_when_the_last_run_holding_it_ends(
 
     beta.write_text("900\n")
     write_ledger(
-        ledgers / "run-1-1.jsonl",
+        ledger_dir / "run-1-1.jsonl",
         [dead_owner(), {"kind": "module_param", "module": "tcp_cubic", "name": "beta", "old": "717", "added": True}],
     )
-    assert ledger_mod.clean(ledgers) == ["run-1-1.jsonl: undid 1 change(s)"]
+    assert undo.clean(ledger_dir) == ["run-1-1.jsonl: undid 1 change(s)"]
     assert beta.read_text() == "717\n"
 
 
@@ -707,7 +712,7 @@ def test_a_ledger_of_an_earlier_boot_has_only_its_files_undone(tmp_path: Path) -
         [owner, {"kind": "process", "pid": server.pid, "start": server_start}, {"kind": "path", "path": str(made)}],
     )
     try:
-        report = ledger_mod.clean(tmp_path)
+        report = undo.clean(tmp_path)
         assert report == [
             "run-1-1.jsonl: undid 1 change(s); made in an earlier boot: only its files undone, "
             "the rest went with that boot"

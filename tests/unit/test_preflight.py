@@ -130,7 +130,7 @@ def test_a_registered_variant_is_refused_by_loadable(monkeypatch: pytest.MonkeyP
 def test_check_cc_typo_exits_2(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("ground.ledger.LEDGER_DIR", tmp_path)
+    monkeypatch.setattr("ground.ledgers.LEDGER_DIR", tmp_path)
     monkeypatch.setattr(preflight, "kernel_congestion_controls", lambda: ["reno", "cubic"])
     monkeypatch.setattr(preflight, "is_root", _never)
     assert cli.main(["check", "--cc", "typo"]) == 2
