@@ -67,6 +67,8 @@ from netrepro.studykit.intervals import (
     independent,
     rank_exact,
     rank_exact_trials,
+    slope_exact_trials,
+    slope_permutation,
     trials_to_clear,
     trials_to_decide,
     welch,
@@ -432,11 +434,13 @@ class Trend:
         paired = self.against is not None
         xs: list[float] = []
         samples: list[list[float]] = []  # per level: the series' trials, then (paired) the other's
+        draws: list[list[str]] = []  # the seed of each of those trials' draws
         not_run: list[str] = []  # levels the sentence names without a trial (a --quick run's, say)
         for level in _levels(fig, self.levels):
-            cells = [group(self.series).values(fig, rows, level, self.metric)]
+            trials = [group(self.series).trials(fig, rows, level, self.metric)]
             if self.against is not None:
-                cells.append(group(self.against).values(fig, rows, level, self.metric))
+                trials.append(group(self.against).trials(fig, rows, level, self.metric))
+            cells = [[value for value, _ in t] for t in trials]
             if not all(cells):
                 not_run.append(str(level))
                 continue
@@ -444,11 +448,12 @@ class Trend:
                 continue
             xs.append(position(level))
             samples += cells
+            draws += [[draw for _, draw in t] for t in trials]
         missing = f"no trials at {', '.join(not_run)}" if not_run else ""
         if len(xs) < 2:
             text = f"trials at {len(xs)} level(s): a trend needs two"
             return [Finding(UNDECIDED, ALL_LEVELS, text + (f" ({missing})" if missing else ""))]
-        found = self._over(xs, samples)
+        found = self._over(xs, samples, independent(*draws))
         if missing:
             # a slope over some of the levels is not the sentence's, which names all of them: more trials at
             # the levels run would not decide it either
@@ -456,7 +461,7 @@ class Trend:
             return [Finding(UNDECIDED, ALL_LEVELS, f"{found.estimate}; {missing}: {why}")]
         return [found]
 
-    def _over(self, xs: list[float], samples: list[list[float]]) -> Finding:
+    def _over(self, xs: list[float], samples: list[list[float]], independent_trials: bool = False) -> Finding:
         """The slope over the levels at `xs` with each level's trials in `samples`, and what it decides."""
         import numpy as np
         from scipy import stats
@@ -493,8 +498,18 @@ class Trend:
         unit = "log ratio per unit" if self.against is not None else "per unit"
         interval = f" [{_fmt(float(low))}, {_fmt(float(high))}]" if spread and n >= MIN_BOOTSTRAP_TRIALS else ""
         text = f"slope {_fmt(point)}{interval} {unit} of the level over {len(xs)} levels, n >= {n} per cell"
+        if not spread and n < 2:
+            return Finding(
+                UNDECIDED, ALL_LEVELS, f"{text}; one trial a cell: no spread to speak of", MIN_BOOTSTRAP_TRIALS
+            )
+        if not spread and independent_trials:
+            return self._without_spread(xs, samples, point, text)
         if not spread:
-            return Finding(UNDECIDED, ALL_LEVELS, text + "; no spread among trials: no interval")
+            return Finding(
+                UNDECIDED,
+                ALL_LEVELS,
+                text + "; no spread among trials, which share a draw (or have none): replays, no interval",
+            )
         if n < MIN_BOOTSTRAP_TRIALS:
             return Finding(
                 UNDECIDED,
@@ -510,6 +525,26 @@ class Trend:
             return Finding(DIFFERS, ALL_LEVELS, text)
         # the interval's half-width, as a standard error, scaled to the trials that would clear zero
         return Finding(UNDECIDED, ALL_LEVELS, text, trials_to_clear(point, float(low), float(high), 0.0, n, CONFIDENCE))
+
+    def _without_spread(self, xs: list[float], samples: list[list[float]], point: float, text: str) -> Finding:
+        """Every trial of each cell alike, each its own draw: the permutation test of the slope decides."""
+        import numpy as np
+
+        cells = samples
+        if self.against is not None:  # a trial's value is its level's log ratio; pairs as many as the fewer
+            pairs = zip(samples[::2], samples[1::2], strict=True)
+            cells = [[math.log(a[0] / b[0])] * min(len(a), len(b)) for a, b in pairs]
+        chance = slope_permutation(xs, cells)
+        text += (
+            f"; no spread among trials, each its own draw: the permutation test of the slope (chance of one as "
+            f"steep under no trend {_fmt(chance)})"
+        )
+        if chance <= 1 - CONFIDENCE:
+            return Finding(HOLDS if (point > 0) == self.rises else DIFFERS, ALL_LEVELS, text)
+        in_order = [c[0] for c, _ in sorted(zip(cells, xs, strict=True), key=lambda cx: cx[1])]
+        steps = np.diff(in_order)
+        ordered = bool(np.all(steps > 0) or np.all(steps < 0))
+        return Finding(UNDECIDED, ALL_LEVELS, text, slope_exact_trials(len(cells), CONFIDENCE) if ordered else None)
 
 
 @dataclass(frozen=True)

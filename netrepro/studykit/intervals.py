@@ -7,7 +7,8 @@ to the trials that would clear a gap at the spread measured;
 `differs_confidence` widens an interval for a claim over many levels.
 Where neither series has any spread, a t interval has nothing to stand on:
 trials that each drew their own seed (`independent`) are decided by the
-exact rank test (`rank_exact`), others are replays of one draw.
+exact rank test (`rank_exact`), others are replays of one draw; a trend over
+levels, by the permutation test of its slope (`slope_permutation`).
 netrepro.studykit.claims reads these into findings.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 CONFIDENCE = 0.95  # of a difference's interval; an equivalence uses 1 - 2 x (1 - 0.95) / 2 = 90 %
 
@@ -102,6 +104,38 @@ def rank_exact_trials(confidence: float) -> int:
     """Trials a series that `rank_exact` needs to decide at `confidence` (4 at 95 %, 5 at 97.5 %)."""
     n = 2
     while not rank_exact(n, n, confidence):
+        n += 1
+    return n
+
+
+def slope_permutation(xs: Sequence[float], cells: Sequence[Sequence[float]], resamples: int = 20_000) -> float:
+    """The two-sided chance, under no trend, of a least-squares slope of the cells' means over `xs` at least
+    as steep as the one measured: the trials' values permuted across the levels (exchangeable under no
+    trend where each trial drew its own seed), `resamples` times, with the measured arrangement counted
+    among them.  For cells without spread and in order along x, it tends to 2 / (the arrangements of the
+    values over the cells)."""
+    import numpy as np
+
+    x = np.asarray(xs, dtype=float)
+    xc = (x - x.mean()) / ((x - x.mean()) ** 2).sum()
+    sizes = np.array([len(c) for c in cells])
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    values = np.concatenate([np.asarray(c, dtype=float) for c in cells])
+
+    def slopes(arranged: Any) -> Any:
+        return (np.add.reduceat(arranged, starts, axis=-1) / sizes * xc).sum(axis=-1)
+
+    measured = abs(float(slopes(values)))
+    shuffled = np.random.default_rng(0).permuted(np.tile(values, (resamples, 1)), axis=1)
+    as_steep = int((np.abs(slopes(shuffled)) >= measured * (1 - 1e-9)).sum())
+    return (as_steep + 1) / (resamples + 1)
+
+
+def slope_exact_trials(levels: int, confidence: float) -> int:
+    """Trials a level that decide at `confidence` a trend whose cells have no spread and stand in order
+    along x: the one arrangement of the values that steep each way has the chance 2 / (levels x n)! / (n!)^levels."""
+    n = 2
+    while 2 * math.factorial(n) ** levels / math.factorial(levels * n) > 1 - confidence:
         n += 1
     return n
 

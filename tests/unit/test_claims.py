@@ -247,6 +247,56 @@ def test_an_undecided_trend_names_the_trials_that_would_decide_it() -> None:
     assert judged.outcome == UNDECIDED and judged.trials_needed is not None and judged.trials_needed > 4
 
 
+def alike_at_levels(
+    series: str, values: dict[str, int], n: int, draws: str = "{series}{level}{i}"
+) -> list[dict[str, str]]:
+    """`n` trials of `series` at each level, alike to the last digit there, each with the draw seed `draws` names."""
+    return [
+        {
+            "series": series,
+            "loss": level,
+            "status": "ok",
+            "plt_ms": str(value),
+            "draw_seed": draws.format(series=series, level=level, i=i),
+        }
+        for level, value in values.items()
+        for i in range(n)
+    ]
+
+
+def test_a_trend_without_spread_in_trials_that_each_drew_their_own_seed_is_decided_by_permuting_them() -> None:
+    """Each level's trials alike, each its own draw: the slope's permutation test decides, as the exact rank
+    test does for two series; in order along x, two levels need four trials each (2/70), three need two
+    (2/90); out of order, a slope that permuting often matches decides nothing, and names no count."""
+    three = ("0%", "2%", "6%")
+    rising = alike_at_levels("A", dict(zip(three, (1000, 1100, 1200), strict=True)), 2)
+    judged = outcome(Trend("plt_ms", "A", rises=True), rising, three)
+    assert judged.outcome == HOLDS and "permutation test of the slope" in judged.evidence()
+    assert outcome(Trend("plt_ms", "A", rises=False), rising, three).outcome == DIFFERS
+    unordered = alike_at_levels("A", dict(zip(three, (1000, 1200, 1100), strict=True)), 2)
+    judged = outcome(Trend("plt_ms", "A", rises=True), unordered, three)
+    assert judged.outcome == UNDECIDED and judged.trials_needed is None
+    two = ("0%", "2%")
+    short = alike_at_levels("A", {"0%": 1000, "2%": 1100}, 3)
+    judged = outcome(Trend("plt_ms", "A", rises=True), short, two)
+    assert judged.outcome == UNDECIDED and judged.trials_needed == 4
+    assert (
+        outcome(Trend("plt_ms", "A", rises=True), alike_at_levels("A", {"0%": 1000, "2%": 1100}, 4), two).outcome
+        == HOLDS
+    )
+    # the ratio of two series, alike at each level: A / B rises from 1 to 2
+    paired = alike_at_levels("A", dict(zip(three, (1000, 1500, 2000), strict=True)), 2) + alike_at_levels(
+        "B", dict.fromkeys(three, 1000), 2
+    )
+    assert outcome(Trend("plt_ms", "A", rises=True, against="B"), paired, three).outcome == HOLDS
+    # one draw replayed, or none recorded: replays, whatever the order
+    for draws in ("7", ""):
+        replayed = alike_at_levels("A", dict(zip(three, (1000, 1100, 1200), strict=True)), 2, draws=draws)
+        judged = outcome(Trend("plt_ms", "A", rises=True), replayed, three)
+        assert judged.outcome == UNDECIDED and "replays" in judged.evidence()
+    assert intervals.slope_exact_trials(2, 0.95) == 4 and intervals.slope_exact_trials(3, 0.95) == 2
+
+
 def test_a_trend_without_trials_at_a_level_it_names_is_undecided_whatever_its_slope() -> None:
     """A --quick run's levels, or a level whose trials all failed: the slope over the levels run is shown,
     and decides nothing, since the sentence's trend is over every level it names."""
