@@ -43,12 +43,15 @@ decide at 95 %, five where a claim covers two levels); trials without their
 own draws are replays and decide nothing: undecided, and saying so. So is a
 level without trials (one a --quick run did not run, or whose trials all
 failed), and a trend without trials at one of the levels it names, whatever
-its slope over the rest: the sentence's trend is over all of them. A claim
+its slope over the rest: the sentence's trend is over all of them. A trend
+whose cells have no spread, each trial its own draw, is decided by the
+permutation test of its slope (`slope_permutation`). A claim
 holds when it holds at every level it covers, differs when it differs at
 any, and is undecided otherwise. A figure's verdict (`verdict`) counts its
 claims: agrees, partly, differs, undecided, or unjudged (no claim, or only
 claims set by design). The intervals themselves (Welch, the exact rank test,
-the trials that would decide): netrepro.studykit.intervals.
+the slope's permutation test, the trials that would decide):
+netrepro.studykit.intervals.
 """
 
 from __future__ import annotations
