@@ -136,9 +136,7 @@ def snapshot() -> MachineState:
         struct_ops=_out(["bpftool", "struct_ops", "list"]),
         tracing=_tracing(),
         processes=_processes(),
-        ledgers=frozenset(p.name for p in ledgers.LEDGER_DIR.glob("*.jsonl"))
-        if ledgers.LEDGER_DIR.is_dir()
-        else frozenset(),
+        ledgers=_ledgers(),
         cgroups=_cgroups(),
         modules=_modules(),
         temporary_files=_temporary_files(),
