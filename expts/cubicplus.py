@@ -24,8 +24,9 @@ from typing import Any
 
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS
-from netrepro.studykit import claims, intervals
-from netrepro.studykit.claims import AllOf, Better, ByDesign, Claim, Computed, Finding, Group, Same, Trend
+from netrepro.studykit import decisions, intervals
+from netrepro.studykit.claims import Claim
+from netrepro.studykit.decisions import AllOf, Better, ByDesign, Computed, Finding, Group, Same, Trend
 from netrepro.studykit.spec import Figure, Params, Point, Rows, Series
 
 # The source, cited as far as its text gives authors, title and venue.
@@ -273,7 +274,7 @@ def smaller_gain(larger: Sequence[str], levels: Sequence[Any], worth: float, bes
                 ours, theirs = _gain(fig, rows, level), _gain(fig, others, level)
                 if ours is None or theirs is None:
                     where = "" if others else f" ({name}'s trials are not beside these)"
-                    out.append(Finding(claims.UNDECIDED, at, f"too few trials to estimate a spread{where}"))
+                    out.append(Finding(decisions.UNDECIDED, at, f"too few trials to estimate a spread{where}"))
                     continue
                 d = theirs[0] - ours[0]  # log of (their gain / our gain)
                 parts = theirs[1] + ours[1]
@@ -283,7 +284,7 @@ def smaller_gain(larger: Sequence[str], levels: Sequence[Any], worth: float, bes
                 if var == 0:
                     iv = intervals.Interval(math.exp(d), math.exp(d), math.exp(d), 0.0, n, True)
                     text += f"{iv.estimate:.3g}, n >= {n[0]}; no spread in any series: the trials are replays"
-                    out.append(Finding(claims.UNDECIDED, at, text))
+                    out.append(Finding(decisions.UNDECIDED, at, text))
                     continue
                 df = var**2 / sum(v**2 / (k - 1) for v, k in parts)
                 t = float(stats.t.ppf(0.5 + intervals.CONFIDENCE / 2, df))
@@ -291,13 +292,13 @@ def smaller_gain(larger: Sequence[str], levels: Sequence[Any], worth: float, bes
                 iv = intervals.Interval(math.exp(d), math.exp(d - t * se), math.exp(d + t * se), se, n, True)
                 text += f"{iv.estimate:.3g} [{iv.low:.3g}, {iv.high:.3g}], n >= {n[0]} per series"
                 if iv.low > 1:
-                    out.append(Finding(claims.HOLDS, at, text))
+                    out.append(Finding(decisions.HOLDS, at, text))
                 elif iv.high < 1 + worth:
-                    out.append(Finding(claims.DIFFERS, at, text))
+                    out.append(Finding(decisions.DIFFERS, at, text))
                 else:
                     gap = max(abs(d), abs(math.log(1 + worth) - d))
                     needed = intervals.trials_to_decide(iv, gap, intervals.CONFIDENCE)
-                    out.append(Finding(claims.UNDECIDED, at, text, needed))
+                    out.append(Finding(decisions.UNDECIDED, at, text, needed))
         return out
 
     names = " and ".join(larger)
@@ -331,7 +332,7 @@ def window_role(series: Sequence[Series], margin: float, default: Any = 10) -> C
 # --- seed 000's sentences, each with its test ---
 
 
-def _claim(where: str, quote: str, test: claims.Test, reading: str) -> Claim:
+def _claim(where: str, quote: str, test: decisions.Test, reading: str) -> Claim:
     return Claim(source=SEED, where=where, quote=quote, test=test, reading=reading)
 
 
@@ -394,7 +395,7 @@ PLT_GROWS = _claim(
     "rising over all five levels (0 % included, where the two run the same code, as the sweep's start)",
 )
 # The setup that decides those claims, and the tests the sentences get on a figure derived without it.
-LOSS_FREE = claims.unchanged(loss="0%", queue=None)
+LOSS_FREE = decisions.unchanged(loss="0%", queue=None)
 THREE_ALIKE = Same("throughput_mbit", (CUBIC.label, PLUS.label, PLUS_K.label), margin=SAME_MARGIN)
 DELAY_CLOSE = _claim(
     "section 7.2, Figures 7 and 8",

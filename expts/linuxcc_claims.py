@@ -12,8 +12,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 from expts.linuxcc_trials import ALGORITHMS, SCENARIOS, drop_rate, drops_per_reduction, first_10s, mean_window
-from netrepro.studykit import claims
-from netrepro.studykit.claims import Better, ByDesign, Claim, Computed, Finding, Group, Same
+from netrepro.studykit import decisions
+from netrepro.studykit.claims import Claim
+from netrepro.studykit.decisions import Better, ByDesign, Computed, Finding, Group, Same
 from netrepro.studykit.spec import Figure, Rows
 
 # -- the seed's claims --------------------------------------------------------------------------
@@ -84,7 +85,7 @@ def decide_parts(fig: Figure, rows: Rows, parts: Sequence[Part], pooled: bool) -
                 t = dataclasses.replace(test, levels=(level,), family=family)
                 (f,) = t.decide(turned(fig, FLOWS), rows)
             found.append((label, f))
-        out.append(claims.joined(level, found))
+        out.append(decisions.joined(level, found))
     return out
 
 

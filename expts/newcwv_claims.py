@@ -33,8 +33,9 @@ from expts.newcwv_trials import (
     trial_retransmitted,
     trial_values,
 )
-from netrepro.studykit import claims, intervals
-from netrepro.studykit.claims import DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Claim, Finding, Same, Trend
+from netrepro.studykit import decisions, intervals
+from netrepro.studykit.claims import Claim
+from netrepro.studykit.decisions import DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Finding, Same, Trend
 from netrepro.studykit.spec import Figure, Rows
 
 # -- the study's own tests -------------------------------------------------------------
@@ -57,10 +58,10 @@ def _gain_band(
     at: str, base: list[float], other: list[float], lo: float, hi: float, cells: int = 1, independent: bool = False
 ) -> Finding:
     """The gain (Tr - Tc)/Tr x 100 between two arms' trials against the range lo..hi (%), at one of a claim's
-    `cells` cells: claims.within_band on the ratio of their geometric means (its 90 % interval inside the
+    `cells` cells: decisions.within_band on the ratio of their geometric means (its 90 % interval inside the
     range holds; wholly outside, widened for the cells, differs), told as a gain.  `independent`: each
     trial drew its own seed (intervals.independent)."""
-    found = claims.within_band(at, base, other, 1 - hi / 100, 1 - lo / 100, True, cells, independent)
+    found = decisions.within_band(at, base, other, 1 - hi / 100, 1 - lo / 100, True, cells, independent)
     iv = intervals.welch(base, other, EQUIVALENCE, ratio=True)
     if iv is None:
         return found
@@ -78,7 +79,7 @@ def _ranges(bands: Mapping[int, tuple[float, float]]) -> str:
     return ", ".join(f"{lo:g} to {hi:g} % at {kb} KB" for kb, (lo, hi) in bands.items())
 
 
-def gain_within(arm: str, bands: Mapping[int, tuple[float, float]], per_idle: bool) -> claims.Computed:
+def gain_within(arm: str, bands: Mapping[int, tuple[float, float]], per_idle: bool) -> decisions.Computed:
     """The gain of `arm` over the baseline inside a range at each burst size of `bands` (KB: (lo, hi) %):
     per burst size from each trial's mean burst time, or (`per_idle`) in each cell of burst size and idle
     period from each trial's burst after that idle period.  Its 90 % interval inside the range holds, wholly
@@ -113,12 +114,12 @@ def gain_within(arm: str, bands: Mapping[int, tuple[float, float]], per_idle: bo
         # a claim over many cells differs where one cell differs: each read off an interval widened for them all
         return [_gain_band(*cell[:5], cells=len(cells), independent=cell[5]) for cell in cells] + empty
 
-    return claims.Computed(what, decide)
+    return decisions.Computed(what, decide)
 
 
 def idle_trend(
     arm: str, rises: bool, levels: Sequence[int], rise: tuple[float, float] | None = None
-) -> claims.Computed:
+) -> decisions.Computed:
     """The gain of `arm` over the baseline, in points, rising (or falling) with the idle period: at each idle
     period the gain between the arms' mean burst times after it (averaged over the burst sizes `levels`),
     its least-squares slope over every idle period the trials ran, with a 95 % bootstrap interval that
@@ -140,7 +141,7 @@ def idle_trend(
     def decide(fig: Figure, rows: Rows) -> list[Finding]:
         return _idle_trend(rows, arm, rises, levels, rise)
 
-    return claims.Computed(what, decide)
+    return decisions.Computed(what, decide)
 
 
 def _idle_trend(
@@ -182,7 +183,7 @@ def _idle_trend(
 
     slope, fit_rise = fitted([(b.mean(axis=0), a.mean(axis=0)) for b, a in arrays])
     rng = np.random.default_rng(0)
-    draws = claims.BOOTSTRAP_RESAMPLES
+    draws = decisions.BOOTSTRAP_RESAMPLES
 
     def resampled(side: Any) -> Any:
         return side[rng.integers(0, len(side), size=(draws, len(side)))].mean(axis=1)
@@ -221,7 +222,7 @@ def _idle_trend(
     return found
 
 
-def first_flight_within(arm: str, low_rtts: float, high_rtts: float) -> claims.Computed:
+def first_flight_within(arm: str, low_rtts: float, high_rtts: float) -> decisions.Computed:
     """The time `arm`'s first flights take to leave, a trial's mean over its bursts, inside low..high RTTs:
     the 90 % t interval of the mean over trials inside holds, wholly outside differs."""
     what = (
@@ -252,7 +253,7 @@ def first_flight_within(arm: str, low_rtts: float, high_rtts: float) -> claims.C
             out.append(Finding(_inside(mean - t * se, mean + t * se, lo, hi), at, text))
         return out
 
-    return claims.Computed(what, decide)
+    return decisions.Computed(what, decide)
 
 
 def log2_kb(level: Any) -> float:
@@ -260,7 +261,7 @@ def log2_kb(level: Any) -> float:
     return math.log2(float(level))
 
 
-def claim(where: str, quote: str, test: claims.Test, reading: str) -> Claim:
+def claim(where: str, quote: str, test: decisions.Test, reading: str) -> Claim:
     return Claim(SEED, where, quote, test, reading)
 
 

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from netrepro.studykit.claims import AllOf, Better, Claim, Trend, Within
+from netrepro.studykit.claims import Claim
+from netrepro.studykit.decisions import AllOf, Better, Trend, Within
 from netrepro.studykit.spec import Figure, Params, Series
 
 WANG = "wang2014-how-speedy-is-spdy.txt"  # the source's text, as the claims' folder names it

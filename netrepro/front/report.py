@@ -27,7 +27,8 @@ from typing import Any
 import expts
 from ground import results
 from ground.manifests import ManifestUnreadable, read_manifest
-from netrepro.studykit.claims import OUTCOMES, VERDICTS, needs_text
+from netrepro.studykit.claims import VERDICTS, needs_text
+from netrepro.studykit.decisions import OUTCOMES
 from netrepro.studykit.spec import Figure
 
 log = logging.getLogger("netrepro.front.report")

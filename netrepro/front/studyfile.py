@@ -52,14 +52,14 @@ else:  # Ubuntu 22.04's Python 3.10: the same parser, from PyPI
 
 from ground.errors import UserError
 from ground.units import QuantityError
-from netrepro.studykit import claims, params, plot
+from netrepro.studykit import claims, decisions, params, plot
 from netrepro.studykit.spec import Figure, Series, file_keys, trial_path
 from topologies.topology import Topology
 
 FIGURE_KEYS = file_keys()  # declared with Figure's fields (netrepro.studykit.spec.in_file)
 # A claim of a study file: the source's sentence and its test, as netrepro.studykit.claims declares them.  A group
 # is a series' label or a table of parameters ({ initcwnd = 10 }); a group naming the figure's own x factor
-# compares levels of it (claims.Regrouped).
+# compares levels of it (decisions.Regrouped).
 CLAIM_KEYS = {
     "quote": "the source's sentence, verbatim",
     "where": "where it stands in the source (section, figure)",
@@ -269,13 +269,13 @@ def _claim(where: str, path: Path, fig: Figure, metrics: Any, table: Mapping[str
     labels = {s.label for s in fig.series}
     regrouped = False
 
-    def grouped(key: str, value: Any) -> claims.Group:
+    def grouped(key: str, value: Any) -> decisions.Group:
         nonlocal regrouped
         if isinstance(value, str) and value in labels:
-            return claims.Group(series=value)
+            return decisions.Group(series=value)
         if isinstance(value, dict) and value and all(isinstance(v, str | int | float) for v in value.values()):
             regrouped = regrouped or fig.x in value
-            return claims.Group(where={k: str(v) for k, v in value.items()})
+            return decisions.Group(where={k: str(v) for k, v in value.items()})
         raise StudyFileError(
             f"{where}: {key} = {value!r}: give a series' label ({', '.join(map(repr, sorted(labels)))}) "
             "or a table of parameters, e.g. { initcwnd = 10 }"
@@ -291,9 +291,9 @@ def _claim(where: str, path: Path, fig: Figure, metrics: Any, table: Mapping[str
     if not isinstance(higher, bool):
         raise StudyFileError(f"{where}: higher = {higher!r}: give true or false")
     at = tuple(levels) if levels is not None else None
-    test: claims.Test
+    test: decisions.Test
     if kind == "better":
-        test = claims.Better(
+        test = decisions.Better(
             metric,
             grouped("winner", table["winner"]),
             grouped("loser", table["loser"]),
@@ -305,17 +305,17 @@ def _claim(where: str, path: Path, fig: Figure, metrics: Any, table: Mapping[str
         groups = table["groups"]
         if not isinstance(groups, list) or len(groups) < 2:
             raise StudyFileError(f"{where}: groups = {groups!r}: give a list of two groups or more")
-        test = claims.Same(metric, [grouped("groups", g) for g in groups], margin=number("margin"), levels=at)
+        test = decisions.Same(metric, [grouped("groups", g) for g in groups], margin=number("margin"), levels=at)
     elif kind == "within":
         low, high = number("low", 0.0), number("high", float("inf"))
-        test = claims.Within(metric, grouped("of", table["of"]), grouped("to", table["to"]), low, high, levels=at)
+        test = decisions.Within(metric, grouped("of", table["of"]), grouped("to", table["to"]), low, high, levels=at)
     elif kind == "trend":
         against = grouped("against", table["against"]) if "against" in table else None
-        test = claims.Trend(metric, grouped("series", table["series"]), rises=higher, against=against, levels=at)
+        test = decisions.Trend(metric, grouped("series", table["series"]), rises=higher, against=against, levels=at)
     else:
-        test = claims.ByDesign(_text(where, table, "reason"), str(table.get("could_fail", "")))
+        test = decisions.ByDesign(_text(where, table, "reason"), str(table.get("could_fail", "")))
     if regrouped:  # groups drawn across the figure's x factor: one view holding every trial
-        test = claims.Regrouped(test)
+        test = decisions.Regrouped(test)
     reading = table.get("reading", "")
     if not isinstance(reading, str):
         raise StudyFileError(f"{where}: reading = {reading!r}: give a string")

@@ -9,7 +9,7 @@ Where neither series has any spread, a t interval has nothing to stand on:
 trials that each drew their own seed (`independent`) are decided by the
 exact rank test (`rank_exact`), others are replays of one draw; a trend over
 levels, by the permutation test of its slope (`slope_permutation`).
-netrepro.studykit.claims reads these into findings.
+netrepro.studykit.decisions reads these into findings.
 """
 
 from __future__ import annotations

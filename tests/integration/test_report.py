@@ -21,7 +21,8 @@ import pytest
 import expts
 from ground.results import REFERENCE, REPO
 from netrepro.runner.plan import Stored
-from netrepro.studykit.claims import ByDesign, Claim
+from netrepro.studykit.claims import Claim
+from netrepro.studykit.decisions import ByDesign
 
 pytestmark = pytest.mark.root
 

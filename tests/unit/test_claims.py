@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from netrepro.studykit import claims, intervals
-from netrepro.studykit.claims import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Claim, Same, Trend
+from netrepro.studykit import claims, decisions, intervals
+from netrepro.studykit.claims import Claim
+from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Same, Trend
 from netrepro.studykit.spec import Figure, Series
 
 
@@ -31,11 +32,11 @@ def trials(series: str, level: str, mean: float, sd: float, n: int, seed: int) -
     return [{"series": series, "loss": level, "status": "ok", "plt_ms": str(rng.gauss(mean, sd))} for _ in range(n)]
 
 
-def claim(test: claims.Test) -> Claim:
+def claim(test: decisions.Test) -> Claim:
     return Claim("000_x.txt", "section 1", "a sentence", test)
 
 
-def outcome(test: claims.Test, rows: list[dict[str, str]], levels: tuple[Any, ...] = ("1%",)) -> claims.Judged:
+def outcome(test: decisions.Test, rows: list[dict[str, str]], levels: tuple[Any, ...] = ("1%",)) -> claims.Judged:
     return claims.judge([claim(test)], figure(levels), rows)[0]
 
 
@@ -225,7 +226,7 @@ def test_a_judged_claim_prints_quote_place_test_numbers_and_outcome() -> None:
 
 
 def test_a_derived_figure_that_undoes_the_design_tests_the_sentence_instead() -> None:
-    loss_free = claims.unchanged(loss="0%", queue=None)
+    loss_free = decisions.unchanged(loss="0%", queue=None)
     design = claim(ByDesign("loss-free: the same code", holds_while=loss_free, otherwise=SAME))
     bare = claim(ByDesign("loss-free: the same code", holds_while=loss_free))
     declared = dataclasses.replace(figure(("20ms",)), x="rtt", fixed={"loss": "0%"}, claims=(design, bare))

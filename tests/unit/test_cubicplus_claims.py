@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from expts import cubicplus
-from netrepro.studykit import claims
-from netrepro.studykit.claims import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, ByDesign, Claim
+from netrepro.studykit import claims, decisions
+from netrepro.studykit.claims import Claim
+from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, ByDesign
 from netrepro.studykit.spec import Figure
 
 CUBIC, PLUS, PLUS_K = cubicplus.CUBIC.label, cubicplus.PLUS.label, cubicplus.PLUS_K.label
@@ -51,11 +52,11 @@ def gain_rows(
     )
 
 
-def judged(f: Figure, test: claims.Test, rows: list[dict[str, str]]) -> claims.Judged:
+def judged(f: Figure, test: decisions.Test, rows: list[dict[str, str]]) -> claims.Judged:
     return claims.judge([Claim("000_x.txt", "section 7.1", "a sentence here", test)], f, rows)[0]
 
 
-def smaller(others: list[dict[str, str]], levels: tuple[str, ...] = ("6%",)) -> claims.Computed:
+def smaller(others: list[dict[str, str]], levels: tuple[str, ...] = ("6%",)) -> decisions.Computed:
     return cubicplus.smaller_gain(("fig3",), levels, 0.10, beside=lambda f, name, rows: others)
 
 

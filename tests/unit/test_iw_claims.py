@@ -1,8 +1,8 @@
 """Study iw's claims, on synthetic trials whose truth is known, and on the stored reference rows.
 
 Figure 2's x is the initial window, so its claims compare levels of the x
-factor (`claims.Regrouped`); figure 5b's compare a gain with the numbers seed 001
-states (`claims.Within`); figure 2's "little to no benefit in going to 42"
+factor (`decisions.Regrouped`); figure 5b's compare a gain with the numbers seed 001
+states (`decisions.Within`); figure 2's "little to no benefit in going to 42"
 is set by the design on the declared path and tested on a derived one.
 """
 
@@ -17,8 +17,9 @@ import expts
 from expts import iw
 from ground.results import REFERENCE
 from ground.trials import latest_rows, read_rows
-from netrepro.studykit import claims
-from netrepro.studykit.claims import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, Claim, Same
+from netrepro.studykit import claims, decisions
+from netrepro.studykit.claims import Claim
+from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, Same
 from netrepro.studykit.spec import Figure
 
 Row = dict[str, str]
@@ -32,16 +33,16 @@ def download(level_key: str, level: Any, mean: float, sd: float, n: int, seed: i
     ]
 
 
-def judged(test: claims.Test, fig: Figure, rows: list[Row]) -> claims.Judged:
+def judged(test: decisions.Test, fig: Figure, rows: list[Row]) -> claims.Judged:
     return claims.judge([Claim("x.txt", "here", "a sentence here", test)], fig, rows)[0]
 
 
 # -- levels of the x factor compared as groups --------------------------------------------------------
 
 
-def faster_than_3(w: int, worth: float) -> claims.Test:
+def faster_than_3(w: int, worth: float) -> decisions.Test:
     better = Better("download_time_ms", iw.initcwnd(w), iw.initcwnd(3), higher=False, worth=worth)
-    return claims.Regrouped(better, f"IW 3 -> {w}")
+    return decisions.Regrouped(better, f"IW 3 -> {w}")
 
 
 def test_a_faster_initial_window_beats_iw_3_across_the_levels_of_the_x_factor() -> None:
@@ -81,11 +82,11 @@ def test_regrouped_with_another_x_runs_the_test_over_that_parameter() -> None:
     for n in range(1, 7):
         for r in download("loss", "0.1%", 40 + 10 * n, 1, 5, n, series=f"n={n}"):
             rows.append({**r, "n": str(n), "throughput_mbit": r["download_time_ms"]})
-    rising = claims.Trend("throughput_mbit", claims.Group(where={"loss": "0.1%"}), rises=True)
-    found = judged(claims.Regrouped(rising, "0.1%, over n", "n", (1, 2, 3, 4, 5, 6)), fig, rows)
+    rising = decisions.Trend("throughput_mbit", decisions.Group(where={"loss": "0.1%"}), rises=True)
+    found = judged(decisions.Regrouped(rising, "0.1%, over n", "n", (1, 2, 3, 4, 5, 6)), fig, rows)
     assert found.outcome == HOLDS and found.findings[0].at == "0.1%, over n"
-    falling = claims.Trend("throughput_mbit", claims.Group(where={"loss": "0.1%"}), rises=False)
-    assert judged(claims.Regrouped(falling, "x", "n", (1, 2, 3, 4, 5, 6)), fig, rows).outcome == DIFFERS
+    falling = decisions.Trend("throughput_mbit", decisions.Group(where={"loss": "0.1%"}), rises=False)
+    assert judged(decisions.Regrouped(falling, "x", "n", (1, 2, 3, 4, 5, 6)), fig, rows).outcome == DIFFERS
 
 
 # -- a ratio against a number the source states ------------------------------------------------------
@@ -96,7 +97,7 @@ def fig5b_rows(ratio: float, sd: float, n: int = 10) -> list[Row]:
     return download("rate", top, 500, sd, n, 1, "IW 3") + download("rate", top, 500 * ratio, sd, n, 2, "IW 26")
 
 
-ALMOST_40 = claims.Within("download_time_ms", "IW 26", "IW 3", 0.55, 0.65, levels=iw.RATES[-1:])
+ALMOST_40 = decisions.Within("download_time_ms", "IW 26", "IW 3", 0.55, 0.65, levels=iw.RATES[-1:])
 
 
 def test_a_ratio_inside_the_band_holds_outside_differs_and_a_wide_spread_is_undecided() -> None:
@@ -113,7 +114,7 @@ def test_the_band_is_read_at_the_highest_level_only() -> None:
 
 
 def test_an_open_band_is_one_sided() -> None:
-    above_25 = claims.Within("download_time_ms", "IW 26", "IW 3", high=0.75, levels=iw.RATES[-1:])
+    above_25 = decisions.Within("download_time_ms", "IW 26", "IW 3", high=0.75, levels=iw.RATES[-1:])
     assert judged(above_25, iw.FIG5B, fig5b_rows(0.51, 3)).outcome == HOLDS
     assert judged(above_25, iw.FIG5B, fig5b_rows(0.95, 3)).outcome == DIFFERS
 
@@ -161,7 +162,7 @@ def test_a_derived_figure_that_lets_it_fail_tests_it(overrides: dict[str, str]) 
     fig = iw.FIG2.derive(overrides)
     assert not iw.first_flight_holds_the_response(fig)
     claim = little_to_no_benefit(fig)
-    assert not isinstance(claim.test, claims.ByDesign)
+    assert not isinstance(claim.test, decisions.ByDesign)
     alike = download("initcwnd", 26, 400, 3, 10, 1) + download("initcwnd", 42, 402, 3, 10, 2)
     apart = download("initcwnd", 26, 400, 3, 10, 1) + download("initcwnd", 42, 300, 3, 10, 2)
     assert claims.judge([claim], fig, alike)[0].outcome == HOLDS
@@ -190,6 +191,6 @@ def test_the_stored_fig2_is_judged_with_its_design_apart() -> None:
 
 
 def test_same_across_levels_is_an_equivalence() -> None:
-    alike = claims.Regrouped(Same("download_time_ms", (iw.initcwnd(26), iw.initcwnd(42)), margin=0.05), "26 -> 42")
+    alike = decisions.Regrouped(Same("download_time_ms", (iw.initcwnd(26), iw.initcwnd(42)), margin=0.05), "26 -> 42")
     rows = download("initcwnd", 26, 297, 1, 10, 1) + download("initcwnd", 42, 298, 1, 10, 2)
     assert judged(alike, iw.FIG2, rows).outcome == HOLDS

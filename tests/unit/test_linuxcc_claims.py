@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from expts import linuxcc, linuxcc_claims, linuxcc_trials
-from netrepro.studykit import claims
-from netrepro.studykit.claims import DIFFERS, HOLDS, UNDECIDED
+from netrepro.studykit import claims, decisions
+from netrepro.studykit.decisions import DIFFERS, HOLDS, UNDECIDED
 
 Means = Mapping[str, float]  # an algorithm's mean in a flow, by flow (a missing flow takes "*")
 
@@ -50,7 +50,7 @@ def windows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     return out
 
 
-def decide(test: claims.Test, rows: list[dict[str, str]]) -> claims.Judged:
+def decide(test: decisions.Test, rows: list[dict[str, str]]) -> claims.Judged:
     claim = claims.Claim(linuxcc_claims.SEED, "section 5", "a sentence of the seed", test)
     return claims.judge([claim], linuxcc.FIG5, rows)[0]
 

@@ -10,7 +10,7 @@ import pytest
 from expts import linuxcc, linuxcc_claims, linuxcc_trials
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import claims, params, plot
-from netrepro.studykit.claims import ByDesign
+from netrepro.studykit.decisions import ByDesign
 
 matplotlib.use("Agg")
 

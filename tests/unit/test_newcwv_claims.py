@@ -15,8 +15,8 @@ import random
 from collections.abc import Mapping
 
 from expts import newcwv, newcwv_claims, newcwv_trials
-from netrepro.studykit import claims
-from netrepro.studykit.claims import DIFFERS, HOLDS, UNDECIDED
+from netrepro.studykit import claims, decisions
+from netrepro.studykit.decisions import DIFFERS, HOLDS, UNDECIDED
 from netrepro.studykit.spec import Figure
 
 IDLES = (1.0, 3.0, 5.0, 7.0, 10.0, 15.0)
@@ -52,7 +52,7 @@ def flat(ms: float) -> dict[float, float]:
     return dict.fromkeys(IDLES, ms)
 
 
-def outcome(test: claims.Test, rows: list[dict[str, str]], fig: Figure = newcwv.FIG7) -> claims.Judged:
+def outcome(test: decisions.Test, rows: list[dict[str, str]], fig: Figure = newcwv.FIG7) -> claims.Judged:
     return claims.judge([claims.Claim(newcwv_claims.SEED, "here", "a sentence", test)], fig, rows)[0]
 
 
@@ -215,7 +215,7 @@ def test_the_bulk_flows_goodput_alike_within_five_percent() -> None:
         for s, m in ((BASE, 1.8015), (NEW, 1.8045), (PACED, 1.8085))
         for _ in range(5)
     ]
-    (same,) = [c for c in newcwv.PACING.claims if isinstance(c.test, claims.Same)]
+    (same,) = [c for c in newcwv.PACING.claims if isinstance(c.test, decisions.Same)]
     assert claims.judge([same], newcwv.PACING, rows)[0].outcome == HOLDS
     rows = [
         {**r, "bulk_goodput_mbit": f"{float(r['bulk_goodput_mbit']) * 0.85:.4f}"} if r["series"] == NEW else r

@@ -13,7 +13,7 @@ from expts import spdy
 from ground.results import REFERENCE
 from ground.trials import latest_rows, read_rows
 from netrepro.studykit import claims
-from netrepro.studykit.claims import DIFFERS, HOLDS, UNDECIDED
+from netrepro.studykit.decisions import DIFFERS, HOLDS, UNDECIDED
 from netrepro.studykit.spec import Figure
 
 Row = dict[str, str]

@@ -10,7 +10,7 @@ from ground.results import REPO
 from ground.trials import trial_key
 from netrepro.front import cli, studyfile
 from netrepro.runner import derive
-from netrepro.studykit import claims
+from netrepro.studykit import claims, decisions
 
 EXAMPLE = REPO / "expts" / "example-study.toml"
 
@@ -168,7 +168,7 @@ def test_a_study_file_states_its_claims_as_a_built_in_figure_does(tmp_path: Path
         for d in (-2.0, 0.0, 2.0)
     ]
     judged = claims.judge(fig.claims, fig, rows)
-    assert [j.outcome for j in judged] == [claims.HOLDS, claims.HOLDS], [j.line() for j in judged]
+    assert [j.outcome for j in judged] == [decisions.HOLDS, decisions.HOLDS], [j.line() for j in judged]
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,8 @@ from ground.results import REFERENCE
 from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_seed, trial_key
 from netrepro.runner.manifest import judgement_lines, judgement_of
 from netrepro.studykit import plot
-from netrepro.studykit.claims import OUTCOMES, VERDICTS
+from netrepro.studykit.claims import VERDICTS
+from netrepro.studykit.decisions import OUTCOMES
 from netrepro.studykit.spec import Figure
 
 
