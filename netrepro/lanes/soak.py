@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ground.machinestate import snapshot, wait_until_as_before
 from ground.results import REPO
-from netrepro.engine.cluster import remote_certificate_copies
+from netrepro.engine.ssh_cluster import remote_certificate_copies
 from netrepro.lanes.loopback_sshd import Sshd, descendants, still_running
 
 FIGURE = ("run", "cubicplus/fig3", "--quick")

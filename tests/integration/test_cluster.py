@@ -38,7 +38,7 @@ import expts
 from ground import ledgers, undo
 from ground.results import REPO
 from ground.trials import read_rows, trial_key
-from netrepro.engine.cluster import remote_certificate_copies
+from netrepro.engine.ssh_cluster import remote_certificate_copies
 from netrepro.engine.tls import RunCertificates, make_certificates
 from netrepro.lanes.loopback_sshd import Sshd, descendants, free_port, loopback_sshd, still_running
 from netrepro.runner import shards

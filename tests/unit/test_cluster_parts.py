@@ -22,13 +22,8 @@ import pytest
 import expts
 from ground.errors import UserError
 from ground.trials import trial_key
-from netrepro.engine.cluster import (
-    REMOTE_FILES,
-    Engine,
-    Writer,
-    bind_address,
-    holder_script,
-)
+from netrepro.engine.cluster import Engine, Writer
+from netrepro.engine.ssh_cluster import REMOTE_FILES, bind_address, holder_script
 from netrepro.engine.tls import RunCertificates, make_certificates
 from netrepro.engine.worker import Job, start_trial_process
 
