@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=RESULTS,
-        help="results directory (default: results/; the project's reference reproduction is results/reference/)",
+        help="results directory (default: results/; the project's reference reproduction is results/reference/); "
+        "inside the checkout only under results/, where the run's own files do not make its code +dirty",
     )
     r.add_argument(
         "--seed", type=int, default=1, help="seed of the trial order and of each trial's draw (loss seed, start phase)"

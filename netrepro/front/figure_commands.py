@@ -94,12 +94,21 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def writable_out(out: Path, fig: Figure) -> Path:
+def writable_out(out: Path, fig: Figure, option: str = "--out") -> Path:
     """--out resolved, its figure's directory made and shown writable (a probe file made and removed).
 
-    Refused as a UserError naming --out; an existing CSV is not touched.
+    Refused as a UserError naming `option`; an existing CSV is not touched.  A directory inside
+    the git checkout but not under its results/ is refused before anything is made: git would
+    count the run's own files as uncommitted code, and every row would name its commit `+dirty`.
     """
     out = out.resolve()
+    repo = results.REPO.resolve()
+    if (repo / ".git").exists() and out.is_relative_to(repo) and not out.is_relative_to(repo / "results"):
+        raise UserError(
+            f"{option} {out}: inside the checkout {repo} but not under its results/; the run's own files "
+            "would count as uncommitted code and mark every row's commit +dirty; give a directory "
+            f"under {repo / 'results'} or outside the checkout"
+        )
     study_dir = out / fig.study  # a derived figure's own directory is made once the run begins
     probe = study_dir / f".netrepro-write-probe.{os.getpid()}"
     try:
@@ -108,7 +117,7 @@ def writable_out(out: Path, fig: Figure) -> Path:
         probe.unlink()
     except OSError as e:
         raise UserError(
-            f"--out {out}: cannot write results there ({e.strerror or e}); give a writable directory"
+            f"{option} {out}: cannot write results there ({e.strerror or e}); give a writable directory"
         ) from None
     return out
 
@@ -216,7 +225,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
             "`run.sh <figure> <its --set/--vary/--series> --plot-only --out DIR`"
         )
     fig = expts.find(name)
-    into = writable_out(args.into, fig)
+    into = writable_out(args.into, fig, "--into")
     target = into / fig.directory / fig.csv_name
     # Locked before the CSVs are read: no run of the figure writes the merged CSV meanwhile (ground.figurelock)
     with figurelock.holding(target, tree=into):

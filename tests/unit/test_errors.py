@@ -284,6 +284,23 @@ def test_the_out_probe_leaves_only_what_was_there(tmp_path: Path) -> None:
     assert (tmp_path / "cubicplus" / "fig10.csv").read_bytes() == b"trial_key\r\n"
 
 
+@pytest.mark.parametrize("where", [".", "out", "docs/runs"])
+def test_an_out_in_the_checkout_but_not_under_results_is_refused_before_anything_is_made(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its own files would make the run's code +dirty (git status sees them); results/ and elsewhere are fine."""
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)  # a checkout, as git_state reads it
+    monkeypatch.setattr(results, "REPO", checkout)
+    fig = expts.find("cubicplus/fig10")
+    with pytest.raises(UserError, match=r"^--into .*: inside the checkout .* not under its results/"):
+        figure_commands.writable_out(checkout / where, fig, "--into")
+    assert sorted(p.name for p in checkout.iterdir()) == [".git"]  # nothing made
+    for allowed in (checkout / "results" / "mine", tmp_path / "elsewhere"):
+        assert figure_commands.writable_out(allowed, fig) == allowed
+        assert (allowed / "cubicplus").is_dir()
+
+
 def test_a_bad_set_value_is_named_as_typed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", "cubicplus/fig10", "--quick", "--set", "rate=abc", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
