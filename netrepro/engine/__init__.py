@@ -2,8 +2,8 @@
 
 `cluster` (the coordinator: the engine the options ask for, its Dask
 client, and the one writer of the rows), `ssh_cluster` (a cluster it
-launches over SSH, with TLS of the run's own, `tls`), `local` (labs side
-by side on this machine) and `worker` (what a worker runs: one path
-setting's trials on a lab of its own, rows sent home).  They use the runner; the runner does not import
-them.
+launches over SSH, with TLS of the run's own from `tls`), `local` (labs
+side by side on this machine) and `worker` (what a worker runs: one path
+setting's trials on a lab of its own, rows sent home).  They use the
+runner; the runner does not import them.
 """
