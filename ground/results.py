@@ -108,12 +108,20 @@ def sync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def git_state() -> dict[str, Any]:
-    """The commit the code runs from, and whether anything but results differs from it.
+# What git_state leaves out of the code: the checkout's results/, where runs write their CSVs, figures
+# and manifests (the reference reproduction too, before it is committed).
+NOT_CODE = f":(exclude){RESULTS.name}"
 
-    results/ is left out: the CSVs, figures and manifests a run writes there
-    (the reference reproduction too, before it is committed) are not code.
-    """
+
+def in_the_code(path: Path) -> bool:
+    """Whether files made under `path` would count as changes to the code (git_state): inside the
+    git checkout and not under its results/.  A run's --out there would name its own rows +dirty."""
+    repo, path = REPO.resolve(), path.resolve()
+    return (repo / ".git").exists() and path.is_relative_to(repo) and not path.is_relative_to(repo / RESULTS.name)
+
+
+def git_state() -> dict[str, Any]:
+    """The commit the code runs from, and whether anything but results/ (NOT_CODE) differs from it."""
 
     def git(*args: str) -> str:
         # A user who is not root, reading a checkout root made (a prepared VM): git would refuse its
@@ -122,7 +130,7 @@ def git_state() -> dict[str, Any]:
         done = proc.run(["git", *trust, "-C", str(REPO), *args], check=False)
         return done.stdout.strip()
 
-    changed = git("status", "--porcelain", "--", ".", ":(exclude)results")
+    changed = git("status", "--porcelain", "--", ".", NOT_CODE)
     return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(changed)}
 
 
@@ -145,8 +153,8 @@ def code_fingerprint() -> str:
         return version
     digest = hashlib.sha256()
     for args in (
-        ["diff", "HEAD", "--binary", "--", ".", ":(exclude)results"],
-        ["ls-files", "--others", "--exclude-standard", "-z", "--", ".", ":(exclude)results"],
+        ["diff", "HEAD", "--binary", "--", ".", NOT_CODE],
+        ["ls-files", "--others", "--exclude-standard", "-z", "--", ".", NOT_CODE],
     ):
         digest.update(proc.run(["git", "-C", str(REPO), *args], check=False).stdout.encode())
     return f"{version}:{digest.hexdigest()[:12]}"

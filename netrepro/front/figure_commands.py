@@ -102,8 +102,8 @@ def writable_out(out: Path, fig: Figure, option: str = "--out") -> Path:
     count the run's own files as uncommitted code, and every row would name its commit `+dirty`.
     """
     out = out.resolve()
-    repo = results.REPO.resolve()
-    if (repo / ".git").exists() and out.is_relative_to(repo) and not out.is_relative_to(repo / "results"):
+    if results.in_the_code(out):
+        repo = results.REPO.resolve()
         raise UserError(
             f"{option} {out}: inside the checkout {repo} but not under its results/; the run's own files "
             "would count as uncommitted code and mark every row's commit +dirty; give a directory "

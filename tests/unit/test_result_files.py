@@ -327,6 +327,14 @@ def test_a_runs_own_results_do_not_make_the_code_dirty(tmp_path: Path, monkeypat
     (tmp_path / "results" / "reference" / "study").mkdir(parents=True)
     (tmp_path / "results" / "reference" / "study" / "fig1.csv").write_text("a\n1\n")
     assert results.git_state()["dirty"] is False  # a run's CSV, not yet committed, is not code
+    assert not results.in_the_code(tmp_path / "results" / "reference")
+    # an --out elsewhere in the checkout (refused for that: figure_commands.writable_out) would be code
+    assert results.in_the_code(tmp_path / "parts2")
+    (tmp_path / "parts2").mkdir()
+    (tmp_path / "parts2" / "fig6.csv").write_text("a\n1\n")
+    assert results.git_state()["dirty"] is True
+    (tmp_path / "parts2" / "fig6.csv").unlink()
+    assert results.git_state()["dirty"] is False
     (tmp_path / "code.py").write_text("x = 2\n")
     assert results.git_state()["dirty"] is True
     assert results.code_version().endswith("+dirty")
