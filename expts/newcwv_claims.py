@@ -479,9 +479,9 @@ PACING_CLAIMS = (
         "section 4.4, Table 2",
         "For large responses, such as 80 KB or more, the performance of newCWV reduces compared to standard TCP.",
         Better(trial_burst_ms, BASELINE.label, NEWCWV.label, higher=False, worth=0.05),
-        "Table 2's 80 KB row again, thirty bursts a trial each after 1 s idle beside the bulk flow: a trial's "
-        "mean burst time, NewReno+SACK's shorter than newCWV's; 5 % to count: half the smallest of the 10-15 % "
-        "the source gives it",
+        "Table 2's 80 KB row again, thirty bursts a trial beside the bulk flow, each after the figure's idle "
+        "period (1 s; `--set idle_s=` changes it): a trial's mean burst time, NewReno+SACK's shorter than "
+        "newCWV's; 5 % to count: half the smallest of the 10-15 % the source gives it",
     ),
     claim(
         "section 4.4",
