@@ -275,6 +275,7 @@ class Writer:
         self.second_rows_dropped = 0
         self.rows_not_handed_out_dropped = 0
         self.seen: set[str] = set()  # each row taken, as JSON: the same row twice is dropped
+        self.counted: set[str] = set()  # the trials the progress bar has counted: an attempt again is not one more
         self.lost: list[str] = []  # settings whose task failed for its workers' deaths
 
     def take(self, items: list[dict[str, Any]]) -> None:
@@ -317,7 +318,8 @@ class Writer:
                 self.have.add(key)
                 if self.on_done is not None:
                     self.on_done(sorted(self.have))
-            if self.progress is not None:
+            if self.progress is not None and key not in self.counted:
+                self.counted.add(key)
                 self.progress.step(f"{item['host']}: {self.fig.x}={row.get(self.fig.x)}")
 
     def manifest(self) -> dict[str, Any]:

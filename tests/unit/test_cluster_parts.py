@@ -4,6 +4,7 @@ the run's certificates and the script that keeps them on a host."""
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ import pytest
 
 import expts
 from ground.errors import UserError
+from ground.progress import Progress
 from ground.trials import trial_key
 from netrepro.engine.cluster import Engine, Writer
 from netrepro.engine.ssh_cluster import REMOTE_FILES, bind_address, holder_script
@@ -132,6 +134,16 @@ def test_the_writer_writes_each_trial_once_and_names_its_worker() -> None:
     ]  # fmt: skip
     assert writer.second_rows_dropped == 1 and told[-1] == ["a", "b"]
     assert {w: d["rows"] for w, d in writer.workers.items()} == {"tcp://w1:1": 2, "tcp://w2:1": 1}
+
+
+def test_the_progress_bar_counts_a_trial_once_however_many_attempts_it_took() -> None:
+    shown = io.StringIO()
+    writer = Writer(FIG, Sink(), allow_mixed=False, progress=Progress(2, "iw/fig2", stream=shown))
+    writer.take([item("a", status="failed"), item("a", status="failed", worker="tcp://w2:1"), item("a")])
+    writer.take([item("b")])
+    assert writer.progress is not None and writer.progress.done == 2
+    assert [line.split("] ")[1].split(" trials")[0] for line in shown.getvalue().splitlines()] == ["1/2", "2/2"]
+    assert "-" not in shown.getvalue().rsplit("elapsed, ~", 1)[1]  # no time left below zero (once 311/300, ~-1:58:17)
 
 
 def test_the_writer_drops_rows_for_trials_not_handed_out(caplog: pytest.LogCaptureFixture) -> None:
