@@ -19,9 +19,10 @@ is given to another namespace as soon as the first dies): a namespace is
 acted on only when it is provably the run's, else it is left alone and said
 so.  A ledger from an earlier boot has only its files undone.
 
-A run unwinds its own ledger when it ends, whatever the reason; `run.sh
-clean` unwinds the ledgers of runs that died without doing so (SIGKILL,
-power loss of the shell).  Undoing goes in phases, each newest first:
+A run unwinds its own ledger when it ends, whatever the reason (a signal
+that comes meanwhile waits until it is done); `run.sh clean` unwinds the
+ledgers of runs that died without doing so (SIGKILL, power loss of the
+shell).  Undoing goes in phases, each newest first:
 namespaces held, processes ended (the run's cgroup killed), the namespaces'
 last sockets closed and the namespaces let go, congestion controls and
 modules, sysctls, trace settings, mounts, files; a module is never removed
@@ -397,9 +398,19 @@ class Ledger:
 
     def unwind(self) -> None:
         """Undo every entry, in phases, then drop the file; a file whose undo failed stays for `clean`.
-        Once only: a second call does nothing."""
+        Once only: a second call does nothing.
+
+        Signals are held off while it undoes (they are raised again when it is done): a run that
+        began to unwind on an error, or on a first signal, and is then sent another (a worker's
+        trial process sees its pipe close a moment before its parent-death SIGTERM; a user presses
+        Ctrl-C twice) would otherwise stop between two phases and leave the rest for `clean`."""
         if self._fd is None:
             return
+        with proc.signals_held():
+            self._unwind()
+
+    def _unwind(self) -> None:
+        assert self._fd is not None
         fd, self._fd = self._fd, None
         try:
             if self.cgroup is not None:

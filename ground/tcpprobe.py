@@ -116,7 +116,11 @@ class TcpProbe:
         (event / "filter").write_text(port_filter(self.ports) + "\n")
         self._reader = threading.Thread(target=self._read, name="tcp_probe reader", daemon=True)
         self._reader.start()
-        (event / "enable").write_text("1\n")
+        try:
+            (event / "enable").write_text("1\n")
+        except BaseException:
+            self._end_reader()  # its open trace_pipe would keep the ledger from removing the instance
+            raise
         return self
 
     def _read(self) -> None:
@@ -184,16 +188,23 @@ class TcpProbe:
                     lost += int(value.strip())
         return lost
 
+    def _end_reader(self, timeout: float = 10.0) -> None:
+        """Tell the reader to drain what is left and close trace_pipe; wait for it."""
+        self._stop.set()
+        os.write(self._wake_w, b"s")
+        if self._reader is not None:
+            self._reader.join(timeout)
+
     def stop(self) -> list[ProbeSample]:
         """Disable, drain, check for lost events, remove the instance."""
         try:
             (self.instance / "events/tcp/tcp_probe/enable").write_text("0\n")
-            self._stop.set()
-            os.write(self._wake_w, b"s")
-            if self._reader is not None:
-                self._reader.join(timeout=10)
+            self._end_reader()
             lost = self.lost_events()
         finally:
+            # Again, should a signal have cut the wait above short: the kernel refuses to remove
+            # an instance (EBUSY) while the reader still holds its trace_pipe open.
+            self._end_reader()
             self.instance.rmdir()
             os.close(self._wake_r)
             os.close(self._wake_w)

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from figures import ok_rows
 
 import expts
 from ground import ledgers, undo
@@ -153,8 +154,7 @@ def test_two_workers_run_every_trial_once(tls_cluster: tuple[Cluster, RunCertifi
     said = finished(run("run", SETTINGS_FIGURE, "--quick", "--scheduler", cluster.address, "--out", str(out),
                         "--tls-ca-file", str(tls.ca), "--tls-cert", str(tls.client_cert),
                         "--tls-key", str(tls.client_key)))  # fmt: skip
-    rows = read_rows(out / fig.directory / fig.csv_name)
-    assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
+    rows = ok_rows(read_rows(out / fig.directory / fig.csv_name))
     assert sorted(r["trial_key"] for r in rows) == plain_keys(SETTINGS_FIGURE), said  # each once, none missing
     assert {r["worker"] for r in rows} == workers  # both ran labs, side by side
     by_setting = {shards.setting(r): r["worker"] for r in rows}
@@ -186,8 +186,7 @@ def test_a_killed_workers_trials_finish_on_the_other(cluster: Cluster, tmp_path:
     home_before_kill = {r["trial_key"] for r in read_rows(csv) if r["worker"] == victim}
     cluster.workers[victim].send_signal(signal.SIGKILL)
     said = finished(coordinator)
-    rows = read_rows(csv)
-    assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
+    rows = ok_rows(read_rows(csv))
     assert sorted(r["trial_key"] for r in rows) == plain_keys(SETTINGS_FIGURE), said  # none lost, none twice
     survivor = ({r["worker"] for r in rows} - {victim}).pop()
     killed_setting = {shards.setting(r) for r in rows if r["trial_key"] in home_before_kill}
@@ -216,8 +215,7 @@ def test_the_ssh_launcher_runs_a_figure(sshd: Sshd, tmp_path: Path) -> None:
         run("run", ONE_SETTING_FIGURE, "--quick", "--hosts", "root@127.0.0.1", "--ssh-config", str(sshd.config),
             "--out", str(out))
     )  # fmt: skip
-    rows = read_rows(out / fig.directory / fig.csv_name)
-    assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
+    rows = ok_rows(read_rows(out / fig.directory / fig.csv_name))
     assert sorted(r["trial_key"] for r in rows) == plain_keys(ONE_SETTING_FIGURE), said
     manifest = json.loads((out / fig.directory / f"{fig.name}.manifest.json").read_text())
     assert manifest["engine"]["launcher"] == "SSH hosts root@127.0.0.1" and len(manifest["engine"]["workers"]) == 1

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from figures import ok_rows
 
 import expts
 from ground.results import REPO
@@ -40,13 +41,12 @@ def test_two_shards_merged_are_the_whole_figure(tmp_path: Path) -> None:
         assert f"--shard {k}/2:" in said
         csvs.append(out / fig.directory / fig.csv_name)
         assert json.loads((out / fig.directory / f"{fig.name}.manifest.json").read_text())["shard"] == f"{k}/2"
-    parts = [read_rows(c) for c in csvs]
-    assert all(r["status"] == "ok" for rows in parts for r in rows), [r["error"] for rows in parts for r in rows]
+    parts = [ok_rows(read_rows(c)) for c in csvs]
     settings = [{shards.setting(r) for r in rows} for rows in parts]
     assert settings[0] and settings[1] and not settings[0] & settings[1], settings  # whole settings, apart
 
     said = netrepro("merge", *map(str, csvs), "--into", str(tmp_path / "merged"))
-    merged = read_rows(tmp_path / "merged" / fig.directory / fig.csv_name)
+    merged = ok_rows(read_rows(tmp_path / "merged" / fig.directory / fig.csv_name))
     plain = {trial_key(p, i) for p in fig.grid(quick=True) for i in range(fig.trial_count(quick=True))}
     assert sorted(r["trial_key"] for r in merged) == sorted(plain)  # every trial, once
     manifest = json.loads((tmp_path / "merged" / fig.directory / f"{fig.name}.manifest.json").read_text())

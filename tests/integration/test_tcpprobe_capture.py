@@ -30,3 +30,27 @@ def test_capture_at_100mbit_loses_no_event() -> None:
     assert max(s.snd_cwnd for s in sender) > 10, "the window grew past the initial window"
     assert any(s.ssthresh < 2**31 - 1 for s in sender), "a loss set ssthresh"
     assert all(18_000 < s.srtt_us < 200_000 for s in sender[-100:]), "srtt is the path's RTT plus queueing"
+
+
+def test_a_stop_cut_short_by_a_signal_still_removes_the_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SystemExit (a run's SIGTERM) while stop() waits for the reader: the instance still goes, for the
+    kernel refuses to remove one whose trace_pipe is open (EBUSY), and the ledger leaves no tracefs."""
+    with Ledger() as ledger:
+        probe = TcpProbe(ledger, [5201]).start()
+        time.sleep(0.5)  # the reader has opened trace_pipe
+        reader = probe._reader
+        assert reader is not None
+        wait = reader.join
+        cut: list[bool] = []
+
+        def join_cut_short(timeout: float | None = None) -> None:
+            if not cut:
+                cut.append(True)
+                raise SystemExit(143)
+            wait(timeout)
+
+        monkeypatch.setattr(reader, "join", join_cut_short)
+        with pytest.raises(SystemExit):
+            probe.stop()
+        assert cut and not reader.is_alive()
+        assert not probe.instance.exists()

@@ -350,6 +350,38 @@ def test_signals_are_held_around_a_change_and_its_record(tmp_path: Path) -> None
         led.unwind()
 
 
+def test_a_signal_while_unwinding_waits_until_everything_is_undone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that began to unwind and is then sent SIGTERM (a worker's trial process sees its pipe
+    close a moment before its parent-death signal) undoes every entry and drops its file first."""
+    made = [tmp_path / "first", tmp_path / "second"]
+    led = Ledger(tmp_path, contain=False)
+    for path in made:
+        path.mkdir()
+        led.record({"kind": "path", "path": str(path)})
+    files = dict(undo.PHASES)["files"]
+    undo_path = files["path"]
+
+    def undo_and_be_signalled(e: Entry, ctx: undo.Context) -> None:
+        undo_path(e, ctx)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # the handler would run here, between this entry and the next
+
+    def terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    monkeypatch.setitem(files, "path", undo_and_be_signalled)
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        with pytest.raises(SystemExit):
+            led.unwind()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert not any(path.exists() for path in made)
+    assert not led.file.exists()
+
+
 class FakeSysctls:
     def __init__(self, allowed: str) -> None:
         self.values = {ledgers.CC_ALLOWED: allowed}
