@@ -401,9 +401,9 @@ class Ledger:
         Once only: a second call does nothing.
 
         Signals are held off while it undoes (they are raised again when it is done): a run that
-        began to unwind on an error, or on a first signal, and is then sent another (a worker's
-        trial process sees its pipe close a moment before its parent-death SIGTERM; a user presses
-        Ctrl-C twice) would otherwise stop between two phases and leave the rest for `clean`."""
+        began to unwind on an error, or on a first signal, and is then sent another (SIGTERM after
+        an error; Ctrl-C pressed twice) would otherwise stop between two phases and leave the rest
+        for `clean`."""
         if self._fd is None:
             return
         with proc.signals_held():

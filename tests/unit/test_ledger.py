@@ -353,8 +353,7 @@ def test_signals_are_held_around_a_change_and_its_record(tmp_path: Path) -> None
 def test_a_signal_while_unwinding_waits_until_everything_is_undone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run that began to unwind and is then sent SIGTERM (a worker's trial process sees its pipe
-    close a moment before its parent-death signal) undoes every entry and drops its file first."""
+    """A run that began to unwind and is then sent SIGTERM undoes every entry and drops its file first."""
     made = [tmp_path / "first", tmp_path / "second"]
     led = Ledger(tmp_path, contain=False)
     for path in made:
