@@ -8,8 +8,7 @@ congestion controls.  The measurements are written to the test's own
 temporary directory; with NETREPRO_VM_RECORD=1 in the environment, to
 results/vm/ (the README's record of the lane, refreshed by hand from a clean
 commit), so that a suite run leaves the repository as it was.  Seed 003's
-table read back from the module is the lane's other test (a figure run with
---out, tests/integration/test_stock_kernel_lane.py): one boot runs it.
+table is read back from the module here, in the suite's one boot.
 """
 
 import csv
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from expts import spdy
 from ground import kernel, machinestate
 from ground.ledger import Ledger
 from ground.path import PathSpec
@@ -80,6 +80,20 @@ def test_module_loads_registers_takes_parameters_and_unloads(
                 Path(f"/sys/module/{name}/parameters/{output}").write_text("1\n")
     assert not Path(f"/sys/module/{name}").exists()
     assert name not in kernel.congestion_controls()[0]
+
+
+def test_the_module_computes_seed_003s_table() -> None:
+    """Seed 003's table (beta_effective and the backoff it prints, n = 1..6 at beta 717 and 512), read back
+    from the kernel module, which only this guest has (the host runs the BPF program)."""
+    ref = {(r["n"], r["beta"]): (r["beta_effective"], r["backoff_pct"]) for r in spdy.reference_table()}
+    ours = {}
+    with Ledger() as ledger:
+        algorithm = loader.load("cubic_plus", ledger, "lkm")
+        assert algorithm.impl == "lkm"
+        for n, beta in ref:
+            values = algorithm.set(**loader.tuning("cubic_plus", {"n": n, "beta": beta}))
+            ours[(n, beta)] = (values["beta_effective"], values["backoff_pct"])
+    assert ours == ref
 
 
 def backoffs(lab: Lab, ledger: Ledger, cc: str, seconds: int = 20) -> list[tuple[int, int]]:
