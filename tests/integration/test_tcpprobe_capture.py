@@ -1,6 +1,8 @@
 """The tracer captures a real transfer's cwnd and leaves tracefs as it was."""
 
+import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -32,12 +34,22 @@ def test_capture_at_100mbit_loses_no_event() -> None:
     assert all(18_000 < s.srtt_us < 200_000 for s in sender[-100:]), "srtt is the path's RTT plus queueing"
 
 
+def reading(path: str) -> bool:
+    """Whether this process holds `path` open."""
+    fds = Path("/proc/self/fd")
+    return any(os.readlink(fd) == path for fd in fds.iterdir() if fd.is_symlink() and fd.exists())
+
+
 def test_a_stop_cut_short_by_a_signal_still_removes_the_instance(monkeypatch: pytest.MonkeyPatch) -> None:
     """SystemExit (a run's SIGTERM) while stop() waits for the reader: the instance still goes, for the
     kernel refuses to remove one whose trace_pipe is open (EBUSY), and the ledger leaves no tracefs."""
     with Ledger() as ledger:
         probe = TcpProbe(ledger, [5201]).start()
-        time.sleep(0.5)  # the reader has opened trace_pipe
+        pipe = str(probe.instance / "trace_pipe")
+        deadline = time.monotonic() + 10
+        while not reading(pipe) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert reading(pipe), "the reader opens trace_pipe"  # else the cut below would race nothing
         reader = probe._reader
         assert reader is not None
         wait = reader.join
