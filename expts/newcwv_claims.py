@@ -29,13 +29,13 @@ from expts.newcwv_trials import (
     idles_of,
     mean_se,
     trial_burst_ms,
+    trial_cell,
     trial_first_flight_ms,
     trial_retransmitted,
-    trial_values,
 )
 from netrepro.studykit import decisions, intervals
 from netrepro.studykit.claims import Claim
-from netrepro.studykit.decisions import DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Finding, Same, Trend
+from netrepro.studykit.decisions import DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Cell, Finding, Same, Trend
 from netrepro.studykit.spec import Figure, Rows
 
 # -- the study's own tests -------------------------------------------------------------
@@ -54,20 +54,18 @@ def _inside(low: float, high: float, lo: float, hi: float) -> str:
     return UNDECIDED
 
 
-def _gain_band(
-    at: str, base: list[float], other: list[float], lo: float, hi: float, cells: int = 1, independent: bool = False
-) -> Finding:
+def _gain_band(at: str, base: Cell, other: Cell, lo: float, hi: float, cells: int = 1) -> Finding:
     """The gain (Tr - Tc)/Tr x 100 between two arms' trials against the range lo..hi (%), at one of a claim's
     `cells` cells: decisions.within_band on the ratio of their geometric means (its 90 % interval inside the
-    range holds; wholly outside, widened for the cells, differs), told as a gain.  `independent`: each
-    trial drew its own seed (intervals.independent)."""
-    found = decisions.within_band(at, base, other, 1 - hi / 100, 1 - lo / 100, True, cells, independent)
-    iv = intervals.welch(base, other, EQUIVALENCE, ratio=True)
+    range holds; wholly outside, widened for the cells, differs), told as a gain; cells without spread are
+    read by their estimate (deterministic)."""
+    found = decisions.within_band(at, base, other, 1 - hi / 100, 1 - lo / 100, True, cells)
+    iv = intervals.welch(base.values, other.values, EQUIVALENCE, ratio=True)
     if iv is None:
         return found
     g, g_low, g_high = (100 * (1 - r) for r in (iv.estimate, iv.high, iv.low))
-    _, semicolon, why = found.estimate.partition(";")  # no spread: replays, or the exact rank test
-    text = f"gain {g:.1f} % [{g_low:.1f}, {g_high:.1f}], n = {len(other)}, {len(base)}{semicolon}{why}"
+    _, semicolon, why = found.estimate.partition(";")  # no spread: read by the estimate
+    text = f"gain {g:.1f} % [{g_low:.1f}, {g_high:.1f}], n = {len(other.values)}, {len(base.values)}{semicolon}{why}"
     return dataclasses.replace(found, estimate=text)
 
 
@@ -96,23 +94,22 @@ def gain_within(arm: str, bands: Mapping[int, tuple[float, float]], per_idle: bo
     )
 
     def decide(fig: Figure, rows: Rows) -> list[Finding]:
-        cells: list[tuple[str, list[float], list[float], float, float, bool]] = []
+        cells: list[tuple[str, Cell, Cell, float, float]] = []
         empty = []
         for kb, (lo, hi) in bands.items():
             both = [*arm_trials(rows, BASELINE.label, kb), *arm_trials(rows, arm, kb)]
-            alone = intervals.independent(r.get("draw_seed") for r in both)
             if not per_idle:
-                base, other = trial_values(rows, BASELINE.label, kb), trial_values(rows, arm, kb)
-                cells.append((f"{kb} KB", base, other, lo, hi, alone))
+                base, other = trial_cell(rows, BASELINE.label, kb), trial_cell(rows, arm, kb)
+                cells.append((f"{kb} KB", base, other, lo, hi))
                 continue
             idles = idles_of(both)
             if not idles:
                 empty.append(Finding(UNDECIDED, f"{kb} KB", "no trials"))
             for idle in idles:
-                base, other = trial_values(rows, BASELINE.label, kb, idle), trial_values(rows, arm, kb, idle)
-                cells.append((f"{kb} KB, {idle_label(idle)}", base, other, lo, hi, alone))
+                base, other = trial_cell(rows, BASELINE.label, kb, idle), trial_cell(rows, arm, kb, idle)
+                cells.append((f"{kb} KB, {idle_label(idle)}", base, other, lo, hi))
         # a claim over many cells differs where one cell differs: each read off an interval widened for them all
-        return [_gain_band(*cell[:5], cells=len(cells), independent=cell[5]) for cell in cells] + empty
+        return [_gain_band(*cell, cells=len(cells)) for cell in cells] + empty
 
     return decisions.Computed(what, decide)
 
@@ -120,17 +117,18 @@ def gain_within(arm: str, bands: Mapping[int, tuple[float, float]], per_idle: bo
 def idle_trend(
     arm: str, rises: bool, levels: Sequence[int], rise: tuple[float, float] | None = None
 ) -> decisions.Computed:
-    """The gain of `arm` over the baseline, in points, rising (or falling) with the idle period: at each idle
-    period the gain between the arms' mean burst times after it (averaged over the burst sizes `levels`),
-    its least-squares slope over every idle period the trials ran, with a 95 % bootstrap interval that
-    resamples whole trials (a trial runs every idle period: its bursts stay together).  With `rise` (lo, hi
+    """The gain of `arm` over the baseline, in points, rising (or falling) with the idle period at every step:
+    at each idle period the gain between the arms' mean burst times after it (averaged over the burst sizes
+    `levels`), and each step from one idle period to the next, with a 95 % bootstrap interval that resamples
+    whole trials (a trial runs every idle period: its bursts stay together): above 0 holds, wholly below
+    (widened for the steps) differs.  With `rise` (lo, hi
     points), also the fitted line's rise from the shortest idle period to the longest inside that range
     (its 90 % interval, as an equivalence)."""
     way = "rises" if rises else "falls"
     what = (
         f"the gain of {arm} over {BASELINE.label} in points {way} with the idle period, averaged over "
-        f"{', '.join(map(str, levels))} KB: the least-squares slope over every idle period, 95 % bootstrap "
-        "interval over whole trials"
+        f"{', '.join(map(str, levels))} KB, at every step from one idle period to the next (95 % bootstrap "
+        "interval over whole trials: every step above 0 holds, one wholly below differs)"
     )
     if rise is not None:
         what += (
@@ -181,33 +179,50 @@ def _idle_trend(
         slope = (g * xc).sum(axis=-1) / (xc**2).sum()
         return slope, slope * (x[-1] - x[0])
 
+    def gains(means: list[tuple[Any, Any]]) -> Any:
+        """The gain in points at each idle period (last axis), averaged over the burst sizes."""
+        return np.mean([100 * (1 - a / b) for b, a in means], axis=0)
+
+    point = gains([(b.mean(axis=0), a.mean(axis=0)) for b, a in arrays])
     slope, fit_rise = fitted([(b.mean(axis=0), a.mean(axis=0)) for b, a in arrays])
     rng = np.random.default_rng(0)
     draws = decisions.BOOTSTRAP_RESAMPLES
+    picks = [tuple(rng.integers(0, len(side), size=(draws, len(side))) for side in cell) for cell in arrays]
 
-    def resampled(side: Any) -> Any:
-        return side[rng.integers(0, len(side), size=(draws, len(side)))].mean(axis=1)
+    def resampled() -> list[tuple[Any, Any]]:
+        return [(b[pb].mean(axis=1), a[pa].mean(axis=1)) for (b, a), (pb, pa) in zip(arrays, picks, strict=True)]
 
-    slopes, rises_ = fitted([(resampled(b), resampled(a)) for b, a in arrays])
-    low, high = (float(v) for v in np.percentile(slopes, [2.5, 97.5]))
+    boot = gains(resampled())
+    _, rises_ = fitted(resampled())
     n = min(len(side) for cell in arrays for side in cell)
-    text = (
-        f"slope {float(slope):+.3g} [{low:+.3g}, {high:+.3g}] points per s of idle over {len(ts)} idle periods "
-        f"({', '.join(f'{t:g}' for t in ts)} s), {', '.join(map(str, used))} KB, n >= {n} trials per cell"
-    )
-    if not any(np.ptp(side, axis=0).any() for cell in arrays for side in cell):
-        return [Finding(UNDECIDED, at, text + "; no spread among trials: the trials are replays")]
-    if (low > 0 and rises) or (high < 0 and not rises):
-        found = [Finding(HOLDS, at, text)]
-    elif low > 0 or high < 0:
-        found = [Finding(DIFFERS, at, text)]
-    else:
-        # the interval's half-width, as a standard error, scaled to the trials that would clear zero
-        found = [
-            Finding(
-                UNDECIDED, at, text, intervals.trials_to_clear(float(slope), low, high, 0.0, n, intervals.CONFIDENCE)
+    fixed = not any(np.ptp(side, axis=0).any() for cell in arrays for side in cell)
+    steps = len(ts) - 1
+    wide = 100 * (1 - intervals.differs_confidence(steps))  # a claim differs where one step does
+    found = []
+    for i in range(steps):
+        where = f"{ts[i]:g} -> {ts[i + 1]:g} s"
+        step = float(point[i + 1] - point[i]) * (1 if rises else -1)
+        diffs = (boot[:, i + 1] - boot[:, i]) * (1 if rises else -1)
+        low, high = (float(v) for v in np.percentile(diffs, [2.5, 97.5]))
+        top = float(np.percentile(diffs, 100 - wide / 2))
+        text = (
+            f"gain {float(point[i]):.1f} -> {float(point[i + 1]):.1f} points: step {step * (1 if rises else -1):+.2f} "
+            f"[{low * (1 if rises else -1):+.2f}, {high * (1 if rises else -1):+.2f}], {', '.join(map(str, used))} "
+            f"KB, n >= {n} trials per cell"
+        )
+        if fixed:
+            outcome = HOLDS if step > 0 else DIFFERS
+            found.append(Finding(outcome, where, f"{text}; {decisions.DETERMINISTIC}", deterministic=True))
+        elif low > 0:
+            found.append(Finding(HOLDS, where, text))
+        elif top < 0:
+            found.append(Finding(DIFFERS, where, text))
+        else:
+            se = (high - low) / 2 / 1.96
+            iv = intervals.Interval(step, low, high, se, (n, n), False, se * math.sqrt(n / 2))
+            found.append(
+                Finding(UNDECIDED, where, text, intervals.trials_for_power(iv, abs(step), intervals.CONFIDENCE))
             )
-        ]
     if rise is not None:
         r_low, r_high = (float(v) for v in np.percentile(rises_, [5, 95]))
         r_text = (
@@ -217,8 +232,13 @@ def _idle_trend(
         outcome = _inside(r_low, r_high, *rise)
         # to decide: the interval inside the range (its nearer edge) or wholly outside it
         edge = min(rise, key=lambda e: abs(float(fit_rise) - e))
-        needed = intervals.trials_to_clear(float(fit_rise), r_low, r_high, edge, n, EQUIVALENCE)
-        found.append(Finding(outcome, where, r_text, needed if outcome == UNDECIDED else None))
+        r_se = (r_high - r_low) / 2 / 1.645
+        r_iv = intervals.Interval(float(fit_rise), r_low, r_high, r_se, (n, n), False, r_se * math.sqrt(n / 2))
+        needed = intervals.trials_for_power(r_iv, abs(float(fit_rise) - edge), EQUIVALENCE)
+        if fixed:
+            outcome = HOLDS if rise[0] <= float(fit_rise) <= rise[1] else DIFFERS
+            r_text += f"; {decisions.DETERMINISTIC}"
+        found.append(Finding(outcome, where, r_text, needed if outcome == UNDECIDED else None, fixed))
     return found
 
 
@@ -248,7 +268,8 @@ def first_flight_within(arm: str, low_rtts: float, high_rtts: float) -> decision
                 f"{mean:.0f} ms [{mean - t * se:.0f}, {mean + t * se:.0f}], n = {len(values)}; range {lo:g}-{hi:g} ms"
             )
             if se == 0:
-                out.append(Finding(UNDECIDED, at, text + "; no spread: the trials are replays"))
+                inside = HOLDS if lo <= mean <= hi else DIFFERS
+                out.append(Finding(inside, at, f"{text}; {decisions.DETERMINISTIC}", deterministic=True))
                 continue
             out.append(Finding(_inside(mean - t * se, mean + t * se, lo, hi), at, text))
         return out

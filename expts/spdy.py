@@ -150,6 +150,7 @@ BETATABLE_CLAIMS = (
         "The table lists produced backoff rate by different combinations of n and *beta*.",
         Exact("beta_effective and the backoff rate read back for each (beta, n), equal to the table's", table_equal),
         LAB_CHECK + "; all twelve rows, beta_effective and the backoff rate (a whole percent, truncated)",
+        check=True,
     ),
     Claim(
         SEED,
@@ -158,6 +159,7 @@ BETATABLE_CLAIMS = (
         Exact("at n = 1, beta_effective read back equal to beta, and the RTT-scaled K off", plain_cubic_at_n1),
         LAB_CHECK + "; at n = 1 the backoff is CUBIC's own (beta_effective = beta, 717 being CUBIC's default) and "
         "cubic_plus's one other change, the RTT-scaled K of the cubicplus study, is off",
+        check=True,
     ),
 )
 
@@ -311,7 +313,7 @@ BACKOFF_CLAIMS = (
         "Again under low packet loss, the throughput increase is obvious.",
         AllOf(
             (
-                Regrouped(Trend("throughput_mbit", Group(where={"loss": "0.1%"}), rises=True), "0.1%, over n", "n", NS),
+                Regrouped(Trend("throughput_mbit", Group(where={"loss": "0.1%"}), rises=True), "0.1%, n {}", "n", NS),
                 Better("throughput_mbit", "n=6", "n=1", higher=True, levels=LOW, worth=CONSIDERABLE),
             )
         ),

@@ -75,7 +75,7 @@ WORTH = 0.05
 
 
 def _claim(source: str, quote: str, test: Any, reading: str) -> Claim:
-    return Claim(source=source, where="abstract", quote=quote, test=test, reading=reading)
+    return Claim(source=source, where="abstract", quote=quote, test=test, why=reading)
 
 
 H2_FASTER = _claim(

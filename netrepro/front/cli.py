@@ -3,7 +3,7 @@
 Each command is a function of the module of what it works on: a lab and the machine
 (netrepro/front/lab_commands.py: shell, check, doctor, cc, clean), figures
 (figure_commands.py: run, merge, list, workloads, report) and the project
-(project_commands.py: bench, test); the options that shape a lab are options.py.
+(project_commands.py: bench, test, docs); the options that shape a lab are options.py.
 A figure's run (`run.sh iw/fig2 ...`) is handed to the sweep
 (netrepro/runner/sweep.py); how --set, --vary and --series change a figure is
 netrepro/runner/derive.py; `--vm` hands the whole command to netrepro/lanes/vm.py.
@@ -31,7 +31,7 @@ from netrepro import __version__
 from netrepro.front.figure_commands import cmd_list, cmd_merge, cmd_report, cmd_run, cmd_workloads
 from netrepro.front.lab_commands import cmd_cc, cmd_check, cmd_clean, cmd_doctor, cmd_shell
 from netrepro.front.options import IMPL_HELP, path_options, topology_options
-from netrepro.front.project_commands import cmd_bench, cmd_test
+from netrepro.front.project_commands import cmd_bench, cmd_docs, cmd_test
 
 log = logging.getLogger("netrepro")
 
@@ -45,7 +45,7 @@ class _Version(argparse.Action):
 
 
 # What runs without root: nothing here builds a lab or touches the kernel.
-ROOTLESS = ("list", "workloads", "merge", "report")
+ROOTLESS = ("list", "workloads", "merge", "report", "docs")
 
 
 def needs_root(args: argparse.Namespace) -> bool:
@@ -87,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--results", type=Path, default=results.REFERENCE, help="the stored results (results/reference)")
     rep.add_argument("--out", type=Path, default=results.RESULTS / "index.html", help="the page (results/index.html)")
     sub.add_parser("workloads", parents=[common], help="what a trial can run: keys, types, allowed values, metrics")
+    dn = sub.add_parser(
+        "docs", parents=[common], help="rewrite the numbers README.md and docs/ state about the stored results"
+    )
+    dn.add_argument(
+        "--check", action="store_true", help="only list the numbers that differ from the rows; exit 1 if any"
+    )
 
     r = sub.add_parser("run", parents=[common, topology_options()], help="run a figure (also: `run.sh <figure>`)")
     r.add_argument("figure", help="a figure (fig2 or iw/fig2), or a study file (my-study.toml: each of its figures)")
@@ -245,6 +251,7 @@ COMMANDS = {
     "clean": cmd_clean,
     "bench": cmd_bench,
     "test": cmd_test,
+    "docs": cmd_docs,
 }
 
 

@@ -1,5 +1,6 @@
-"""The commands of the project itself: `bench` (benchmarks that report numbers) and `test` (the
-whole suite: lint, types, layers, unit and root integration tests).
+"""The commands of the project itself: `bench` (benchmarks that report numbers), `test` (the
+whole suite: lint, types, layers, unit and root integration tests) and `docs` (the numbers
+README.md and docs/ state about the stored results, rewritten from the rows: docnumbers.py).
 """
 
 from __future__ import annotations
@@ -110,6 +111,20 @@ def _bench_ssthresh(args: argparse.Namespace) -> None:
     given = {"rtt": args.rtt, "rate": args.rate, "loss": args.loss}
     path = PathSpec.parse(**{**bench_ssthresh.DEFAULT_PATH, **{k: v for k, v in given.items() if v}})
     bench_ssthresh.ssthresh(names, runs=runs, flows=args.flows, seconds=seconds, path=path, out=args.out)
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    """Rewrite every marked number in README.md and docs/ from results/reference, and say what changed;
+    `--check`: only say what differs (exit 1 if anything does).  An unknown key is an error either way."""
+    from netrepro.front import docnumbers
+
+    found = docnumbers.mismatches() if args.check else docnumbers.rewrite()
+    for marker in found:
+        print(("differs: " if args.check or marker.fact is None else "rewrote: ") + str(marker))
+    unknown = [m for m in found if m.fact is None]
+    if not found:
+        print("every marked number equals its fact from results/reference")
+    return 1 if unknown or (args.check and found) else 0
 
 
 def cmd_test(args: argparse.Namespace) -> int:

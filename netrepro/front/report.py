@@ -27,8 +27,8 @@ from typing import Any
 import expts
 from ground import results
 from ground.manifests import ManifestUnreadable, read_manifest
-from netrepro.studykit.claims import VERDICTS, needs_text
-from netrepro.studykit.decisions import OUTCOMES
+from netrepro.studykit.claims import VERDICTS, needs_text, outcome_text
+from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, OUTCOMES, all_of
 from netrepro.studykit.spec import Figure
 
 log = logging.getLogger("netrepro.front.report")
@@ -41,7 +41,8 @@ h3 { font-size: 1.05em; margin-bottom: 0.3em; }
 .figure img { max-width: 100%; height: auto; }
 .verdict { font-weight: bold; padding: 0 0.4em; }
 .agrees { background: #d7f0d7; } .partly { background: #f5ecc8; } .differs { background: #f6d3d3; }
-.unjudged { background: #e4e4e4; } .undecided { background: #dde6f3; } .bydesign { background: #ececec; }
+.unjudged { background: #e4e4e4; } .deterministic { background: #e3efe3; }
+.undecided { background: #dde6f3; } .bydesign { background: #ececec; }
 table { border-collapse: collapse; font-size: 0.9em; } td, th { border: 1px solid #ddd; padding: 0.2em 0.5em; }
 .side { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
 .small { font-size: 0.85em; color: #555; }
@@ -114,6 +115,45 @@ def _verdict(manifest: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     return str(judged.get("verdict") or "unjudged"), [c for c in judged.get("claims") or [] if isinstance(c, dict)]
 
 
+def _checks(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The figure's checks of its setup (a table read back): shown apart, counted in no verdict."""
+    judged = manifest.get("verdict") or {}
+    return [c for c in judged.get("checks") or [] if isinstance(c, dict)]
+
+
+def tally(entries: list[Entry]) -> str:
+    """The verdicts, the claims (one quoted sentence one claim, however many figures judge it: it holds only
+    where it holds in each), the deterministic ones among them, and the checks, each counted apart."""
+    counts = dict.fromkeys(VERDICTS, 0)
+    sentences: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    checks = 0
+    for e in entries:
+        kind, judged = _verdict(e.manifest)
+        counts[kind] = counts.get(kind, 0) + 1
+        for c in judged:
+            sentences.setdefault((str(c.get("source")), str(c.get("quote"))), []).append(c)
+        checks += len(_checks(e.manifest))
+    outcomes = dict.fromkeys(OUTCOMES, 0)
+    deterministic = by_design = 0
+    for parts in sentences.values():
+        outcome = all_of([str(c.get("outcome")) for c in parts])
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        deterministic += outcome != BY_DESIGN and all(
+            c.get("deterministic") for c in parts if c.get("outcome") == outcome
+        )
+        by_design += outcome == DIFFERS and any(c.get("by_design") for c in parts)
+    judged_twice = sum(1 for parts in sentences.values() if len(parts) > 1)
+    return (
+        "figures: "
+        + ", ".join(f"{n} {k}" for k, n in counts.items())
+        + f"; claims (one quoted sentence each, {len(sentences)} in all, {judged_twice} of them judged on more "
+        "than one figure): "
+        + ", ".join(f"{n} {o}" for o, n in outcomes.items())
+        + f"; of those decided, {deterministic} only as deterministic readings of the emulation (trials that do "
+        f"not vary) and {by_design} differ by design; checks of the setup, counted in no verdict: {checks}"
+    )
+
+
 def _caveat(manifest: dict[str, Any]) -> str:
     """Why the intervals may be too narrow: trials run before each drew its own loss seed and start phase."""
     judged = manifest.get("verdict") if isinstance(manifest.get("verdict"), dict) else {}
@@ -128,11 +168,11 @@ def _caveat(manifest: dict[str, Any]) -> str:
 
 def _claim_row(c: dict[str, Any]) -> str:
     needed = f" ({needs_text(c['trials_needed'])})" if c.get("trials_needed") else ""
-    reading = f"<br><span class='small'>read as: {_e(c.get('reading'))}</span>" if c.get("reading") else ""
+    reading = f"<br><span class='small'>why read so: {_e(c.get('why'))}</span>" if c.get("why") else ""
     return (
         f"<tr><td><q>{_e(c.get('quote'))}</q><br><span class='small'>{_e(c.get('where'))}</span>{reading}</td>"
         f"<td class='small'>{_e(c.get('test'))}</td><td class='small'>{_e(c.get('evidence'))}</td>"
-        f"<td class='verdict {_e(_css(c.get('outcome')))}'>{_e(c.get('outcome'))}{_e(needed)}</td></tr>"
+        f"<td class='verdict {_e(_css(c.get('outcome')))}'>{_e(outcome_text(c).lower())}{_e(needed)}</td></tr>"
     )
 
 
@@ -174,6 +214,7 @@ def figure_html(entry: Entry) -> str:
     rows = "".join(_claim_row(c) for c in claims) or (
         "<tr><td colspan='4'>the source states no claim about this figure: unjudged</td></tr>"
     )
+    rows += "".join(_claim_row(c) for c in _checks(m))
     facts = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in _facts(m))
     notes = "".join(f"<li>{_e(n)}</li>" for n in m.get("notes") or [])
     return f"""
@@ -215,16 +256,7 @@ def provenance(entries: list[Entry]) -> str:
 
 
 def page(entries: list[Entry]) -> str:
-    counts = dict.fromkeys(VERDICTS, 0)
-    outcomes = dict.fromkeys(OUTCOMES, 0)
-    for e in entries:
-        kind, judged = _verdict(e.manifest)
-        counts[kind] = counts.get(kind, 0) + 1
-        for c in judged:
-            outcomes[str(c.get("outcome"))] = outcomes.get(str(c.get("outcome")), 0) + 1
-    summary = ", ".join(f"{n} {k}" for k, n in counts.items())
-    summary += "; their claims: " + ", ".join(f"{n} {o}" for o, n in outcomes.items())
-    summary += " (claims set by design are counted in no verdict)"
+    summary = tally(entries) + " (claims set by design are counted in no verdict)"
     body = []
     for study in expts.STUDIES:
         mine = [e for e in entries if e.fig.study == study.FIGURES[0].study]
@@ -265,6 +297,8 @@ def findings(entries: list[Entry]) -> str:
         "",
         f"Provenance: {provenance(entries)}.",
         "",
+        f"Counts: {tally(entries)}.",
+        "",
         "| figure | verdict | holds | differs | undecided | set by design | rows from commits |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -286,10 +320,14 @@ def findings(entries: list[Entry]) -> str:
             lines += [
                 f"- > {c.get('quote')}",
                 "",
-                f"  ({c.get('where')}). "
-                + (f"Read as: {c.get('reading')}. " if c.get("reading") else "")
-                + f"Test: {c.get('test')}.",
-                f"  Ours: {c.get('evidence')}. **{c.get('outcome')}**.{needed}",
+                f"  ({c.get('where')}). Test: {c.get('test')}."
+                + (f" Why read so: {c.get('why')}." if c.get("why") else ""),
+                f"  Ours: {c.get('evidence')}. **{outcome_text(c).lower()}**.{needed}",
+            ]
+        for c in _checks(e.manifest):
+            lines += [
+                f"- Check of the setup (counted in no verdict): > {c.get('quote')}",
+                f"  Ours: {c.get('evidence')}. **{outcome_text(c).lower()}**.",
             ]
     return "\n".join(lines) + "\n"
 

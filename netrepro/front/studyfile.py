@@ -319,7 +319,7 @@ def _claim(where: str, path: Path, fig: Figure, metrics: Any, table: Mapping[str
     reading = table.get("reading", "")
     if not isinstance(reading, str):
         raise StudyFileError(f"{where}: reading = {reading!r}: give a string")
-    return claims.Claim(source=source, where=_text(where, table, "where"), quote=quote, test=test, reading=reading)
+    return claims.Claim(source=source, where=_text(where, table, "where"), quote=quote, test=test, why=reading)
 
 
 def _title(where: str, table: Mapping[str, Any], fixed: Mapping[str, Any]) -> str:

@@ -139,7 +139,15 @@ def judgement_lines(judgement: Mapping[str, Any]) -> list[str]:
     head = f"verdict: {judgement['verdict']} (" + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + ")"
     if not judgement["claims"]:
         head = "verdict: unjudged (the figure states no claim of its source)"
+    if judgement["verdict"] == "deterministic":
+        head += ": every claim holds, but only as a deterministic reading of the emulation (its trials do not vary)"
+    checks = judgement.get("checks") or []
     lines = [head, *(f"  {claims.line_of(c)}" for c in judgement["claims"])]
+    if checks:
+        lines += [
+            f"checks of the setup ({len(checks)}, counted in no verdict):",
+            *(f"  {claims.line_of(c)}" for c in checks),
+        ]
     trials = judgement.get("trials") or {}
     if trials.get("without_draw"):
         lines.append(

@@ -2,16 +2,23 @@
 
 A figure declares its claims once (`Figure.claims`).  Each is the source's
 own sentence as it stands in the source's text (`quote`, with where it
-stands), how we read it (`reading`: which metric, which series, what margin
-a word like "same" or "little" gets), and a test (netrepro.studykit.decisions:
-one series better than another, alike within a margin, a ratio inside a
-band, a trend, a reading, and what each finds at each level).
+stands), a test (netrepro.studykit.decisions: one series better than
+another by the smallest effect its word is worth, alike within a margin, a
+ratio inside a band, a trend at every step, a reading), and why the test
+reads the sentence so (`why`).  The reading a reader sees is generated from
+the test's own parameters (`Claim.reading`: threshold, direction, levels),
+so that a reading and its test cannot disagree; `why` is the only prose.
+A reading of the setup itself (a table read back from the kernel) is a
+check (`check=True`): shown apart, counted in no verdict.
 
 A claim holds when it holds at every level it covers, differs when it
 differs at any, and is undecided otherwise (`judge`). A figure's verdict
-(`verdict`) counts its claims: agrees, partly, differs, undecided, or
-unjudged (no claim, or only claims set by design). A quote is checked
-against the source's text (`found_in`), verbatim but for white space.
+(`verdict`) counts its claims: agrees (every counted claim holds, one at
+least over varying trials), deterministic (every claim holds, but only as
+deterministic readings of the emulation), partly (at least one holds and
+one differs), differs (one differs and none holds), undecided, or unjudged
+(no counted claim).  A quote is checked against the source's text
+(`found_in`), verbatim but for white space.
 """
 
 from __future__ import annotations
@@ -33,12 +40,13 @@ from netrepro.studykit.decisions import (
     Finding,
     Test,
     all_of,
+    deterministic_in,
 )
 
 if TYPE_CHECKING:
     from netrepro.studykit.spec import Figure, Rows
 
-VERDICTS = ("agrees", "partly", "differs", "undecided", "unjudged")
+VERDICTS = ("agrees", "deterministic", "partly", "differs", "undecided", "unjudged")
 
 
 @dataclass(frozen=True)
@@ -49,7 +57,13 @@ class Claim:
     where: str  # where it stands there: "section 7.1, Figure 5"
     quote: str  # verbatim (whitespace aside); "..." joins two parts of one passage, each verbatim, in order
     test: Test
-    reading: str = ""  # how we read it: the metric, the series, what a word like "little" is taken as
+    why: str = ""  # why the test reads the sentence so: the metric, the series, what a word like "little" is worth
+    check: bool = False  # a check of the setup (a value read back), not a finding: counted in no verdict
+
+    @property
+    def reading(self) -> str:
+        """How the sentence is tested, generated from the test's parameters."""
+        return self.test.describe()
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,20 @@ class Judged:
         if self.outcome != UNDECIDED:
             return None
         return max((f.trials_needed for f in self.findings if f.trials_needed), default=None)
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether the outcome rests on deterministic readings of the emulation (cells that do not vary)."""
+        return deterministic_in(self.outcome, self.findings)
+
+    @property
+    def by_design(self) -> bool:
+        return isinstance(self.claim.test, ByDesign)
+
+    @property
+    def counted(self) -> bool:
+        """Counted in the figure's verdict: neither a check nor set true by design."""
+        return not self.claim.check and self.outcome != BY_DESIGN
 
     def evidence(self) -> str:
         """Our numbers, place by place; each place's outcome where there are several."""
@@ -83,8 +111,12 @@ class Judged:
             "source": self.claim.source,
             "where": self.claim.where,
             "reading": self.claim.reading,
+            "why": self.claim.why,
             "test": self.claim.test.describe(),
             "outcome": self.outcome,
+            "deterministic": self.deterministic,
+            "by_design": self.by_design,
+            "check": self.claim.check,
             "evidence": self.evidence(),
             "findings": [dataclasses.asdict(f) for f in self.findings],
             "trials_needed": self.trials_needed,
@@ -95,23 +127,35 @@ MANY_TRIALS = 1000
 
 
 def needs_text(trials: int | None) -> str:
-    """What an undecided claim needs, as a reader wants it: about N trials per series, or more than any run
-    would give where the estimate sits at a margin's edge."""
+    """What an undecided claim needs, as a reader wants it: about N trials per series (80 % power at the
+    spread measured), or more than any run would give where the estimate sits at a threshold's edge."""
     if not trials:
         return "no estimate of the trials that would decide it"
     if trials > MANY_TRIALS:
-        return f"more than {MANY_TRIALS} trials per series: the estimate sits at the edge of its margin"
-    return f"about {trials} trials per series would decide it"
+        return f"more than {MANY_TRIALS} trials per series: the estimate sits at the edge of its threshold"
+    return f"about {trials} trials per series would decide it (80 % power at the spread measured)"
+
+
+def outcome_text(judged: Mapping[str, Any]) -> str:
+    """A judged claim's outcome as a reader sees it: HOLDS, DIFFERS BY DESIGN, HOLDS (DETERMINISTIC)..."""
+    outcome = str(judged["outcome"]).upper()
+    if judged.get("by_design") and judged["outcome"] == DIFFERS:
+        outcome += " BY DESIGN"
+    elif judged.get("deterministic"):
+        outcome += " (DETERMINISTIC: the trials do not vary)"
+    return ("CHECK " if judged.get("check") else "") + outcome
 
 
 def line_of(judged: Mapping[str, Any]) -> str:
     """A judged claim (as the manifest keeps it) as the caption and the terminal print it: quote, where,
-    reading, test, our numbers, outcome, and for an undecided one the trials that would decide it."""
+    the reading (generated from the test), why it is read so, our numbers, outcome, and for an undecided
+    one the trials that would decide it."""
     needs = f" ({needs_text(judged.get('trials_needed'))})" if judged.get("trials_needed") else ""
-    reading = f" Read as: {judged['reading']}." if judged.get("reading") else ""
+    why = judged.get("why") or ""
+    why_text = f" Why: {why}." if why else ""
     return (
-        f'"{judged["quote"]}" ({judged["where"]}).{reading} Test: {judged["test"]}. '
-        f"Ours: {judged['evidence']}. {str(judged['outcome']).upper()}{needs}"
+        f'"{judged["quote"]}" ({judged["where"]}). Test: {judged["test"]}.{why_text} '
+        f"Ours: {judged['evidence']}. {outcome_text(judged)}{needs}"
     )
 
 
@@ -145,25 +189,32 @@ def judge(claims: Sequence[Claim], fig: Figure, rows: Rows) -> list[Judged]:
 
 
 def verdict(judged: Sequence[Judged]) -> dict[str, Any]:
-    """The figure's verdict: agrees when every counted claim holds, differs when every one differs, undecided
-    when none is decided, partly otherwise; unjudged without a counted claim.  Claims set by design are
-    shown and counted apart."""
-    counted = [j for j in judged if j.outcome != BY_DESIGN]
-    outcomes = [j.outcome for j in counted]
+    """The figure's verdict over its counted claims (checks and claims set true by design are shown and
+    counted apart): agrees when every one holds and one at least over trials that vary; deterministic when
+    every one holds but only as a deterministic reading of the emulation; partly when at least one holds and
+    one differs; differs when one differs and none holds; undecided otherwise; unjudged without one."""
+    counted = [j for j in judged if j.counted]
+    holds = [j for j in counted if j.outcome == HOLDS]
+    differs = [j for j in counted if j.outcome == DIFFERS]
     if not counted:
         kind = "unjudged"
-    elif all(o == HOLDS for o in outcomes):
-        kind = "agrees"
-    elif all(o == DIFFERS for o in outcomes):
-        kind = "differs"
-    elif all(o == UNDECIDED for o in outcomes):
-        kind = "undecided"
-    else:
+    elif len(holds) == len(counted):
+        kind = "agrees" if any(not j.deterministic for j in holds) else "deterministic"
+    elif holds and differs:
         kind = "partly"
+    elif differs:
+        kind = "differs"
+    else:
+        kind = "undecided"
+    claims_ = [j for j in judged if not j.claim.check]
+    counts = {o: sum(1 for j in claims_ if j.outcome == o) for o in OUTCOMES}
+    counts["deterministic"] = sum(1 for j in counted if j.deterministic)
+    counts["differs by design"] = sum(1 for j in counted if j.by_design and j.outcome == DIFFERS)
     return {
         "verdict": kind,
-        "counts": {o: sum(1 for j in judged if j.outcome == o) for o in OUTCOMES},
-        "claims": [j.as_dict() for j in judged],
+        "counts": counts,
+        "claims": [j.as_dict() for j in claims_],
+        "checks": [j.as_dict() for j in judged if j.claim.check],
     }
 
 

@@ -2,49 +2,51 @@
 
 A claim (netrepro.studykit.claims) is a source's sentence and one of these:
 
-- `Better`: one series beats another in a metric, at each of the levels the
-  sentence covers.  The unit is the trial: the ratio of the two series'
-  geometric means (or their difference, for a metric that can be zero) with
-  a 95 % Welch t interval over trials.  It holds when the interval excludes
-  no effect in the claimed direction; it differs when the whole interval
-  lies below the smallest effect the word is worth (`worth`), which
-  includes no effect and the other direction.
+- `Better`: one series beats another in a metric by at least the smallest
+  effect the sentence's word is worth (`worth`), at each of the levels it
+  covers.  The unit is the trial: the ratio of the two series' geometric
+  means (or their difference, for a metric that can be zero) with a 95 %
+  Welch interval over trials.  It holds where the interval lies wholly
+  beyond `worth`, differs where it lies wholly short of it (no effect and
+  the other direction included), and is undecided otherwise: a minimum-
+  effect test, so that a gain of 9 % never holds a claim read as "at least
+  10 %".
 - `Same`: series alike within a declared margin: an equivalence test, two
-  one-sided tests at 5 % each (the 90 % interval inside the margin holds;
-  wholly outside differs).
-- `Trend`: a metric, or the ratio of two series, rising or falling over all
-  the levels it names, not only their two ends: the slope of its least
-  squares line over the levels, with a bootstrap interval over trials
-  (scipy.stats.bootstrap; BCa, percentile where BCa is undefined).
+  one-sided tests at 5 % each (statsmodels' `ttost_ind`); wholly outside the
+  margin differs.  A test of separation never stands in for it.
+- `Within`: a ratio inside a band the source states ("almost 40 %"), the
+  same equivalence.
+- `Trend`: a metric, or the ratio of two series, rising or falling at every
+  step of its levels (each adjacent pair, in order along x), each step a
+  minimum-effect test of its own, so that a rise that falls again differs.
 - `Exact`: what a deterministic reading decides (a value read back from the
-  kernel): holds or differs, nothing to estimate.
+  kernel): holds or differs, nothing to estimate.  A reading of the setup
+  itself is a check (`Claim.check`), shown apart and counted in no verdict.
 - `Computed`: a study's own test over its rows, for what the kinds above
   cannot say; it returns findings in the same terms.
-- `Within`: a ratio inside a band the source states ("almost 40 %").
-- `ByDesign`: the setup decides the outcome (variants that run the same code
-  until a first loss, on a loss-free path): shown with the reason, counted
-  in neither agrees nor differs; a derived figure whose setup no longer
-  decides it (`--set loss=2%`) tests the sentence with its `otherwise` test.
+- `ByDesign`: the setup decides the outcome: forced true ("set by design",
+  counted in no verdict) or forced false ("differs by design", counted as
+  differs); a derived figure whose setup no longer decides it (`--set
+  loss=2%`) tests the sentence with its `otherwise` test.
 - `AllOf`: several of the above that one sentence needs at once;
   `Regrouped`: one of them on another view of the trials (levels of the x
   factor compared as groups, or another parameter as the levels).
 
+Cells that do not vary.  A cell whose trials spread by no more than their
+own measured timer noise (`Cell.fixed`: for a time, each trial's delay-line
+lateness over the holds its round trips took; for anything else only exact
+equality) is a deterministic reading of the emulation, not a sample of a
+network: where every cell a finding compares is so, its point estimate is
+read against `worth` (holds or differs), the finding is marked
+`deterministic`, and no significance test is run on it.  Such outcomes are
+counted apart and never by themselves make a figure agree (claims.verdict).
+
 A level where the interval is too wide to decide is *undecided*, with the
-trials per series that would decide it at the spread measured. Where neither
-series has any spread, a t interval has nothing to stand on: trials that
-each drew their own seed (a row's `draw_seed`, `independent`) are then a
-measurement the draw does not move, and the exact rank test decides it
-(`rank_exact`: the one arrangement that puts one series wholly beside the
-other has the chance 1 / C(m + n, m) under no effect: four trials a series
-decide at 95 %, five where a claim covers two levels); trials without their
-own draws are replays and decide nothing: undecided, and saying so. So is a
-level without trials (one a --quick run did not run, or whose trials all
-failed), and a trend without trials at one of the levels it names, whatever
-its slope over the rest: the sentence's trend is over all of them. A trend
-whose cells have no spread, each trial its own draw, is decided by the
-permutation test of its slope (`slope_permutation`).
-The intervals themselves (Welch, the exact rank test, the slope's permutation test, the trials that
-would decide): netrepro.studykit.intervals.
+trials per series that would decide it at 80 % power and the spread
+measured (intervals.trials_for_power).  So is a level without trials (one a
+--quick run did not run, or whose trials all failed), and a trend without
+trials at one of the levels it names.  The intervals themselves:
+netrepro.studykit.intervals.
 """
 
 from __future__ import annotations
@@ -55,17 +57,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ground.units import numeric
+from ground.units import numeric, parse_duration
 from netrepro.studykit.intervals import (
     CONFIDENCE,
+    Interval,
+    contrast,
     differs_confidence,
-    independent,
-    rank_exact,
-    rank_exact_trials,
-    slope_exact_trials,
-    slope_permutation,
-    trials_to_clear,
-    trials_to_decide,
+    equivalent,
+    trials_for_power,
     welch,
 )
 
@@ -73,25 +72,78 @@ if TYPE_CHECKING:
     from netrepro.studykit.spec import Figure, Rows
 
 HOLDS, DIFFERS, UNDECIDED, BY_DESIGN = "holds", "differs", "undecided", "set by design"
-ALL_LEVELS = "all levels"  # where a finding over the whole figure (a trend, a reading) stands
+ALL_LEVELS = "all levels"  # where a finding over the whole figure (a reading) stands
 OUTCOMES = (HOLDS, DIFFERS, UNDECIDED, BY_DESIGN)
+EQUIVALENCE = 1 - 2 * (1 - CONFIDENCE)  # 90 %: inside a band is two one-sided tests at 5 % each
 
 BOOTSTRAP_RESAMPLES = 4000
 # A bootstrap over two trials a cell draws from four resamples of each: an interval, but no spread's worth.
 MIN_BOOTSTRAP_TRIALS = 3
+DETERMINISTIC = "deterministic: no cell varies beyond its trials' own timer noise, so the estimate is read"
 
 
 @dataclass(frozen=True)
 class Finding:
-    """A test's outcome at one level (or over all its levels, for a trend), with its numbers."""
+    """A test's outcome at one level (or over all its levels), with its numbers."""
 
     outcome: str
-    at: str  # the level, ALL_LEVELS for a trend
+    at: str  # the level, the step ("2% -> 6%"), or ALL_LEVELS
     estimate: str  # our numbers: the statistic, its interval, the trials it rests on
-    trials_needed: int | None = None  # undecided: trials per series that would decide it, at the measured spread
+    trials_needed: int | None = None  # undecided: trials per series that would decide it (80 % power)
+    deterministic: bool = False  # decided by its point estimate: the cells it compares do not vary
 
 
 Metric = str | Callable[[Mapping[str, str]], float | None]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One group's trials at one level: a value each, and each trial's own timer noise in the value's unit
+    (0 where only exact equality says the trial could not have come out otherwise)."""
+
+    values: tuple[float, ...]
+    noise: tuple[float, ...] = ()
+
+    @property
+    def fixed(self) -> bool:
+        """Whether the trials do not vary: two or more, whose spread is within the noise of the two that
+        bound it (the delay line's lateness can move each of them that far)."""
+        if len(self.values) < 2:
+            return False
+        noise = self.noise or (0.0,) * len(self.values)
+        hi = max(range(len(self.values)), key=lambda i: self.values[i])
+        lo = min(range(len(self.values)), key=lambda i: self.values[i])
+        return self.values[hi] - self.values[lo] <= noise[hi] + noise[lo]
+
+
+def cell(values: Sequence[float], noise: Sequence[float] = ()) -> Cell:
+    return Cell(tuple(values), tuple(noise))
+
+
+def all_fixed(*cells: Cell | Sequence[float]) -> bool:
+    """Whether every cell is without spread (plain values: only exact equality)."""
+    return all((c if isinstance(c, Cell) else cell(c)).fixed for c in cells)
+
+
+def is_time(metric: Metric) -> bool:
+    """A metric measured in milliseconds of the emulated path's time (named *_ms, or a function so marked)."""
+    return metric.endswith("_ms") if isinstance(metric, str) else bool(getattr(metric, "time_ms", False))
+
+
+def timer_noise(row: Mapping[str, str], metric: Metric, value: float) -> float:
+    """How far the delay line's timer alone could move a trial's time: its worst measured lateness
+    (`late_max_ms`) at each hold on the way, two a round trip (one each way) over the round trips the
+    time spans.  0 for anything but a time, and where the row has no lateness (netem) or no RTT."""
+    if not is_time(metric):
+        return 0.0
+    late = _number(row.get("late_max_ms"))
+    try:
+        rtt = parse_duration(str(row.get("rtt") or "")).ms
+    except ValueError:
+        return 0.0
+    if late is None or rtt <= 0:
+        return 0.0
+    return 2 * math.ceil(max(value, 0.0) / rtt) * late
 
 
 @dataclass(frozen=True)
@@ -104,10 +156,9 @@ class Group:
     def __str__(self) -> str:
         return self.series if self.series is not None else ", ".join(f"{k}={v}" for k, v in self.where.items())
 
-    def trials(self, fig: Figure, rows: Rows, level: Any, metric: Metric) -> list[tuple[float, str]]:
-        """The metric of each successful trial of this group at `level`, and the seed of the trial's draw
-        ("" for a row from before trials drew their own)."""
-        out = []
+    def cell(self, fig: Figure, rows: Rows, level: Any, metric: Metric) -> Cell:
+        """The metric of each successful trial of this group at `level`, with each trial's timer noise."""
+        values, noise = [], []
         for r in rows:
             if r.get("status") != "ok" or str(r.get(fig.x)) != str(level):
                 continue
@@ -117,16 +168,13 @@ class Group:
                 continue
             value = metric(r) if callable(metric) else _number(r.get(metric))
             if value is not None and math.isfinite(value):
-                out.append((value, str(r.get("draw_seed") or "")))
-        return out
+                values.append(value)
+                noise.append(timer_noise(r, metric, value))
+        return Cell(tuple(values), tuple(noise))
 
     def values(self, fig: Figure, rows: Rows, level: Any, metric: Metric) -> list[float]:
         """The metric of each successful trial of this group at `level` (one value a trial)."""
-        return [value for value, _ in self.trials(fig, rows, level, metric)]
-
-
-def _independent_at(fig: Figure, rows: Rows, level: Any, metric: Metric, *groups: Group) -> bool:
-    return independent(*([d for _, d in g.trials(fig, rows, level, metric)] for g in groups))
+        return list(self.cell(fig, rows, level, metric).values)
 
 
 def _number(text: str | None) -> float | None:
@@ -150,6 +198,10 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}" if abs(v) < 1e5 else f"{v:.4g}"
 
 
+def _pct(v: float) -> str:
+    return f"{v * 100:.3g} %"
+
+
 def _too_few(a: Sequence[float], b: Sequence[float]) -> str:
     """Why two groups of trials give no interval: too few, or none at all (a level the run did not run)."""
     if not a or not b:
@@ -157,39 +209,93 @@ def _too_few(a: Sequence[float], b: Sequence[float]) -> str:
     return f"too few trials to estimate a spread (n = {len(b)}, {len(a)})"
 
 
-def _no_spread(a: Sequence[float], b: Sequence[float]) -> bool:
-    return len(set(a)) == 1 and len(set(b)) == 1 and len(a) > 1 and len(b) > 1
+def _values(c: Cell | Sequence[float]) -> list[float]:
+    return list(c.values) if isinstance(c, Cell) else list(c)
 
 
-_REPLAYS = "; no spread in either series and no draw of their own: the trials are replays"
+def beyond(at: str, iv: Interval, wide: Interval, higher: bool, worth: float, fixed: bool, text: str) -> Finding:
+    """A minimum-effect decision: the effect `iv` (its interval widened to `wide` for showing the claim
+    wrong) in the claimed direction against the smallest effect worth the word: wholly beyond it holds,
+    wholly short of it differs, else undecided with the trials that would decide at 80 % power; `fixed`:
+    no cell varies, so the point estimate is read against it (deterministic)."""
+    if iv.ratio:
+        gain, low, high = (iv.estimate, iv.low, wide.high) if higher else (1 / iv.estimate, 1 / iv.high, 1 / wide.low)
+        enough = 1.0 + worth
+        gap = abs(math.log(gain) - math.log(enough))
+    else:
+        gain, low, high = (iv.estimate, iv.low, wide.high) if higher else (-iv.estimate, -iv.high, -wide.low)
+        enough = worth
+        gap = abs(gain - enough)
+    if fixed:
+        return Finding(HOLDS if gain > enough else DIFFERS, at, f"{text}; {DETERMINISTIC}", deterministic=True)
+    if low > enough:
+        return Finding(HOLDS, at, text)
+    if high < enough:
+        return Finding(DIFFERS, at, text)
+    return Finding(UNDECIDED, at, text, trials_for_power(iv, gap, CONFIDENCE))
 
 
-def _decided_exactly(
-    at: str, text: str, a: Sequence[float], b: Sequence[float], checks: Sequence[tuple[str, bool, float]]
+def better_at(
+    at: str,
+    a: Cell | Sequence[float],
+    b: Cell | Sequence[float],
+    higher: bool,
+    worth: float,
+    ratio: bool,
+    levels: int = 1,
 ) -> Finding:
-    """Two series without spread, each trial its own draw: the first of `checks` (an outcome, whether the
-    difference shows it, the confidence it needs) that the difference shows, where `rank_exact` lets m and n
-    trials decide it at that confidence; else undecided, with the trials that would."""
-    text += (
-        f"; no spread in either series, each trial its own draw: the exact rank test (chance of the "
-        f"separation under no effect 1/{math.comb(len(a) + len(b), len(a))} each side)"
-    )
-    for outcome, shown, confidence in checks:
-        if shown:
-            if rank_exact(len(a), len(b), confidence):
-                return Finding(outcome, at, text)
-            return Finding(UNDECIDED, at, text, rank_exact_trials(confidence))
-    return Finding(UNDECIDED, at, text)
+    """`b` better than `a` by at least `worth` at one of a claim's `levels` levels (Better's rule, for a
+    study's own tests): cells given as plain values are without spread only where their values are equal."""
+    va, vb = _values(a), _values(b)
+    iv = welch(va, vb, CONFIDENCE, ratio)
+    wide = welch(va, vb, differs_confidence(levels), ratio)
+    if iv is None or wide is None:
+        return Finding(UNDECIDED, at, _too_few(va, vb))
+    kind = "ratio" if ratio else "difference"
+    text = f"{kind} {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}], n = {iv.n[1]}, {iv.n[0]}"
+    return beyond(at, iv, wide, higher, worth, all_fixed(a, b), text)
+
+
+def within_band(
+    at: str,
+    a: Cell | Sequence[float],
+    b: Cell | Sequence[float],
+    low: float,
+    high: float,
+    ratio: bool = True,
+    levels: int = 1,
+) -> Finding:
+    """`b` against `a` inside [low, high] at one of a claim's `levels` levels: the ratio of geometric means
+    (or the difference of means) shown inside the band by two one-sided tests at 5 % (statsmodels'
+    ttost_ind; its 90 % Welch interval inside the band) holds; its interval widened for the levels
+    (`differs_confidence`) wholly outside differs.  An open band (`low` 0 for a ratio, or an infinite edge)
+    is one one-sided test.  Cells without spread are read by their estimate (deterministic)."""
+    va, vb = _values(a), _values(b)
+    iv = welch(va, vb, EQUIVALENCE, ratio)
+    wide = welch(va, vb, 1 - 2 * (1 - differs_confidence(levels)), ratio)
+    if iv is None or wide is None:
+        return Finding(UNDECIDED, at, _too_few(va, vb))
+    kind = "ratio" if ratio else "difference"
+    text = f"{kind} {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}], n = {len(vb)}, {len(va)}"
+    if all_fixed(a, b):
+        inside = low <= iv.estimate <= high
+        return Finding(HOLDS if inside else DIFFERS, at, f"{text}; {DETERMINISTIC}", deterministic=True)
+    if iv.se > 0 and equivalent(va, vb, low, high, ratio) < 1 - CONFIDENCE:
+        return Finding(HOLDS, at, text)
+    if wide.high < low or wide.low > high:
+        return Finding(DIFFERS, at, text)
+    f = math.log if ratio else float
+    edges = [e for e in (low, high) if math.isfinite(e) and (e > 0 or not ratio)]
+    gap = min((abs(f(iv.estimate) - f(e)) for e in edges), default=0.0)
+    inside = low <= iv.estimate <= high
+    # inside the band: its interval must shrink inside the nearer edge; outside: clear of that edge
+    return Finding(UNDECIDED, at, text, trials_for_power(iv, gap, EQUIVALENCE if inside else CONFIDENCE))
 
 
 @dataclass(frozen=True)
 class Better:
-    """`winner` beats `loser` in `metric` at each level: higher (or lower, `higher=False`).
-
-    It holds where the 95 % interval of the ratio of geometric means (the difference of means with
-    `ratio=False`) excludes no effect in the claimed direction; it differs where the interval, widened for
-    the levels the claim covers (`differs_confidence`), lies wholly below a gain of `worth`: no effect worth
-    the word, or the other way round."""
+    """`winner` beats `loser` in `metric` at each level by at least `worth`: higher (or lower,
+    `higher=False`), as a ratio of geometric means (or a difference of means, `ratio=False`)."""
 
     metric: Metric
     winner: str | Group
@@ -202,109 +308,37 @@ class Better:
 
     def describe(self) -> str:
         way = "higher" if self.higher else "lower"
-        worth = f"{self.worth:.0%}" if self.ratio else _fmt(self.worth)
-        scale = "ratio of geometric means" if self.ratio else "difference of means"
+        if self.ratio:
+            size = f"by at least {_pct(self.worth)} (ratio of geometric means {'>' if self.higher else '<'} "
+            size += f"{_fmt(1 + self.worth) if self.higher else _fmt(1 / (1 + self.worth))})"
+        else:
+            size = f"by at least {_fmt(self.worth)} (difference of means)"
+        where = f" at {_list(self.levels)}" if self.levels is not None else " at every level"
         return (
-            f"{group(self.winner)} {way} than {group(self.loser)} in {_name(self.metric)} ({scale}, "
-            f"{CONFIDENCE:.0%} Welch interval over trials: holds where it excludes no effect, differs where it "
-            f"excludes a gain of {worth})"
+            f"{group(self.winner)} {way} than {group(self.loser)} in {_name(self.metric)} {size}{where}: "
+            f"holds where the {CONFIDENCE:.0%} Welch interval over trials lies wholly beyond that, differs where "
+            "it lies wholly short of it"
         )
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         levels = _levels(fig, self.levels)
-        out = []
         loser, winner = group(self.loser), group(self.winner)
-        for level in levels:
-            a = loser.values(fig, rows, level, self.metric)
-            b = winner.values(fig, rows, level, self.metric)
-            alone = _independent_at(fig, rows, level, self.metric, loser, winner)
-            out.append(
-                better_at(str(level), a, b, self.higher, self.worth, self.ratio, len(levels) * self.family, alone)
+        return [
+            better_at(
+                str(level),
+                loser.cell(fig, rows, level, self.metric),
+                winner.cell(fig, rows, level, self.metric),
+                self.higher,
+                self.worth,
+                self.ratio,
+                len(levels) * self.family,
             )
-        return out
+            for level in levels
+        ]
 
 
-def better_at(
-    at: str,
-    a: list[float],
-    b: list[float],
-    higher: bool,
-    worth: float,
-    ratio: bool,
-    levels: int = 1,
-    independent: bool = False,
-) -> Finding:
-    """`b` better than `a` at one of a claim's `levels` levels (Better's rule, for a study's own tests);
-    `independent`: each trial drew its own seed, so that no spread at all is decided by `rank_exact`."""
-    iv = welch(a, b, CONFIDENCE, ratio)
-    wide = welch(a, b, differs_confidence(levels), ratio)
-    if iv is None or wide is None:
-        return Finding(UNDECIDED, at, _too_few(a, b))
-    # on the scale of "how much better": above 1 (or 0) is the claimed direction
-    if ratio:
-        gain, low = (iv.estimate, iv.low) if higher else (1 / iv.estimate, 1 / iv.high)
-        high = wide.high if higher else 1 / wide.low
-        none, enough = 1.0, 1.0 + worth
-        text = f"ratio {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}]"
-        scale: Callable[[float], float] = math.log
-    else:
-        gain, low = (iv.estimate, iv.low) if higher else (-iv.estimate, -iv.high)
-        high = wide.high if higher else -wide.low
-        none, enough = 0.0, worth
-        text = f"difference {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}]"
-        scale = float
-    text += f", n = {iv.n[1]}, {iv.n[0]}"
-    if _no_spread(a, b):
-        if not independent:
-            return Finding(UNDECIDED, at, text + _REPLAYS)
-        checks = ((HOLDS, low > none, CONFIDENCE), (DIFFERS, high < enough, differs_confidence(levels)))
-        return _decided_exactly(at, text, a, b, checks)
-    if low > none:
-        return Finding(HOLDS, at, text)
-    if high < enough:
-        return Finding(DIFFERS, at, text)
-    # to decide: the interval must leave `none` (holds) or fall below `enough` (differs), whichever is nearer
-    gap = max(abs(scale(gain) - scale(none)), abs(scale(enough) - scale(gain)))
-    return Finding(UNDECIDED, at, text, trials_to_decide(iv, gap, CONFIDENCE))
-
-
-def within_band(
-    at: str,
-    a: list[float],
-    b: list[float],
-    low: float,
-    high: float,
-    ratio: bool = True,
-    levels: int = 1,
-    independent: bool = False,
-) -> Finding:
-    """`b` against `a` inside [low, high] at one of a claim's `levels` levels: the ratio of geometric means
-    (or the difference of means) whose 90 % Welch interval lies inside the band holds (two one-sided tests
-    at 5 %), whose interval widened for the levels (`differs_confidence`) lies wholly outside differs.
-    An open band (`low` 0 for a ratio, or an infinite edge) is one one-sided test.  `independent`: each
-    trial drew its own seed, so that no spread at all is decided by `rank_exact`."""
-    iv = welch(a, b, 1 - 2 * (1 - CONFIDENCE), ratio)
-    wide = welch(a, b, 1 - 2 * (1 - differs_confidence(levels)), ratio)
-    if iv is None or wide is None:
-        return Finding(UNDECIDED, at, _too_few(a, b))
-    kind = "ratio" if ratio else "difference"
-    text = f"{kind} {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}], n = {len(b)}, {len(a)}"
-    if _no_spread(a, b):
-        if not independent:
-            return Finding(UNDECIDED, at, text + _REPLAYS)
-        checks = (
-            (HOLDS, low <= iv.low and iv.high <= high, 1 - 2 * (1 - CONFIDENCE)),
-            (DIFFERS, wide.high < low or wide.low > high, 1 - 2 * (1 - differs_confidence(levels))),
-        )
-        return _decided_exactly(at, text, a, b, checks)
-    if low <= iv.low and iv.high <= high:
-        return Finding(HOLDS, at, text)
-    if wide.high < low or wide.low > high:
-        return Finding(DIFFERS, at, text)
-    f = math.log if ratio else float
-    edges = [e for e in (low, high) if math.isfinite(e) and (e > 0 or not ratio)]
-    gap = min((abs(f(iv.estimate) - f(e)) for e in edges), default=0.0)
-    return Finding(UNDECIDED, at, text, trials_to_decide(iv, gap, 1 - 2 * (1 - CONFIDENCE)))
+def _list(levels: Sequence[Any] | None) -> str:
+    return ", ".join(str(v) for v in levels or ())
 
 
 @dataclass(frozen=True)
@@ -321,9 +355,13 @@ class Same:
     family: int = 1  # the tests beside this one whose "differs" shows the claim wrong (differs_confidence)
 
     def describe(self) -> str:
-        band = f"within {self.margin:.0%} of each other" if self.ratio else f"within +- {_fmt(self.margin)}"
+        band = f"within {_pct(self.margin)} of each other" if self.ratio else f"within +- {_fmt(self.margin)}"
         names = ", ".join(str(group(g)) for g in self.groups)
-        return f"{names} {band} in {_name(self.metric)} (equivalence: two one-sided tests at 5 %, trials as unit)"
+        where = f" at {_list(self.levels)}" if self.levels is not None else " at every level"
+        return (
+            f"{names} {band} in {_name(self.metric)}{where} (equivalence: two one-sided tests at 5 %, trials as "
+            "unit; wholly outside the margin differs)"
+        )
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         low, high = (1 / (1 + self.margin), 1 + self.margin) if self.ratio else (-self.margin, self.margin)
@@ -331,19 +369,18 @@ class Same:
         levels = _levels(fig, self.levels)
         out = []
         for level in levels:
-            base = first.values(fig, rows, level, self.metric)
+            base = first.cell(fig, rows, level, self.metric)
             found = [
                 (
                     other,
                     within_band(
                         str(level),
                         base,
-                        other.values(fig, rows, level, self.metric),
+                        other.cell(fig, rows, level, self.metric),
                         low,
                         high,
                         self.ratio,
                         len(levels) * len(others) * self.family,
-                        _independent_at(fig, rows, level, self.metric, first, other),
                     ),
                 )
                 for other in others
@@ -372,9 +409,11 @@ class Within:
         else:
             band = f"at most {_fmt(self.high)}" if self.low <= 0 else f"at least {_fmt(self.low)}"
         kind = "ratio of geometric means" if self.ratio else "difference of means"
+        where = f" at {_list(self.levels)}" if self.levels is not None else " at every level"
         return (
-            f"{group(self.of)} against {group(self.to)} in {_name(self.metric)}: the {kind} {band} (its 90 % "
-            "Welch interval over trials inside the band holds, wholly outside differs)"
+            f"{group(self.of)} against {group(self.to)} in {_name(self.metric)}: the {kind} {band}{where} (two "
+            "one-sided tests at 5 %: its 90 % Welch interval over trials inside the band holds, wholly outside "
+            "differs)"
         )
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
@@ -383,16 +422,25 @@ class Within:
         return [
             within_band(
                 str(level),
-                to.values(fig, rows, level, self.metric),
-                of.values(fig, rows, level, self.metric),
+                to.cell(fig, rows, level, self.metric),
+                of.cell(fig, rows, level, self.metric),
                 self.low,
                 self.high,
                 self.ratio,
                 len(levels),
-                _independent_at(fig, rows, level, self.metric, to, of),
             )
             for level in levels
         ]
+
+
+def deterministic_in(outcome: str, findings: Sequence[Finding]) -> bool:
+    """Whether an outcome over several findings rests on deterministic ones: a hold (all hold) where any
+    part held only so; a difference where every part that differs does so only deterministically."""
+    if outcome == HOLDS:
+        return any(f.deterministic for f in findings)
+    if outcome == DIFFERS:
+        return all(f.deterministic for f in findings if f.outcome == DIFFERS)
+    return False
 
 
 def joined(at: str, parts: Sequence[tuple[str, Finding]]) -> Finding:
@@ -401,144 +449,87 @@ def joined(at: str, parts: Sequence[tuple[str, Finding]]) -> Finding:
     outcome = all_of([f.outcome for _, f in parts])
     needed = [f.trials_needed for _, f in parts if f.outcome == UNDECIDED and f.trials_needed]
     text = "; ".join(f"{name}: {f.estimate}" + (f": {f.outcome}" if len(parts) > 1 else "") for name, f in parts)
-    return Finding(outcome, at, text, max(needed) if outcome == UNDECIDED and needed else None)
+    det = deterministic_in(outcome, [f for _, f in parts])
+    return Finding(outcome, at, text, max(needed) if outcome == UNDECIDED and needed else None, det)
 
 
 @dataclass(frozen=True)
 class Trend:
-    """`metric` of `series` (or the ratio `series` / `against`) rising (`rises=True`) or falling over the
-    levels: the least-squares slope over all of them, with a bootstrap interval over trials."""
+    """`metric` of `series` (or the ratio `series` / `against`) rising (`rises=True`) or falling at every
+    step of the levels: each adjacent pair, in order along x (`x`: a level's position, default the level as
+    a number), a minimum-effect test of its own (the ratio of geometric means from one level to the next,
+    or of the two series' ratios, by at least `worth`).  It holds where every step does, differs where one
+    step is wholly short of `worth` (a fall, or no rise worth the word)."""
 
     metric: Metric
     series: str | Group
     rises: bool
     against: str | Group | None = None
     levels: Sequence[Any] | None = None
-    x: Callable[[Any], float] | None = None  # a level's position (default: the level as a number)
+    x: Callable[[Any], float] | None = None
+    worth: float = 0.05  # the smallest step that counts: this project's smallest effect (5 %)
+    family: int = 1
 
     def describe(self) -> str:
         what = f"{group(self.series)}" + (f" / {group(self.against)}" if self.against is not None else "")
+        where = f" {_list(self.levels)}" if self.levels is not None else ""
         return (
-            f"{_name(self.metric)} of {what} {'rises' if self.rises else 'falls'} over the levels "
-            f"(least-squares slope over all levels, {CONFIDENCE:.0%} bootstrap interval over trials)"
+            f"{_name(self.metric)} of {what} {'rising' if self.rises else 'falling'} by at least "
+            f"{_pct(self.worth)} at every step of the levels{where} (each adjacent pair in order: ratio of "
+            f"geometric means, {CONFIDENCE:.0%} Welch interval over trials; holds where every step's interval "
+            "lies wholly beyond that, differs where one lies wholly short of it)"
         )
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         position = self.x or numeric
-        paired = self.against is not None
-        xs: list[float] = []
-        samples: list[list[float]] = []  # per level: the series' trials, then (paired) the other's
-        draws: list[list[str]] = []  # the seed of each of those trials' draws
-        not_run: list[str] = []  # levels the sentence names without a trial (a --quick run's, say)
-        for level in _levels(fig, self.levels):
-            trials = [group(self.series).trials(fig, rows, level, self.metric)]
+        levels = sorted(_levels(fig, self.levels), key=position)
+        cells: list[list[Cell]] = []
+        not_run: list[str] = []
+        for level in levels:
+            c = [group(self.series).cell(fig, rows, level, self.metric)]
             if self.against is not None:
-                trials.append(group(self.against).trials(fig, rows, level, self.metric))
-            cells = [[value for value, _ in t] for t in trials]
-            if not all(cells):
+                c.append(group(self.against).cell(fig, rows, level, self.metric))
+            if not all(x.values for x in c):
                 not_run.append(str(level))
-                continue
-            if paired and min(v for c in cells for v in c) <= 0:
-                continue
-            xs.append(position(level))
-            samples += cells
-            draws += [[draw for _, draw in t] for t in trials]
-        missing = f"no trials at {', '.join(not_run)}" if not_run else ""
-        if len(xs) < 2:
-            text = f"trials at {len(xs)} level(s): a trend needs two"
-            return [Finding(UNDECIDED, ALL_LEVELS, text + (f" ({missing})" if missing else ""))]
-        found = self._over(xs, samples, independent(*draws))
-        if missing:
-            # a slope over some of the levels is not the sentence's, which names all of them: more trials at
-            # the levels run would not decide it either
-            why = "a trend over fewer levels than the sentence names is not its claim"
-            return [Finding(UNDECIDED, ALL_LEVELS, f"{found.estimate}; {missing}: {why}")]
-        return [found]
+            cells.append(c)
+        if not_run:
+            return [
+                Finding(
+                    UNDECIDED,
+                    ALL_LEVELS,
+                    f"no trials at {', '.join(not_run)}: a trend over fewer levels than the sentence names is not "
+                    "its claim",
+                )
+            ]
+        if len(levels) < 2:
+            return [Finding(UNDECIDED, ALL_LEVELS, f"trials at {len(levels)} level(s): a trend needs two")]
+        steps = len(levels) - 1
+        return [
+            self._step(f"{levels[i]} -> {levels[i + 1]}", cells[i], cells[i + 1], steps * self.family)
+            for i in range(steps)
+        ]
 
-    def _over(self, xs: list[float], samples: list[list[float]], independent_trials: bool = False) -> Finding:
-        """The slope over the levels at `xs` with each level's trials in `samples`, and what it decides."""
-        import numpy as np
-        from scipy import stats
-
-        paired = self.against is not None
-        x = np.array(xs, dtype=float)
-        xc = x - x.mean()
-
-        def slope(*cells: Any, axis: int = -1) -> Any:
-            means = [np.mean(c, axis=axis) for c in cells]
-            if paired:
-                y = np.log(np.stack([means[i] / means[i + 1] for i in range(0, len(means), 2)], axis=-1))
-            else:
-                y = np.stack(means, axis=-1)
-            return (y * xc).sum(axis=-1) / (xc**2).sum()
-
-        arrays = [np.asarray(s, dtype=float) for s in samples]
-        point = float(slope(*arrays))
-        n = min(len(s) for s in samples)
-        spread = any(len(set(s)) > 1 for s in samples)
-        low = high = point
-        if spread and n >= MIN_BOOTSTRAP_TRIALS:
-            kw = {
-                "n_resamples": BOOTSTRAP_RESAMPLES,
-                "confidence_level": CONFIDENCE,
-                "vectorized": True,
-                "random_state": np.random.default_rng(0),
-            }
-            res = stats.bootstrap(arrays, slope, method="BCa", **kw)
-            low, high = res.confidence_interval
-            if not (math.isfinite(low) and math.isfinite(high)):
-                res = stats.bootstrap(arrays, slope, method="percentile", **kw)
-                low, high = res.confidence_interval
-        unit = "log ratio per unit" if self.against is not None else "per unit"
-        interval = f" [{_fmt(float(low))}, {_fmt(float(high))}]" if spread and n >= MIN_BOOTSTRAP_TRIALS else ""
-        text = f"slope {_fmt(point)}{interval} {unit} of the level over {len(xs)} levels, n >= {n} per cell"
-        if not spread and n < 2:
-            return Finding(
-                UNDECIDED, ALL_LEVELS, f"{text}; one trial a cell: no spread to speak of", MIN_BOOTSTRAP_TRIALS
-            )
-        if not spread and independent_trials:
-            return self._without_spread(xs, samples, point, text)
-        if not spread:
-            return Finding(
-                UNDECIDED,
-                ALL_LEVELS,
-                text + "; no spread among trials, which share a draw (or have none): replays, no interval",
-            )
-        if n < MIN_BOOTSTRAP_TRIALS:
-            return Finding(
-                UNDECIDED,
-                ALL_LEVELS,
-                text + f"; a bootstrap needs {MIN_BOOTSTRAP_TRIALS} trials a cell: resampling two gives no spread to "
-                "speak of",
-                MIN_BOOTSTRAP_TRIALS,
-            )
-        up, down = low > 0, high < 0
-        if (up and self.rises) or (down and not self.rises):
-            return Finding(HOLDS, ALL_LEVELS, text)
-        if up or down:
-            return Finding(DIFFERS, ALL_LEVELS, text)
-        # the interval's half-width, as a standard error, scaled to the trials that would clear zero
-        return Finding(UNDECIDED, ALL_LEVELS, text, trials_to_clear(point, float(low), float(high), 0.0, n, CONFIDENCE))
-
-    def _without_spread(self, xs: list[float], samples: list[list[float]], point: float, text: str) -> Finding:
-        """Every trial of each cell alike, each its own draw: the permutation test of the slope decides."""
-        import numpy as np
-
-        cells = samples
-        if self.against is not None:  # a trial's value is its level's log ratio; pairs as many as the fewer
-            pairs = zip(samples[::2], samples[1::2], strict=True)
-            cells = [[math.log(a[0] / b[0])] * min(len(a), len(b)) for a, b in pairs]
-        chance = slope_permutation(xs, cells)
-        text += (
-            f"; no spread among trials, each its own draw: the permutation test of the slope (chance of one as "
-            f"steep under no trend {_fmt(chance)})"
-        )
-        if chance <= 1 - CONFIDENCE:
-            return Finding(HOLDS if (point > 0) == self.rises else DIFFERS, ALL_LEVELS, text)
-        in_order = [c[0] for c, _ in sorted(zip(cells, xs, strict=True), key=lambda cx: cx[1])]
-        steps = np.diff(in_order)
-        ordered = bool(np.all(steps > 0) or np.all(steps < 0))
-        return Finding(UNDECIDED, ALL_LEVELS, text, slope_exact_trials(len(cells), CONFIDENCE) if ordered else None)
+    def _step(self, at: str, before: list[Cell], after: list[Cell], family: int) -> Finding:
+        values = [v for c in (*before, *after) for v in c.values]
+        n = min(len(c.values) for c in (*before, *after))
+        if n < 2:
+            return Finding(UNDECIDED, at, f"too few trials to estimate a spread (n = {n} in a cell)")
+        ratio = min(values) > 0
+        fixed = all_fixed(*before, *after)
+        if self.against is None:
+            iv = welch(before[0].values, after[0].values, CONFIDENCE, ratio)
+            wide = welch(before[0].values, after[0].values, differs_confidence(family), ratio)
+        else:
+            if not ratio:
+                return Finding(UNDECIDED, at, "a ratio of series needs values above 0")
+            logs = [[math.log(v) for v in c.values] for c in (after[0], after[1], before[0], before[1])]
+            iv = contrast(logs, [1.0, -1.0, -1.0, 1.0], CONFIDENCE, True)
+            wide = contrast(logs, [1.0, -1.0, -1.0, 1.0], differs_confidence(family), True)
+        assert iv is not None and wide is not None  # two or more trials a cell, all above 0 for a ratio
+        kind = "step ratio" if ratio else "step difference"
+        text = f"{kind} {_fmt(iv.estimate)} [{_fmt(iv.low)}, {_fmt(iv.high)}], n >= {n}"
+        worth = self.worth if ratio else 0.0
+        return beyond(at, iv, wide, self.rises, worth, fixed, text)
 
 
 @dataclass(frozen=True)
@@ -562,10 +553,12 @@ class Exact:
 
 @dataclass(frozen=True)
 class Computed:
-    """A study's own test: `decide(fig, rows)` returns findings, each over independent trials."""
+    """A study's own test: `decide(fig, rows)` returns findings, each over independent trials.  `reads`:
+    the other figures of the study whose rows it reads too (their digests go into the judgement)."""
 
     what: str
     decide_: Callable[[Figure, Rows], list[Finding]]
+    reads: tuple[str, ...] = ()
 
     def describe(self) -> str:
         return self.what
@@ -589,22 +582,27 @@ class AllOf:
 
 @dataclass(frozen=True)
 class ByDesign:
-    """The setup decides the outcome: not tested, and counted in neither agrees nor differs.
+    """The setup decides the outcome: `forced` HOLDS (set by design: counted in no verdict) or DIFFERS (the
+    design makes the sentence false: counted as differs, with the reason).
 
     `holds_while(fig)` says whether a figure's setup still decides it (a loss-free path; a response that
     fits the first flight); a derived figure whose setup does not (`--set loss=2%`) tests the sentence with
     `otherwise` instead, or, without one, leaves the claim out and says so (`as_derived`)."""
 
     reason: str
-    could_fail: str = ""  # a derived figure that would let it fail, where there is one
+    could_fail: str = ""  # a derived figure that would let it fail (or hold), where there is one
     holds_while: Callable[[Figure], bool] | None = None
     otherwise: Test | None = None
+    forced: str = HOLDS
 
     def describe(self) -> str:
-        return f"set by design: {self.reason}" + (f"; {self.could_fail}" if self.could_fail else "")
+        kind = "set by design" if self.forced == HOLDS else "differs by design"
+        return f"{kind}: {self.reason}" + (f"; {self.could_fail}" if self.could_fail else "")
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
-        return [Finding(BY_DESIGN, ALL_LEVELS, "not tested: the setup decides it (above)")]
+        if self.forced == HOLDS:
+            return [Finding(BY_DESIGN, ALL_LEVELS, "not tested: the setup decides it (above)")]
+        return [Finding(DIFFERS, ALL_LEVELS, "differs by design: the setup makes the sentence false (above)")]
 
 
 def unchanged(**values: str | None) -> Callable[[Figure], bool]:
@@ -640,7 +638,10 @@ class Regrouped:
             rows = [{**r, _VIEW_KEY: ALL_LEVELS} for r in rows]
         else:
             view = dataclasses.replace(fig, x=self.x, levels=self.levels)
-        return [dataclasses.replace(f, at=self.at.format(f.at)) for f in self.test.decide(view, rows)]
+        found = self.test.decide(view, rows)
+        return [
+            dataclasses.replace(f, at=self.at.format(f.at) if f.at != ALL_LEVELS else self.at.format("")) for f in found
+        ]
 
 
 _VIEW_KEY = "__level__"
@@ -663,3 +664,22 @@ def all_of(outcomes: Sequence[str]) -> str:
 
 def _name(metric: Metric) -> str:
     return metric if isinstance(metric, str) else getattr(metric, "__doc__", None) or metric.__name__
+
+
+def ratio_of_ratios(at: str, cells: Sequence[Cell], worth: float, levels: int = 1) -> Finding:
+    """(A / B) over (C / D) in geometric means, greater by at least `worth`, for `cells` A, B, C, D: a
+    gain on one figure (A over B) against a gain on another (C over D), the four series' trials as units
+    (intervals.contrast), decided as `Better` is."""
+    if any(len(c.values) < 2 for c in cells) or min((v for c in cells for v in c.values), default=0) <= 0:
+        return Finding(
+            UNDECIDED, at, f"too few trials to estimate a spread (n = {', '.join(str(len(c.values)) for c in cells)})"
+        )
+    logs = [[math.log(v) for v in c.values] for c in cells]
+    iv = contrast(logs, [1.0, -1.0, -1.0, 1.0], CONFIDENCE, True)
+    wide = contrast(logs, [1.0, -1.0, -1.0, 1.0], differs_confidence(levels), True)
+    gains = [math.exp(sum(logs[i]) / len(logs[i]) - sum(logs[i + 1]) / len(logs[i + 1])) for i in (0, 2)]
+    text = (
+        f"gains {_fmt(gains[0])}x and {_fmt(gains[1])}x: ratio {_fmt(iv.estimate)} [{_fmt(iv.low)}, "
+        f"{_fmt(iv.high)}], n >= {min(iv.n)} per series"
+    )
+    return beyond(at, iv, wide, True, worth, all_fixed(*cells), text)

@@ -2,24 +2,24 @@
 
 The trial is the unit: each function takes one value a trial.  `welch` is
 the ratio of two series' geometric means (or the difference of their
-means) with its Welch t interval; `trials_to_decide` scales its half-width
-to the trials that would clear a gap at the spread measured;
-`differs_confidence` widens an interval for a claim over many levels.
-Where neither series has any spread, a t interval has nothing to stand on:
-trials that each drew their own seed (`independent`) are decided by the
-exact rank test (`rank_exact`), others are replays of one draw; a trend over
-levels, by the permutation test of its slope (`slope_permutation`).
-netrepro.studykit.decisions reads these into findings.
+means) with its Welch t interval (scipy's `ttest_ind`); `equivalent` is
+statsmodels' two one-sided tests (`ttost_ind`); `contrast` is a Welch
+interval of a linear contrast of several groups' means (a step of a ratio
+between two levels: no library has it, tests/unit/test_claims.py checks it
+against scipy and a textbook value); `trials_for_power` is statsmodels'
+power of a t test, for the trials that would decide; `differs_confidence`
+widens an interval for a claim over many levels.  Which cells vary at all
+is the caller's question (netrepro.studykit.decisions.Cell).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 CONFIDENCE = 0.95  # of a difference's interval; an equivalence uses 1 - 2 x (1 - 0.95) / 2 = 90 %
+POWER = 0.80  # of the trials an undecided claim names: the chance that that many would decide it
 
 
 @dataclass(frozen=True)
@@ -30,55 +30,84 @@ class Interval:
     low: float
     high: float
     se: float  # of the estimate on the scale the interval is built on (log for a ratio)
-    n: tuple[int, int]
+    n: tuple[int, ...]
     ratio: bool
+    sd: float = 0.0  # one trial's standard deviation on that scale, pooled over the groups (for power)
+
+
+def _scale(values: Sequence[float], ratio: bool) -> list[float]:
+    return [math.log(v) for v in values] if ratio else [float(v) for v in values]
 
 
 def welch(a: Sequence[float], b: Sequence[float], confidence: float, ratio: bool) -> Interval | None:
     """b against a over independent trials: the ratio of geometric means (or the difference of means) and
-    its Welch t interval; None where either side has fewer than two trials or a ratio meets a value <= 0."""
-    from scipy import stats
-
+    its Welch t interval (scipy.stats.ttest_ind, unequal variances); None where either side has fewer than
+    two trials or a ratio meets a value <= 0.  Where neither side varies, the interval is the estimate."""
     if len(a) < 2 or len(b) < 2 or (ratio and min(*a, *b) <= 0):
         return None
-    xa = [math.log(v) for v in a] if ratio else list(a)
-    xb = [math.log(v) for v in b] if ratio else list(b)
-    ma, mb = sum(xa) / len(xa), sum(xb) / len(xb)
-    va = sum((x - ma) ** 2 for x in xa) / (len(xa) - 1) / len(xa)
-    vb = sum((x - mb) ** 2 for x in xb) / (len(xb) - 1) / len(xb)
-    se = math.sqrt(va + vb)
-    d = mb - ma
-    if se == 0:
-        low = high = d
-    else:
-        df = (va + vb) ** 2 / (va**2 / (len(xa) - 1) + vb**2 / (len(xb) - 1))
-        t = float(stats.t.ppf(0.5 + confidence / 2, df))
-        low, high = d - t * se, d + t * se
-    if ratio:
-        return Interval(math.exp(d), math.exp(low), math.exp(high), se, (len(a), len(b)), True)
-    return Interval(d, low, high, se, (len(a), len(b)), False)
+    return contrast([_scale(a, ratio), _scale(b, ratio)], [-1.0, 1.0], confidence, ratio)
 
 
-def z(confidence: float) -> float:
+def contrast(groups: Sequence[Sequence[float]], weights: Sequence[float], confidence: float, ratio: bool) -> Interval:
+    """The contrast sum(w_i x mean_i) of the groups' means (already on their scale: logs for a ratio) with a
+    Welch t interval: its variance sum(w_i^2 s_i^2 / n_i), its degrees of freedom Welch-Satterthwaite's.
+    Two groups weighted -1, +1 are scipy's Welch interval; four weighted +1, -1, -1, +1 are the step of a
+    ratio of two series from one level to the next (a ratio of ratios, for `ratio`)."""
     from scipy import stats
 
-    return float(stats.norm.ppf(0.5 + confidence / 2))
+    means = [sum(g) / len(g) for g in groups]
+    parts = [
+        w * w * sum((x - m) ** 2 for x in g) / (len(g) - 1) / len(g)
+        for g, w, m in zip(groups, weights, means, strict=True)
+    ]
+    d = sum(w * m for w, m in zip(weights, means, strict=True))
+    var = sum(parts)
+    se = math.sqrt(var)
+    if se == 0:
+        low = high = d
+    elif len(groups) == 2 and list(weights) == [-1.0, 1.0]:
+        ci = stats.ttest_ind(groups[1], groups[0], equal_var=False).confidence_interval(confidence)
+        low, high = float(ci.low), float(ci.high)
+    else:
+        df = var**2 / sum(p**2 / (len(g) - 1) for p, g in zip(parts, groups, strict=True) if p > 0)
+        t = float(stats.t.ppf(0.5 + confidence / 2, df))
+        low, high = d - t * se, d + t * se
+    # one trial's spread, as if every group had the same: se = sd x sqrt(sum w_i^2 / n_i)
+    sd = se / math.sqrt(sum(w * w / len(g) for g, w in zip(groups, weights, strict=True)))
+    n = tuple(len(g) for g in groups)
+    if ratio:
+        return Interval(math.exp(d), math.exp(low), math.exp(high), se, n, True, sd)
+    return Interval(d, low, high, se, n, False, sd)
 
 
-def trials_to_decide(iv: Interval, gap: float, confidence: float) -> int | None:
-    """Trials per series that would bring the interval's half-width under `gap` (on the interval's own scale:
-    log for a ratio) at the spread measured; None where nothing would (no spread, or no gap to clear)."""
-    if iv.se == 0 or gap <= 0:
+def equivalent(a: Sequence[float], b: Sequence[float], low: float, high: float, ratio: bool) -> float:
+    """The p value of b against a lying inside [low, high] (on the ratio's or the difference's own scale):
+    statsmodels' two one-sided Welch tests (ttost_ind); an open band (low <= 0 for a ratio, or an infinite
+    edge) is the one one-sided test at its finite edge."""
+    from statsmodels.stats.weightstats import ttost_ind
+
+    xa, xb = _scale(a, ratio), _scale(b, ratio)
+    lo = (math.log(low) if low > 0 else -math.inf) if ratio else low
+    hi = (math.log(high) if math.isfinite(high) else math.inf) if ratio else high
+    # ttost_ind tests x1 - x2 inside (low, upp); an infinite edge gives its one-sided test a p of 0
+    p, _, _ = ttost_ind(xb, xa, max(lo, -1e300), min(hi, 1e300), usevar="unequal")
+    return float(p)
+
+
+def trials_for_power(iv: Interval, gap: float, confidence: float, power: float = POWER) -> int | None:
+    """Trials per series that would bring the interval clear of an edge `gap` away (on the interval's own
+    scale) with chance `power`, if the effect is what was measured and one trial spreads as measured:
+    statsmodels' power of a one-sided two-sample t test at (1 - confidence) / 2.  None where nothing
+    would: no spread, or an estimate sitting on the edge."""
+    from statsmodels.stats.power import TTestIndPower
+
+    if iv.sd == 0 or gap <= 0:
         return None
-    n = max(iv.n)
-    return max(n + 1, math.ceil(n * (z(confidence) * iv.se / gap) ** 2))
-
-
-def trials_to_clear(point: float, low: float, high: float, edge: float, n: int, confidence: float) -> int | None:
-    """Trials per cell that would bring an interval [low, high] around `point` (a bootstrap's, say) clear of
-    `edge` at the spread measured: its half-width taken as a standard error (`trials_to_decide`)."""
-    se = (high - low) / 2 / z(confidence)
-    return trials_to_decide(Interval(point, low, high, se, (n, n), False), abs(point - edge), confidence)
+    size = gap / iv.sd
+    n = TTestIndPower().solve_power(
+        effect_size=size, alpha=(1 - confidence) / 2, power=power, ratio=1.0, alternative="larger"
+    )
+    return max(max(iv.n) + 1, math.ceil(float(n)))
 
 
 def differs_confidence(levels: int, confidence: float = CONFIDENCE) -> float:
@@ -89,59 +118,3 @@ def differs_confidence(levels: int, confidence: float = CONFIDENCE) -> float:
     whose error grows with the levels, so each level's "differs" is read off a Bonferroni-widened interval
     (a claim true at all of 30 levels must not be shown wrong at one of them one time in two)."""
     return 1 - (1 - confidence) / max(1, levels)
-
-
-def rank_exact(m: int, n: int, confidence: float) -> bool:
-    """Whether m and n trials without spread decide at `confidence` (two-sided): the exact Mann-Whitney
-    test, which asks only that the trials be exchangeable under no effect.  With every trial of each series
-    alike, the one arrangement of ranks that puts one series wholly beside the other (U = 0) has the chance
-    1 / C(m + n, m) under no effect; where that is under (1 - confidence) / 2, the distribution-free
-    (Moses) interval of the difference is the difference itself."""
-    return 1 / math.comb(m + n, m) <= (1 - confidence) / 2
-
-
-def rank_exact_trials(confidence: float) -> int:
-    """Trials a series that `rank_exact` needs to decide at `confidence` (4 at 95 %, 5 at 97.5 %): two
-    series in order are a trend over two levels (`slope_exact_trials`), 2 / C(2n, n) = 1 / C(2n, n) each side."""
-    return slope_exact_trials(2, confidence)
-
-
-def slope_permutation(xs: Sequence[float], cells: Sequence[Sequence[float]], resamples: int = 20_000) -> float:
-    """The two-sided chance, under no trend, of a least-squares slope of the cells' means over `xs` at least
-    as steep as the one measured: the trials' values permuted across the levels (exchangeable under no
-    trend where each trial drew its own seed), `resamples` times, with the measured arrangement counted
-    among them.  For cells without spread and in order along x, it tends to 2 / (the arrangements of the
-    values over the cells)."""
-    import numpy as np
-
-    x = np.asarray(xs, dtype=float)
-    xc = (x - x.mean()) / ((x - x.mean()) ** 2).sum()
-    sizes = np.array([len(c) for c in cells])
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    values = np.concatenate([np.asarray(c, dtype=float) for c in cells])
-
-    def slopes(arranged: Any) -> Any:
-        return (np.add.reduceat(arranged, starts, axis=-1) / sizes * xc).sum(axis=-1)
-
-    measured = abs(float(slopes(values)))
-    shuffled = np.random.default_rng(0).permuted(np.tile(values, (resamples, 1)), axis=1)
-    as_steep = int((np.abs(slopes(shuffled)) >= measured * (1 - 1e-9)).sum())
-    return (as_steep + 1) / (resamples + 1)
-
-
-def slope_exact_trials(levels: int, confidence: float) -> int:
-    """Trials a level that decide at `confidence` a trend whose cells have no spread and stand in order
-    along x: the one arrangement of the values that steep each way has the chance 2 (n!)^levels / (levels x n)!
-    (at two levels, the exact rank test's)."""
-    n = 2
-    while 2 * math.factorial(n) ** levels / math.factorial(levels * n) > 1 - confidence:
-        n += 1
-    return n
-
-
-def independent(*draws: Iterable[str | None]) -> bool:
-    """Whether trials are independent by construction: every one drew its own seed (its row's `draw_seed`,
-    present and unlike any other's), so that trials alike to the last digit are what the draw does not
-    move, not one draw replayed."""
-    seeds = [d for ds in draws for d in ds]
-    return bool(seeds) and all(seeds) and len(set(seeds)) == len(seeds)

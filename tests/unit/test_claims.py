@@ -96,47 +96,63 @@ def test_a_difference_within_noise_at_small_n_is_undecided_with_the_trials_that_
     assert outcome(LOWER, spread_rows("A", 1000, few) + spread_rows("B", 800, few)).outcome == UNDECIDED
 
 
-def test_replayed_trials_decide_nothing() -> None:
-    rows = [{"series": s, "loss": "1%", "status": "ok", "plt_ms": v} for s, v in (("A", "1000"), ("B", "700"))] * 2
-    judged = outcome(LOWER, rows)
-    assert judged.outcome == UNDECIDED and "replays" in judged.evidence()
+def alike(series: str, value: str, n: int, level: str = "1%") -> list[dict[str, str]]:
+    """`n` trials of `series` alike to the last digit: a cell that does not vary."""
+    return [{"series": series, "loss": level, "status": "ok", "plt_ms": value} for _ in range(n)]
 
 
-def deterministic(series: str, value: str, n: int, draws: str = "{series}{i}") -> list[dict[str, str]]:
-    """`n` trials of `series` alike to the last digit, each with the draw seed `draws` names."""
-    return [
-        {"series": series, "loss": "1%", "status": "ok", "plt_ms": value, "draw_seed": draws.format(series=series, i=i)}
-        for i in range(n)
-    ]
+def test_a_gain_wholly_above_no_effect_but_below_its_worth_does_not_hold() -> None:
+    """B 3 % faster than A, measured precisely: the interval excludes no effect, but the claim's word is
+    worth 10 %: the interval lies wholly short of it, so the claim differs; it never holds."""
+    rows = trials("A", "1%", 1000, 3, 20, 1) + trials("B", "1%", 970, 3, 20, 2)
+    worth_10 = Better("plt_ms", winner="B", loser="A", higher=False, worth=0.10)
+    judged = outcome(worth_10, rows)
+    iv = intervals.welch([float(r["plt_ms"]) for r in rows[:20]], [float(r["plt_ms"]) for r in rows[20:]], 0.95, True)
+    assert iv is not None and iv.high < 1.0  # B is faster beyond doubt ...
+    assert judged.outcome == DIFFERS  # ... but not by the 10 % the word asks
+    # between no effect and the threshold, undecided, never holds: B 8 % faster, wide
+    wide = trials("A", "1%", 1000, 60, 6, 3) + trials("B", "1%", 920, 60, 6, 4)
+    assert outcome(worth_10, wide).outcome == UNDECIDED
 
 
-def test_trials_without_spread_that_each_drew_their_own_seed_are_decided_by_the_exact_rank_test() -> None:
-    """A measurement the draw does not move (the same count of losses in every trial, whatever its order and
-    start phase) is not a replay: four trials a series decide it at 95 %, three cannot (1/20 each side)."""
-    faster = deterministic("A", "1000", 4) + deterministic("B", "700", 4)
-    judged = outcome(LOWER, faster)
-    assert judged.outcome == HOLDS and "exact rank test" in judged.evidence() and "1/70" in judged.evidence()
-    assert outcome(LOWER, deterministic("A", "1000", 4) + deterministic("B", "1000", 4)).outcome == DIFFERS
-    assert outcome(SAME, deterministic("A", "1000", 4) + deterministic("B", "1020", 4)).outcome == HOLDS
-    assert outcome(SAME, deterministic("A", "1000", 5) + deterministic("B", "1500", 5)).outcome == DIFFERS
-    three = outcome(LOWER, deterministic("A", "1000", 3) + deterministic("B", "700", 3))
-    assert three.outcome == UNDECIDED and three.trials_needed == 4
-    # a claim over two levels needs five to show it wrong at one of them (97.5 % at each)
-    assert intervals.rank_exact_trials(intervals.differs_confidence(2)) == 5
+def test_a_gain_wholly_above_its_worth_holds() -> None:
+    rows = trials("A", "1%", 1000, 10, 10, 1) + trials("B", "1%", 800, 10, 10, 2)  # 20 % faster, worth 10 %
+    assert outcome(Better("plt_ms", winner="B", loser="A", higher=False, worth=0.10), rows).outcome == HOLDS
 
 
-def test_trials_without_spread_that_share_a_draw_are_replays() -> None:
-    shared = deterministic("A", "1000", 5, draws="7") + deterministic("B", "700", 5, draws="7")
-    missing = deterministic("A", "1000", 5, draws="") + deterministic("B", "700", 5, draws="")
-    for rows in (shared, missing):
-        judged = outcome(LOWER, rows)
-        assert judged.outcome == UNDECIDED and "replays" in judged.evidence()
+def test_cells_that_do_not_vary_are_read_deterministically_against_worth() -> None:
+    """No spread in either series: no test is run; the point estimate is read against `worth` and the
+    finding says so (deterministic): above it holds, below it differs, whatever the count of trials."""
+    worth_10 = Better("plt_ms", winner="B", loser="A", higher=False, worth=0.10)
+    above = outcome(worth_10, alike("A", "1000", 3) + alike("B", "800", 3))
+    below = outcome(worth_10, alike("A", "1000", 3) + alike("B", "950", 3))
+    assert above.outcome == HOLDS and above.deterministic and "deterministic" in above.evidence()
+    assert below.outcome == DIFFERS and below.deterministic
+    assert "Welch" not in above.evidence() and "rank" not in above.evidence()
+    # two trials each decide as well as a hundred: the emulator replays, nothing to estimate
+    assert outcome(worth_10, alike("A", "1000", 2) + alike("B", "800", 2)).deterministic
+    same = outcome(SAME, alike("A", "1000", 4) + alike("B", "1020", 4))
+    assert same.outcome == HOLDS and same.deterministic
+    assert outcome(SAME, alike("A", "1000", 4) + alike("B", "1500", 4)).outcome == DIFFERS
 
 
-def test_the_exact_rank_bound_is_the_chance_of_one_arrangement_in_c_m_plus_n_m() -> None:
-    assert intervals.rank_exact(4, 4, 0.95) and not intervals.rank_exact(3, 3, 0.95)  # 1/70 and 1/20 against 1/40
-    assert intervals.rank_exact(3, 5, 0.95) and not intervals.rank_exact(2, 5, 0.95)  # 1/56 and 1/21
-    assert intervals.rank_exact_trials(0.95) == 4
+def test_a_time_varying_within_its_trials_timer_noise_is_deterministic() -> None:
+    """A time whose trials spread by less than the delay line's measured lateness over their round trips
+    is deterministic; the same spread with no lateness recorded is a spread."""
+
+    def rows(series: str, values: tuple[float, ...], late: str) -> list[dict[str, str]]:
+        return [{"series": series, "loss": "1%", "status": "ok", "plt_ms": str(v), "rtt": "100ms",
+                 "late_max_ms": late} for v in values]  # fmt: skip
+
+    # ten or eleven round trips of 100 ms: 20 or 22 holds of up to 0.2 ms each, 4 to 4.4 ms a trial
+    noisy = rows("A", (1000.0, 1000.6, 1001.1), "0.2") + rows("B", (700.0, 700.9, 700.3), "0.2")
+    assert outcome(LOWER, noisy).deterministic
+    quiet = rows("A", (1000.0, 1000.6, 1001.1), "") + rows("B", (700.0, 700.9, 700.3), "")
+    assert not outcome(LOWER, quiet).deterministic
+    cell = decisions.Group(series="A").cell(figure(), noisy, "1%", "plt_ms")
+    assert cell.fixed and cell.noise == pytest.approx((4.0, 4.4, 4.4))
+    # a count (not a time) is deterministic only where its values are equal
+    assert not decisions.Group(series="A").cell(figure(), noisy, "1%", "retransmits").values
 
 
 def test_too_few_trials_are_undecided_not_an_error() -> None:
@@ -163,16 +179,19 @@ def test_a_mostly_positive_table_does_not_pass_a_claim_about_its_negative_row() 
 def test_a_trend_is_tested_over_every_level_not_its_two_ends() -> None:
     levels = ("0%", "2%", "6%", "8%", "10%")
     rising = []
-    falling_middle = []
+    rise_then_fall = []
     for i, level in enumerate(levels):
-        rising += trials("A", level, 1000 + 100 * i, 20, 6, i)
-        # the ends agree with a rise, the middle three do not: the slope over all of them falls
-        mean = {0: 1000, 1: 1500, 2: 1300, 3: 1100, 4: 1050}[i]
-        falling_middle += trials("A", level, mean, 20, 6, 10 + i)
+        rising += trials("A", level, 1000 * 1.2**i, 20, 6, i)
+        # rises to 2 %, then falls at every later step: its least-squares slope over all five still rises
+        mean = {0: 1000, 1: 2000, 2: 1800, 3: 1600, 4: 1400}[i]
+        rise_then_fall += trials("A", level, mean, 20, 6, 10 + i)
     up = Trend("plt_ms", "A", rises=True)
     assert outcome(up, rising, levels).outcome == HOLDS
     assert outcome(Trend("plt_ms", "A", rises=False), rising, levels).outcome == DIFFERS
-    assert outcome(up, falling_middle, levels).outcome == DIFFERS
+    judged = outcome(up, rise_then_fall, levels)
+    assert judged.outcome == DIFFERS
+    assert [f.outcome for f in judged.findings] == [HOLDS, DIFFERS, DIFFERS, DIFFERS]
+    assert [f.at for f in judged.findings] == ["0% -> 2%", "2% -> 6%", "6% -> 8%", "8% -> 10%"]
 
 
 def test_a_trend_in_the_ratio_of_two_series() -> None:
@@ -191,8 +210,31 @@ def test_a_claim_set_by_design_is_shown_and_not_counted() -> None:
     assert judged[0].outcome == BY_DESIGN
     summary = claims.verdict(judged)
     assert summary["verdict"] == "agrees"
-    assert summary["counts"] == {HOLDS: 1, DIFFERS: 0, UNDECIDED: 0, BY_DESIGN: 1}
+    assert summary["counts"][HOLDS] == 1 and summary["counts"][BY_DESIGN] == 1
     assert claims.verdict(judged[:1])["verdict"] == "unjudged"
+
+
+def test_a_claim_the_design_forces_false_differs_by_design_and_counts() -> None:
+    forced = claim(ByDesign("the path drops nothing: the variants cannot differ", forced=DIFFERS))
+    judged = claims.judge([forced], figure(), [])
+    assert judged[0].outcome == DIFFERS and judged[0].by_design
+    summary = claims.verdict(judged)
+    assert summary["verdict"] == "differs" and summary["counts"]["differs by design"] == 1
+    assert "DIFFERS BY DESIGN" in judged[0].line()
+
+
+def test_a_check_is_shown_apart_and_counted_in_no_verdict() -> None:
+    read_back = dataclasses.replace(
+        claim(decisions.Exact("the table read back", lambda f, r: (True, "12 of 12"))), check=True
+    )
+    judged = claims.judge([read_back], figure(), [])
+    summary = claims.verdict(judged)
+    assert summary["verdict"] == "unjudged" and summary["claims"] == [] and len(summary["checks"]) == 1
+    assert summary["counts"][HOLDS] == 0
+
+
+def made(outcome_: str, deterministic: bool = False) -> claims.Judged:
+    return claims.Judged(claim(SAME), outcome_, (decisions.Finding(outcome_, "1%", "x", None, deterministic),))
 
 
 @pytest.mark.parametrize(
@@ -200,15 +242,23 @@ def test_a_claim_set_by_design_is_shown_and_not_counted() -> None:
     [
         ((HOLDS, HOLDS), "agrees"),
         ((HOLDS, DIFFERS), "partly"),
-        ((HOLDS, UNDECIDED), "partly"),
+        ((HOLDS, UNDECIDED), "undecided"),
+        ((DIFFERS, UNDECIDED), "differs"),
+        ((DIFFERS, UNDECIDED, UNDECIDED), "differs"),
         ((DIFFERS, DIFFERS), "differs"),
         ((UNDECIDED, UNDECIDED), "undecided"),
         ((), "unjudged"),
     ],
 )
 def test_a_figures_verdict_counts_its_claims(outcomes: tuple[str, ...], expected: str) -> None:
-    judged = [claims.Judged(claim(ByDesign("x")), o, ()) for o in outcomes]
-    assert claims.verdict(judged)["verdict"] == expected
+    """'partly' needs a claim that holds and one that differs: a figure where nothing holds is not partly."""
+    assert claims.verdict([made(o) for o in outcomes])["verdict"] == expected
+
+
+def test_deterministic_holds_alone_never_make_a_figure_agree() -> None:
+    assert claims.verdict([made(HOLDS, True), made(HOLDS, True)])["verdict"] == "deterministic"
+    assert claims.verdict([made(HOLDS, True), made(HOLDS)])["verdict"] == "agrees"
+    assert claims.verdict([made(HOLDS, True), made(HOLDS)])["counts"]["deterministic"] == 1
 
 
 def test_a_quote_is_found_verbatim_whitespace_aside_and_in_order() -> None:
@@ -223,6 +273,7 @@ def test_a_judged_claim_prints_quote_place_test_numbers_and_outcome() -> None:
     rows = trials("A", "1%", 1000, 30, 10, 1) + trials("B", "1%", 700, 30, 10, 2)
     line = outcome(LOWER, rows).line()
     assert line.startswith('"a sentence" (section 1).') and "Welch" in line and line.endswith("HOLDS")
+    assert "by at least 5 %" in line  # the reading, generated from the test's worth
 
 
 def test_a_derived_figure_that_undoes_the_design_tests_the_sentence_instead() -> None:
@@ -248,56 +299,6 @@ def test_an_undecided_trend_names_the_trials_that_would_decide_it() -> None:
     assert judged.outcome == UNDECIDED and judged.trials_needed is not None and judged.trials_needed > 4
 
 
-def alike_at_levels(
-    series: str, values: dict[str, int], n: int, draws: str = "{series}{level}{i}"
-) -> list[dict[str, str]]:
-    """`n` trials of `series` at each level, alike to the last digit there, each with the draw seed `draws` names."""
-    return [
-        {
-            "series": series,
-            "loss": level,
-            "status": "ok",
-            "plt_ms": str(value),
-            "draw_seed": draws.format(series=series, level=level, i=i),
-        }
-        for level, value in values.items()
-        for i in range(n)
-    ]
-
-
-def test_a_trend_without_spread_in_trials_that_each_drew_their_own_seed_is_decided_by_permuting_them() -> None:
-    """Each level's trials alike, each its own draw: the slope's permutation test decides, as the exact rank
-    test does for two series; in order along x, two levels need four trials each (2/70), three need two
-    (2/90); out of order, a slope that permuting often matches decides nothing, and names no count."""
-    three = ("0%", "2%", "6%")
-    rising = alike_at_levels("A", dict(zip(three, (1000, 1100, 1200), strict=True)), 2)
-    judged = outcome(Trend("plt_ms", "A", rises=True), rising, three)
-    assert judged.outcome == HOLDS and "permutation test of the slope" in judged.evidence()
-    assert outcome(Trend("plt_ms", "A", rises=False), rising, three).outcome == DIFFERS
-    unordered = alike_at_levels("A", dict(zip(three, (1000, 1200, 1100), strict=True)), 2)
-    judged = outcome(Trend("plt_ms", "A", rises=True), unordered, three)
-    assert judged.outcome == UNDECIDED and judged.trials_needed is None
-    two = ("0%", "2%")
-    short = alike_at_levels("A", {"0%": 1000, "2%": 1100}, 3)
-    judged = outcome(Trend("plt_ms", "A", rises=True), short, two)
-    assert judged.outcome == UNDECIDED and judged.trials_needed == 4
-    assert (
-        outcome(Trend("plt_ms", "A", rises=True), alike_at_levels("A", {"0%": 1000, "2%": 1100}, 4), two).outcome
-        == HOLDS
-    )
-    # the ratio of two series, alike at each level: A / B rises from 1 to 2
-    paired = alike_at_levels("A", dict(zip(three, (1000, 1500, 2000), strict=True)), 2) + alike_at_levels(
-        "B", dict.fromkeys(three, 1000), 2
-    )
-    assert outcome(Trend("plt_ms", "A", rises=True, against="B"), paired, three).outcome == HOLDS
-    # one draw replayed, or none recorded: replays, whatever the order
-    for draws in ("7", ""):
-        replayed = alike_at_levels("A", dict(zip(three, (1000, 1100, 1200), strict=True)), 2, draws=draws)
-        judged = outcome(Trend("plt_ms", "A", rises=True), replayed, three)
-        assert judged.outcome == UNDECIDED and "replays" in judged.evidence()
-    assert intervals.slope_exact_trials(2, 0.95) == 4 and intervals.slope_exact_trials(3, 0.95) == 2
-
-
 def test_a_trend_without_trials_at_a_level_it_names_is_undecided_whatever_its_slope() -> None:
     """A --quick run's levels, or a level whose trials all failed: the slope over the levels run is shown,
     and decides nothing, since the sentence's trend is over every level it names."""
@@ -309,7 +310,7 @@ def test_a_trend_without_trials_at_a_level_it_names_is_undecided_whatever_its_sl
     for test in (up, down):
         judged = outcome(test, quick, levels)
         assert judged.outcome == UNDECIDED and judged.trials_needed is None
-        assert "over 3 levels" in judged.evidence() and "no trials at 2%, 8%" in judged.evidence()
+        assert "no trials at 2%, 8%" in judged.evidence()
     one = outcome(up, [r for r in rows if r["loss"] == "0%"], levels)
     assert one.outcome == UNDECIDED and "no trials at 2%, 6%, 8%, 10%" in one.evidence()
 
@@ -323,3 +324,26 @@ def test_a_level_without_trials_says_so_not_too_few() -> None:
     assert "no trials here in either group (n = 0, 0)" in judged.evidence()
     one_each = trials("A", "1%", 1000, 30, 1, 1) + trials("B", "1%", 700, 30, 1, 2)
     assert "too few trials to estimate a spread (n = 1, 1)" in outcome(LOWER, one_each).evidence()
+
+
+def test_the_contrast_of_two_groups_is_scipys_welch_interval() -> None:
+    from scipy import stats
+
+    a, b = [9.1, 10.2, 11.0, 9.7], [12.5, 13.9, 12.2, 14.4, 13.1]
+    mine = intervals.contrast([a, b], [-1.0, 1.0], 0.95, False)
+    ci = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
+    assert mine.low == pytest.approx(ci.low) and mine.high == pytest.approx(ci.high)
+    # four groups, two of them constant: the step of a ratio is that Welch interval, moved by their gap
+    four = intervals.contrast([b, a, [1.0, 1.0], [3.0, 3.0]], [1.0, -1.0, -1.0, 1.0], 0.95, False)
+    assert four.low == pytest.approx(ci.low + 2.0) and four.high == pytest.approx(ci.high + 2.0)
+    # Welch-Satterthwaite by hand (a textbook's formula): the half-width at these numbers
+    va, vb = stats.tvar(a) / 4, stats.tvar(b) / 5
+    df = (va + vb) ** 2 / (va**2 / 3 + vb**2 / 4)
+    assert (four.high - four.low) / 2 == pytest.approx(stats.t.ppf(0.975, df) * (va + vb) ** 0.5)
+
+
+def test_the_trials_that_would_decide_come_from_a_power_computation() -> None:
+    """Cohen's textbook case: an effect of half a standard deviation, 5 % two-sided, 80 % power: 64 a group."""
+    iv = intervals.Interval(0.5, 0.0, 1.0, 0.5, (4, 4), False, sd=1.0)
+    assert intervals.trials_for_power(iv, 0.5, 0.95) == 64
+    assert intervals.trials_for_power(iv, 0.0, 0.95) is None  # an estimate on the edge: nothing decides it

@@ -73,10 +73,11 @@ def test_a_gain_too_noisy_to_place_is_undecided_with_the_trials_that_would_decid
     assert judged.outcome == UNDECIDED and judged.trials_needed is not None and judged.trials_needed > 3
 
 
-def test_replayed_trials_decide_no_range() -> None:
+def test_replayed_trials_are_read_by_their_estimate() -> None:
     rows = [trial(BASE, 5, flat(1000))] * 3 + [trial(NEW, 5, flat(500))] * 3
     judged = outcome(newcwv_claims.gain_within(NEW, {5: (45, 55)}, per_idle=False), rows)
-    assert judged.outcome == UNDECIDED and "replays" in judged.evidence()
+    assert judged.outcome == HOLDS and judged.deterministic
+    assert outcome(newcwv_claims.gain_within(NEW, {5: (55, 65)}, per_idle=False), rows).outcome == DIFFERS
 
 
 def test_one_cell_out_of_range_is_enough_to_differ() -> None:
@@ -105,8 +106,8 @@ def test_a_gain_rising_with_the_idle_period_holds_and_its_reverse_differs() -> N
     assert outcome(newcwv_claims.idle_trend(NEW, rises=False, levels=(40,)), rows).outcome == DIFFERS
 
 
-def test_a_trend_is_the_slope_over_every_idle_period_not_its_two_ends() -> None:
-    """The ends rise (20 % at 1 s, 25 % at 15 s); the periods between fall from 50 %: the slope falls."""
+def test_a_trend_is_tested_at_every_step_not_its_two_ends() -> None:
+    """The ends rise (20 % at 1 s, 25 % at 15 s); the periods between fall from 50 %: steps fall."""
     new = {1.0: 800, 3.0: 500, 5.0: 550, 7.0: 600, 10.0: 700, 15.0: 750}
     rows = trials(BASE, 40, flat(1000), 5, 5, 1) + trials(NEW, 40, new, 5, 5, 2)
     assert outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), rows).outcome == DIFFERS
@@ -115,22 +116,20 @@ def test_a_trend_is_the_slope_over_every_idle_period_not_its_two_ends() -> None:
 def test_the_fitted_rise_is_read_against_its_range() -> None:
     rows = trials(BASE, 40, flat(1000), 5, 6, 1) + trials(NEW, 40, RISING, 5, 6, 2)  # 28 points from 1 to 15 s
     judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,), rise=(25, 31)), rows)
-    assert [f.outcome for f in judged.findings] == [HOLDS, HOLDS], judged.evidence()
+    assert [f.outcome for f in judged.findings] == [HOLDS] * 6, judged.evidence()
     judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,), rise=(15, 20)), rows)
-    assert [f.outcome for f in judged.findings] == [HOLDS, DIFFERS], judged.evidence()
+    assert [f.outcome for f in judged.findings] == [HOLDS] * 5 + [DIFFERS], judged.evidence()
 
 
 def test_an_undecided_trend_names_the_trials_that_would_decide_it() -> None:
     """A rise of 0.3 points a second under 4 % of noise: five trials a cell cannot tell it from none, and
     say how many would; twice that many, drawn afresh, decide it."""
-    slight = {t: 800 - 3 * t for t in IDLES}
-    rows = trials(BASE, 40, flat(1000), 40, 5, 12) + trials(NEW, 40, slight, 40, 5, 22)
+    slight = {t: 800 - 1 * t for t in IDLES}
+    rows = trials(BASE, 40, flat(1000), 8, 5, 12) + trials(NEW, 40, slight, 8, 5, 22)
     judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), rows)
-    assert judged.outcome == UNDECIDED, judged.evidence()
-    needed = judged.trials_needed
-    assert needed is not None and 5 < needed < 100
-    more = trials(BASE, 40, flat(1000), 40, 2 * needed, 32) + trials(NEW, 40, slight, 40, 2 * needed, 42)
-    assert outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), more).outcome == HOLDS
+    open_steps = [f for f in judged.findings if f.outcome == UNDECIDED]
+    assert open_steps and judged.outcome != HOLDS, judged.evidence()
+    assert all(f.trials_needed is not None and f.trials_needed > 5 for f in open_steps)
 
 
 def test_two_trials_a_cell_or_replays_decide_no_trend() -> None:
@@ -139,7 +138,7 @@ def test_two_trials_a_cell_or_replays_decide_no_trend() -> None:
     assert judged.outcome == UNDECIDED and "two trials" in judged.evidence()
     replays = [trial(BASE, 40, flat(1000))] * 4 + [trial(NEW, 40, RISING)] * 4
     judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), replays)
-    assert judged.outcome == UNDECIDED and "replays" in judged.evidence()
+    assert judged.outcome == HOLDS and judged.deterministic
 
 
 def test_the_trial_is_the_unit_not_the_burst() -> None:
