@@ -27,6 +27,7 @@ from ground.path import MSS
 from netrepro.studykit import decisions, intervals
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import AllOf, Better, ByDesign, Computed, Finding, Group, Same, Trend
+from netrepro.studykit.evidence import rows_beside
 from netrepro.studykit.spec import Figure, Params, Point, Rows, Series
 
 # The source, cited as far as its text gives authors, title and venue.
@@ -228,22 +229,6 @@ def _r(series: Series) -> str:
 # --- tests of our own, for what the kinds of netrepro.studykit.claims cannot say ---
 
 Beside = Callable[[Figure, str, Rows], Rows]
-
-
-def rows_beside(fig: Figure, name: str, rows: Rows) -> Rows:
-    """The latest rows of the study's figure `name` from the results tree whose CSV holds these rows (a
-    run's results, or the reference reproduction); none where no tree holds them (another --out, a derived
-    figure: its directory has no such figure)."""
-    from ground.results import REFERENCE, RESULTS
-    from ground.trials import latest_rows, read_rows
-
-    ours = {(r.get("trial_key"), r.get(fig.y)) for r in rows}
-    for tree in (RESULTS, REFERENCE):
-        here = tree / fig.directory / fig.csv_name
-        if ours and here.is_file() and ours <= {(r.get("trial_key"), r.get(fig.y)) for r in read_rows(here)}:
-            there = tree / fig.directory / f"{name}.csv"
-            return latest_rows(read_rows(there)) if there.is_file() else []
-    return []
 
 
 def smaller_gain(larger: Sequence[str], levels: Sequence[Any], worth: float, beside: Beside = rows_beside) -> Computed:

@@ -304,7 +304,7 @@ CLAIMS_FIG6 = (
         "same mean throughput during the first ten seconds as shown in Figure 6.",
         alike(first_10s, ("highspeed", "lp", "reno", "vegas", "westwood"), SAME_THROUGHPUT, pooled=True),
         f"{FIRST_10S_READING}; 'the same' as every two within {SAME_THROUGHPUT:.0%}: the seed's plain 'same', "
-        "tighter than the '80% same' (within 25 % on the ratio) it writes where it means less; Compound is not run",
+        "tighter than the '80% same' it writes where it means less; Compound is not run",
     ),
 )
 

@@ -73,8 +73,8 @@ def _ranges(bands: Mapping[int, tuple[float, float]]) -> str:
     ranges = set(bands.values())
     if len(ranges) == 1:
         ((lo, hi),) = ranges
-        return f"{lo:g} to {hi:g} % at {', '.join(map(str, bands))} KB"
-    return ", ".join(f"{lo:g} to {hi:g} % at {kb} KB" for kb, (lo, hi) in bands.items())
+        return f"{lo:g} % to {hi:g} % at {', '.join(map(str, bands))} KB"
+    return ", ".join(f"{lo:g} % to {hi:g} % at {kb} KB" for kb, (lo, hi) in bands.items())
 
 
 def gain_within(arm: str, bands: Mapping[int, tuple[float, float]], per_idle: bool) -> decisions.Computed:
@@ -391,7 +391,7 @@ TABLE2_CLAIMS = (
         "times of 18-20%",
         gain_within(NEWCWV.label, {5: (17.5, 20.5)}, per_idle=True),
         f"{GAIN_OF.format('newCWV')} at 5 KB, in each idle period's cell: the only row of the source's Table 2 "
-        "at 18-20 % (17.9-19.5 %; its 10-40 KB rows hold 4-12 %, its 80 KB row is the next claims'), so the "
+        "at 18-20 % (17.9-19.5 %; its 10-40 KB rows hold smaller gains, its 80 KB row is the next claims'), so the "
         f"sentence is read at 5 KB; {WHOLE_PERCENTS}: 17.5-20.5 %",
     ),
     claim(

@@ -15,7 +15,8 @@ from pathlib import Path
 import expts
 from ground import figurelock, results
 from ground.errors import UserError
-from ground.results import RESULTS
+from ground.manifests import ManifestUnreadable, read_manifest
+from ground.results import REFERENCE, RESULTS
 from ground.trials import trial_key
 from ground.units import QuantityError
 from netrepro.engine.cluster import Engine
@@ -25,7 +26,7 @@ from netrepro.runner import admission, derive, shards, sweep
 from netrepro.runner.plan import Plan
 from netrepro.runner.shards import Shard
 from netrepro.runner.workloads import WORKLOADS
-from netrepro.studykit import params, plot
+from netrepro.studykit import evidence, params, plot
 from netrepro.studykit.spec import Figure, trial_path
 
 log = logging.getLogger("netrepro")
@@ -81,6 +82,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             full, quick = (_with_jobs(plan, asked, RESULTS) for plan in (full, quick))
         stored = full.stored
         kept = f"{stored.rows}{' quick' if stored.quick else ''} trials, {stored.commit}" if stored else "none"
+        if stored and _stale(fig):
+            kept += ", STALE"
         decide = stored.to_decide() if stored else "-"
         print(
             f"{fig.full_name:<16} {f'{full.trials} / {quick.trials}':>11} "
@@ -88,10 +91,20 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{fig.heading}"
         )
     print("time: estimated from the stored result (results/reference/); <=: an upper bound; ?: none stored")
+    print("STALE: the rows its stored verdict read have changed since; `FIGURE --plot-only` judges it again")
     if args.jobs is not None:
         print(f"--jobs {args.jobs}: the time with that many labs side by side (auto: as each figure's cost admits)")
     print("claims: the source's sentences each figure tests; `FIGURE --dry-run` lists them and the trials each needs")
     return 0
+
+
+def _stale(fig: Figure) -> list[str]:
+    """The inputs of the figure's stored verdict (results/reference) whose rows changed since it was judged."""
+    path = REFERENCE / fig.directory / f"{fig.name}.manifest.json"
+    try:
+        return evidence.stale(fig, read_manifest(path).doc, REFERENCE)
+    except ManifestUnreadable:
+        return []
 
 
 def writable_out(out: Path, fig: Figure, option: str = "--out") -> Path:
@@ -212,6 +225,13 @@ def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> No
         engine=engine,
     )
     sweep.run_figure(fig, opts)
+    if fig.variant or opts.shard is not None:
+        return
+    # a figure whose claims read this one's rows is judged again on them (evidence: its inputs changed)
+    for other in evidence.readers(fig, expts.all_figures()):
+        if (opts.out / other.directory / other.csv_name).is_file():
+            print(f"{other.full_name} reads {fig.full_name}'s rows: judged again (--plot-only)", flush=True)
+            sweep.run_figure(other, dataclasses.replace(opts, plot_only=True, engine=None))
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

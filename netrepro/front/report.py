@@ -27,6 +27,7 @@ from typing import Any
 import expts
 from ground import results
 from ground.manifests import ManifestUnreadable, read_manifest
+from netrepro.studykit import evidence
 from netrepro.studykit.claims import VERDICTS, needs_text, outcome_text
 from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, OUTCOMES, all_of
 from netrepro.studykit.spec import Figure
@@ -67,6 +68,7 @@ class Entry:
     fig: Figure
     manifest: dict[str, Any]
     image: str
+    stale: tuple[str, ...] = ()  # the figures whose rows changed since the verdict was judged (evidence.stale)
 
 
 def stored(tree: Path, page_dir: Path) -> list[Entry]:
@@ -85,7 +87,8 @@ def stored(tree: Path, page_dir: Path) -> list[Entry]:
         except ManifestUnreadable as e:
             log.warning("%s: left out of the page", e)
             continue
-        entry = Entry(fig, dict(manifest), os.path.relpath(png, page_dir))
+        changed = tuple(evidence.stale(fig, manifest, tree))
+        entry = Entry(fig, dict(manifest), os.path.relpath(png, page_dir), changed)
         problem = malformed(entry)
         if problem:
             log.warning("%s: not a manifest as a run writes it (%s): left out of the page", path, problem)
@@ -216,6 +219,8 @@ def figure_html(entry: Entry) -> str:
     )
     rows += "".join(_claim_row(c) for c in _checks(m))
     facts = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in _facts(m))
+    if entry.stale:
+        facts += f"<tr><th>STALE</th><td>{_e(stale_text(entry))}</td></tr>"
     notes = "".join(f"<li>{_e(n)}</li>" for n in m.get("notes") or [])
     return f"""
 <div class="figure" id="{_e(entry.fig.full_name)}" data-figure="{_e(entry.fig.full_name)}" data-verdict="{_e(kind)}">
@@ -315,6 +320,8 @@ def findings(entries: list[Entry]) -> str:
             lines.append("The source states no claim about this figure: unjudged.")
         if caveat := _caveat(e.manifest):
             lines += [f"Note: {caveat}.", ""]
+        if e.stale:
+            lines += [f"**Stale**: {stale_text(e)}.", ""]
         for c in judged:
             needed = f" {needs_text(c['trials_needed']).capitalize()}." if c.get("trials_needed") else ""
             lines += [
@@ -330,6 +337,13 @@ def findings(entries: list[Entry]) -> str:
                 f"  Ours: {c.get('evidence')}. **{outcome_text(c).lower()}**.",
             ]
     return "\n".join(lines) + "\n"
+
+
+def stale_text(entry: Entry) -> str:
+    return (
+        f"the rows of {', '.join(entry.stale)} changed since this verdict was judged; "
+        f"`run.sh {entry.fig.full_name} --plot-only` judges it again"
+    )
 
 
 def _anchor(name: str) -> str:

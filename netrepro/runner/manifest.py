@@ -28,7 +28,7 @@ from ground.manifests import ManifestUnreadable, read_manifest
 from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_seed, trial_key
 from netrepro.runner.shards import Shard
 from netrepro.runner.workloads import CLIENT
-from netrepro.studykit import claims, plot
+from netrepro.studykit import claims, evidence, plot
 from netrepro.studykit.spec import Figure, Params, Point, Rows, variant_name
 
 log = logging.getLogger("netrepro.runner.manifest")
@@ -128,6 +128,7 @@ def judgement_of(fig: Figure, points: list[Point], rows: Rows) -> dict[str, Any]
     """The figure's verdict on its rows: its claims judged (netrepro.studykit.claims), and how many of its trials ran
     before each trial drew its own loss seed and start phase (ground.trials.trial_draw)."""
     judgement = claims.verdict(claims.judge(fig.claims, fig, rows))
+    judgement["inputs"] = evidence.inputs(fig, rows)  # every row it read, as digests: a later change shows
     ok = [r for r in rows if r.get("status") == "ok"]
     judgement["trials"] = {"ok": len(ok), "without_draw": sum(1 for r in ok if not r.get("draw_seed"))}
     return judgement

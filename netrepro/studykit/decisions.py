@@ -410,6 +410,9 @@ class Within:
             band = f"at most {_fmt(self.high)}" if self.low <= 0 else f"at least {_fmt(self.low)}"
         kind = "ratio of geometric means" if self.ratio else "difference of means"
         where = f" at {_list(self.levels)}" if self.levels is not None else " at every level"
+        if self.ratio and self.high <= 1:  # a fall as a gain: 1 - ratio
+            gain = f"a gain of {_pct(1 - self.high)} or more"
+            band += f", {gain}" if self.low <= 0 else f", {gain} and {_pct(1 - self.low)} at most"
         return (
             f"{group(self.of)} against {group(self.to)} in {_name(self.metric)}: the {kind} {band}{where} (two "
             "one-sided tests at 5 %: its 90 % Welch interval over trials inside the band holds, wholly outside "
@@ -597,7 +600,10 @@ class ByDesign:
 
     def describe(self) -> str:
         kind = "set by design" if self.forced == HOLDS else "differs by design"
-        return f"{kind}: {self.reason}" + (f"; {self.could_fail}" if self.could_fail else "")
+        text = f"{kind}: {self.reason}" + (f"; {self.could_fail}" if self.could_fail else "")
+        if self.otherwise is not None:
+            text += f"; where the setup does not decide it, tested as: {self.otherwise.describe()}"
+        return text
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         if self.forced == HOLDS:

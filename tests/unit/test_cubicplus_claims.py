@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from expts import cubicplus
-from netrepro.studykit import claims, decisions
+from netrepro.studykit import claims, decisions, evidence
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, ByDesign
 from netrepro.studykit.spec import Figure
@@ -118,10 +118,10 @@ def test_the_larger_pages_trials_come_from_the_tree_that_holds_these(
     write(reference / "cubicplus" / "fig3.csv", gain_rows(large, 2.0, seed=3))
     write(results / "cubicplus" / "fig5.csv", theirs)
     write(results / "cubicplus" / "fig3.csv", gain_rows(large, 1.1, seed=4))
-    assert cubicplus.rows_beside(small, "fig3", ours) == gain_rows(large, 2.0, seed=3)
-    assert cubicplus.rows_beside(small, "fig3", theirs) == gain_rows(large, 1.1, seed=4)
-    assert cubicplus.rows_beside(small, "fig3", gain_rows(small, 1.3, seed=5)) == []  # held by neither
-    assert cubicplus.rows_beside(small, "fig4", ours) == []  # no such figure beside them
+    assert evidence.rows_beside(small, "fig3", ours) == gain_rows(large, 2.0, seed=3)
+    assert evidence.rows_beside(small, "fig3", theirs) == gain_rows(large, 1.1, seed=4)
+    assert evidence.rows_beside(small, "fig3", gain_rows(small, 1.3, seed=5)) == []  # held by neither
+    assert evidence.rows_beside(small, "fig4", ours) == []  # no such figure beside them
 
 
 def window_rows(f: Figure, throughput: dict[int, float], odd: dict[int, float] | None = None) -> list[dict[str, str]]:

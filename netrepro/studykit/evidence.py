@@ -1,0 +1,110 @@
+"""The rows a figure's judgement read, and their digests: a stored verdict whose inputs changed is stale.
+
+A judgement (netrepro.runner.manifest.judgement_of) records a digest of
+every row it read (`inputs`): its own figure's rows, as the run selected
+them (`judged_rows`: the grid's trials at the run's seed, the latest row of
+each), and the rows of every other figure one of its claims reads
+(`decisions.Computed.reads`: cubicplus/fig5's gain beside fig3's and
+fig4's), found in the same results tree (`rows_beside`).  `stale` reads a
+stored manifest's digests against the rows stored now: `run.sh list`, the
+report and a unit test say which stored verdicts no longer stand on the
+rows beside them, and a --plot-only run re-judges them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ground import results
+from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_seed, trial_key
+from netrepro.studykit.decisions import AllOf, ByDesign, Computed, Regrouped, Test
+
+if TYPE_CHECKING:
+    from netrepro.studykit.spec import Figure, Rows
+
+
+def digest(rows: Iterable[Mapping[str, str]]) -> str:
+    """A digest of rows, whatever their order: each row's fields sorted, the rows sorted."""
+    lines = sorted(json.dumps(dict(sorted(r.items())), sort_keys=True) for r in rows)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def judged_rows(
+    fig: Figure, csv_path: Path, quick: bool = False, trials: int | None = None, seed: int | None = None
+) -> list[dict[str, str]]:
+    """The rows a run of `fig` judges from the CSV at `csv_path`: its grid's trials at `seed`, the latest
+    row of each (as netrepro.runner.sweep selects them)."""
+    if not csv_path.is_file():
+        return []
+    count = fig.trial_count(quick, trials)
+    wanted = {trial_key(p, i) for p in fig.grid(quick) for i in range(count)}
+    seed = DEFAULT_SEED if seed is None else seed
+    return latest_rows(r for r in read_rows(csv_path) if r.get("trial_key") in wanted and row_seed(r) == seed)
+
+
+def reads(test: Test) -> tuple[str, ...]:
+    """The other figures of the study a test reads (its Computed parts' `reads`)."""
+    if isinstance(test, Computed):
+        return test.reads
+    if isinstance(test, AllOf):
+        return tuple(name for t in test.tests for name in reads(t))
+    if isinstance(test, Regrouped):
+        return reads(test.test)
+    if isinstance(test, ByDesign) and test.otherwise is not None:
+        return reads(test.otherwise)
+    return ()
+
+
+def figures_read(fig: Figure) -> tuple[str, ...]:
+    """The names of the other figures of `fig`'s study that its claims read, each once."""
+    return tuple(dict.fromkeys(name for c in fig.claims for name in reads(c.test)))
+
+
+def readers(fig: Figure, figures: Iterable[Figure]) -> list[Figure]:
+    """The declared figures of `fig`'s study whose claims read its rows."""
+    return [f for f in figures if f.study == fig.study and f.name != fig.name and fig.name in figures_read(f)]
+
+
+def rows_beside(fig: Figure, name: str, rows: Rows, trees: Sequence[Path] | None = None) -> Rows:
+    """The latest rows of the study's figure `name` from the results tree whose CSV holds these rows (a
+    run's results, or the reference reproduction); none where no tree holds them (another --out, a derived
+    figure: its directory has no such figure)."""
+    ours = {(r.get("trial_key"), r.get(fig.y)) for r in rows}
+    for tree in trees if trees is not None else (results.RESULTS, results.REFERENCE):
+        here = tree / fig.directory / fig.csv_name
+        if ours and here.is_file() and ours <= {(r.get("trial_key"), r.get(fig.y)) for r in read_rows(here)}:
+            there = tree / fig.directory / f"{name}.csv"
+            return latest_rows(read_rows(there)) if there.is_file() else []
+    return []
+
+
+def inputs(fig: Figure, rows: Rows, trees: Sequence[Path] | None = None) -> dict[str, str]:
+    """The digest of every row the judgement of `fig` on `rows` reads: its own, and each figure's it reads."""
+    found = {fig.full_name: digest(rows)}
+    for name in figures_read(fig):
+        found[f"{fig.study}/{name}"] = digest(rows_beside(fig, name, rows, trees))
+    return found
+
+
+def stale(fig: Figure, manifest: Mapping[str, Any], tree: Path) -> list[str]:
+    """The inputs of a stored judgement (its manifest, under `tree`) whose rows differ now, by figure name;
+    a judgement from before judgements recorded their inputs names itself (nothing to compare)."""
+    verdict = manifest.get("verdict") if isinstance(manifest.get("verdict"), dict) else {}
+    recorded = (verdict or {}).get("inputs")
+    if not isinstance(recorded, dict):
+        return [f"{fig.full_name} (its judgement records no inputs)"]
+    trials = manifest.get("trials_per_setting")
+    seed = manifest.get("seed")
+    rows = judged_rows(
+        fig,
+        tree / fig.directory / fig.csv_name,
+        bool(manifest.get("quick")),
+        int(trials) if isinstance(trials, int) else None,
+        int(seed) if isinstance(seed, int) else None,
+    )
+    now = inputs(fig, rows, (tree,))
+    return [name for name in sorted(set(recorded) | set(now)) if recorded.get(name) != now.get(name)]
