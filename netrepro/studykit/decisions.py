@@ -33,9 +33,9 @@ A claim (netrepro.studykit.claims) is a source's sentence and one of these:
   factor compared as groups, or another parameter as the levels).
 
 Cells that do not vary.  A cell whose trials spread by no more than their
-own measured timer noise (`Cell.fixed`: for a time, each trial's delay-line
-lateness over the holds its round trips took; for anything else only exact
-equality) is a deterministic reading of the emulation, not a sample of a
+own measured timer noise (`Cell.fixed`: for a time on a path without random
+loss or jitter, each trial's delay-line lateness over the holds its round
+trips took; for anything else only exact equality) is a deterministic reading of the emulation, not a sample of a
 network: where every cell a finding compares is so, its point estimate is
 read against `worth` (holds or differs), the finding is marked
 `deterministic`, and no significance test is run on it.  Such outcomes are
@@ -130,13 +130,17 @@ def is_time(metric: Metric) -> bool:
     return metric.endswith("_ms") if isinstance(metric, str) else bool(getattr(metric, "time_ms", False))
 
 
+RANDOM = ("loss", "loss_down", "loss_up", "jitter")  # a path that draws these moves a trial by its draw
+
+
 def timer_noise(row: Mapping[str, str], metric: Metric, value: float) -> float:
-    """How far the delay line's timer alone could move a trial's time: its worst measured lateness
-    (`late_max_ms`) at each hold on the way, two a round trip (one each way) over the round trips the
-    time spans.  0 for anything but a time, and where the row has no lateness (netem) or no RTT."""
-    if not is_time(metric):
+    """How far the delay line's timer alone could move a trial's time: its measured lateness (`late_p99_ms`)
+    at each hold on the way, two a round trip (one each way) over the round trips the time spans.  0 for
+    anything but a time, where the row has no lateness (netem) or no RTT, and on a path that drops or
+    jitters at random: there each trial's own draw moves it, and only equal values are alike."""
+    if not is_time(metric) or any(_number(str(row.get(k) or "0").rstrip("%ms")) for k in RANDOM):
         return 0.0
-    late = _number(row.get("late_max_ms"))
+    late = _number(row.get("late_p99_ms"))
     try:
         rtt = parse_duration(str(row.get("rtt") or "")).ms
     except ValueError:

@@ -141,18 +141,21 @@ def test_a_time_varying_within_its_trials_timer_noise_is_deterministic() -> None
     is deterministic; the same spread with no lateness recorded is a spread."""
 
     def rows(series: str, values: tuple[float, ...], late: str) -> list[dict[str, str]]:
-        return [{"series": series, "loss": "1%", "status": "ok", "plt_ms": str(v), "rtt": "100ms",
-                 "late_max_ms": late} for v in values]  # fmt: skip
+        return [{"series": series, "loss": "0%", "status": "ok", "plt_ms": str(v), "rtt": "100ms",
+                 "late_p99_ms": late} for v in values]  # fmt: skip
 
     # ten or eleven round trips of 100 ms: 20 or 22 holds of up to 0.2 ms each, 4 to 4.4 ms a trial
     noisy = rows("A", (1000.0, 1000.6, 1001.1), "0.2") + rows("B", (700.0, 700.9, 700.3), "0.2")
-    assert outcome(LOWER, noisy).deterministic
+    assert outcome(LOWER, noisy, ("0%",)).deterministic
     quiet = rows("A", (1000.0, 1000.6, 1001.1), "") + rows("B", (700.0, 700.9, 700.3), "")
-    assert not outcome(LOWER, quiet).deterministic
-    cell = decisions.Group(series="A").cell(figure(), noisy, "1%", "plt_ms")
+    assert not outcome(LOWER, quiet, ("0%",)).deterministic
+    cell = decisions.Group(series="A").cell(figure(("0%",)), noisy, "0%", "plt_ms")
     assert cell.fixed and cell.noise == pytest.approx((4.0, 4.4, 4.4))
+    # on a path that drops at random, each trial's draw moves it: only equal values are alike
+    lossy = [{**r, "loss": "2%"} for r in noisy]
+    assert not outcome(LOWER, lossy, ("2%",)).deterministic
     # a count (not a time) is deterministic only where its values are equal
-    assert not decisions.Group(series="A").cell(figure(), noisy, "1%", "retransmits").values
+    assert not decisions.Group(series="A").cell(figure(("0%",)), noisy, "0%", "retransmits").values
 
 
 def test_too_few_trials_are_undecided_not_an_error() -> None:
