@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ground.path import MSS
-from netrepro.studykit.decisions import Cell, timer_noise
+from netrepro.studykit.decisions import Cell, time_ms, timer_noise
 from netrepro.studykit.spec import Rows, Series
 from servers.burst_trace import gain_pct
 
@@ -53,6 +53,7 @@ def _floats(row: Mapping[str, str], column: str) -> list[float] | None:
         return None
 
 
+@time_ms
 def trial_burst_ms(row: Mapping[str, str]) -> float | None:
     """a trial's mean burst time (ms)"""
     values = _floats(row, "burst_ms")
@@ -65,6 +66,7 @@ def trial_retransmitted(row: Mapping[str, str]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+@time_ms
 def trial_first_flight_ms(row: Mapping[str, str]) -> float | None:
     """a trial's mean time from the first to the last segment of a burst's first flight (ms)"""
     values = _floats(row, "first_flight_ms")

@@ -55,7 +55,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ground.units import numeric, parse_duration
 from netrepro.studykit.intervals import (
@@ -123,6 +123,15 @@ def cell(values: Sequence[float], noise: Sequence[float] = ()) -> Cell:
 def all_fixed(*cells: Cell | Sequence[float]) -> bool:
     """Whether every cell is without spread (plain values: only exact equality)."""
     return all((c if isinstance(c, Cell) else cell(c)).fixed for c in cells)
+
+
+RowMetric = TypeVar("RowMetric", bound=Callable[[Mapping[str, str]], float | None])
+
+
+def time_ms(metric: RowMetric) -> RowMetric:
+    """Marks a metric computed from a row as a time in milliseconds of the emulated path (`timer_noise`)."""
+    metric.__dict__["time_ms"] = True
+    return metric
 
 
 def is_time(metric: Metric) -> bool:
@@ -230,8 +239,8 @@ def beyond(at: str, iv: Interval, wide: Interval, higher: bool, worth: float, fi
         gain, low, high = (iv.estimate, iv.low, wide.high) if higher else (-iv.estimate, -iv.high, -wide.low)
         enough = worth
         gap = abs(gain - enough)
-    if fixed:
-        return Finding(HOLDS if gain > enough else DIFFERS, at, f"{text}; {DETERMINISTIC}", deterministic=True)
+    if fixed:  # "at least": the threshold itself is enough
+        return Finding(HOLDS if gain >= enough else DIFFERS, at, f"{text}; {DETERMINISTIC}", deterministic=True)
     if low > enough:
         return Finding(HOLDS, at, text)
     if high < enough:
