@@ -47,7 +47,8 @@ def test_every_figure_declares_its_sources_claims_or_says_why_not() -> None:
 def test_every_stored_result_is_judged_claim_by_claim(fig: Figure) -> None:
     judged = judge_stored(fig)
     assert judged["verdict"] in VERDICTS
-    assert [c["quote"] for c in judged["claims"]] == [c.quote for c in fig.claims]
+    assert [c["quote"] for c in judged["claims"]] == [c.quote for c in fig.claims if not c.check]
+    assert [c["quote"] for c in judged["checks"]] == [c.quote for c in fig.claims if c.check]
     for c in judged["claims"]:
         assert c["outcome"] in OUTCOMES and c["evidence"], c
         assert c["trials_needed"] is None or c["outcome"] == "undecided", c
@@ -77,8 +78,10 @@ def test_claims_cope_with_a_quick_run_and_with_no_rows(fig: Figure) -> None:
     for subset in ([r for r in rows if r.get(fig.x) in quick and r.get("series", "") in series], []):
         judged = judgement_of(fig, plot.summarize(fig, subset), subset)
         assert judged["verdict"] in VERDICTS
-        if not subset:
-            assert all(c["outcome"] in ("undecided", "set by design") for c in judged["claims"]), judged
+        if not subset:  # nothing to read: undecided, unless the design decides it either way
+            assert all(
+                c["outcome"] in ("undecided", "set by design") or c["by_design"] for c in judged["claims"]
+            ), judged
         assert judgement_lines(judged)[0].startswith("verdict: ")
 
 
