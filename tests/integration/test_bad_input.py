@@ -60,7 +60,7 @@ def _linked_csv(tmp: Path) -> list[str]:
     return ["run", "iw/fig2", "--quick"]
 
 
-# Input that once ended in a traceback (issue 33, item 7), each as a file the test makes in its directory.
+# Input that once ended in a traceback, each as a file the test makes in its directory.
 FILE_CASES: dict[str, tuple[Callable[[Path], list[str]], str]] = {
     "study file not UTF-8": (lambda t: _study(t, STUDY.replace(b"Download", b"T\xe9l\xe9chargement")), "not UTF-8"),
     "study title with a lone brace": (

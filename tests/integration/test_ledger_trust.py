@@ -1,4 +1,4 @@
-"""`clean` acts on a namespace only when it is provably the dead run's (issue 33).
+"""`clean` acts on a namespace only when it is provably the dead run's.
 
 A namespace's inode number goes to the next namespace made as soon as the
 first is freed: a dead run's ledger that names a namespace by inode alone

@@ -1,5 +1,5 @@
 """The dumbbell on this kernel, with the delay line: its RTTs, its
-bottleneck, and the physics two flows through one bottleneck must show (issue 14).
+bottleneck, and the physics two flows through one bottleneck must show.
 
 - dumbbell: two Reno pairs of RTT 40 ms and 120 ms through a 20 Mbit/s core.
   Together they fill the core (within 5 % of rate x 1448/1514); the short

@@ -1,4 +1,4 @@
-"""Bad input that once ended in a traceback (issue 33, item 7): refused in one line that names what was
+"""Bad input that once ended in a traceback: refused in one line that names what was
 given and what is allowed, before anything is built, nothing left behind; and what is not bad input
 (a malformed stored manifest, an unloaded kernel module, a corrupt cache, a full disk) handled in one
 line or without a word too much."""
