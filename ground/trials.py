@@ -14,6 +14,12 @@ several rows, of which the latest counts (`latest_rows`).  When a later row
 brings a column the file does not have yet, the file is rewritten with the
 wider header (atomically), so every row stays readable by any CSV reader.
 
+Every row names the file's format (`csv_format`, CSV_FORMAT); rows are
+read back by one reader (`parse_rows`), which refuses, naming the file and
+the line, a row with more or fewer fields than the header names and a file
+of a format newer than this netrepro reads: merge and resume never take a
+row they could not read as it was written.
+
 Each trial also draws what makes it an independent sample rather than a
 replay of the trial before (`trial_draw`): the seed of the emulated loss
 and jitter, and the phase at which its workload starts.  The draw is a hash
@@ -36,13 +42,51 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ground.errors import SetupError
+from ground.errors import SetupError, UserError
 from ground.results import hand_back, replace_file, sync_directory
 
 log = logging.getLogger("netrepro.trials")
 
 Row = dict[str, Any]
 DEFAULT_SEED = 1  # the seed of rows written before rows recorded theirs
+# The format of a trial CSV, named in every row (`csv_format`).  2: the column is there; 1 (the column empty or
+# missing): rows written before it, read alike.
+CSV_FORMAT = 2
+
+
+class RowsRefused(UserError):
+    """A trial CSV with a row that does not match its header, or of a format this netrepro does not read."""
+
+    def __init__(self, path: Path, line: int, why: str) -> None:
+        super().__init__(f"{path}: line {line}: {why}; nothing was written")
+        self.path = path
+        self.line = line
+
+
+def parse_rows(text: str, path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and the rows of a trial CSV's text, each row checked against the header: as many fields as
+    it names, and a format (`csv_format`) this netrepro reads; RowsRefused naming the line otherwise."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        return [], []
+    if len(set(header)) != len(header) or not all(header):
+        raise RowsRefused(path, 1, f"a header with an empty or repeated column name ({header[:8]}...)")
+    rows = []
+    for fields in reader:
+        if len(fields) != len(header):
+            raise RowsRefused(
+                path, reader.line_num, f"{len(fields)} fields where the header names {len(header)} (a row cut "
+                "short, or with fields of its own: not a row this file's writer wrote)"
+            )
+        row = dict(zip(header, fields, strict=True))
+        found = row.get("csv_format") or "1"
+        if not found.isdigit() or int(found) > CSV_FORMAT:
+            raise RowsRefused(
+                path, reader.line_num, f"csv_format {found!r}: a format this netrepro ({CSV_FORMAT}) does not read"
+            )
+        rows.append(row)
+    return header, rows
 
 
 def trial_key(params: Mapping[str, Any], trial: int) -> str:
@@ -190,9 +234,7 @@ class TrialLog:
         else:
             self._drop_torn_line()
             text = path.read_bytes().decode("utf-8")
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        self.columns = list(reader.fieldnames or [])
-        self.rows = [{c: row.get(c) or "" for c in self.columns} for row in reader]
+        self.columns, self.rows = parse_rows(text, path)
 
     def _drop_torn_line(self) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -229,7 +271,7 @@ class TrialLog:
         if self._move_aside_pending:
             self._move_aside()
             self._move_aside_pending = False
-        cells = {k: _cell(v) for k, v in row.items()}
+        cells = {"csv_format": str(CSV_FORMAT)} | {k: _cell(v) for k, v in row.items()}
         new = [k for k in cells if k not in self.columns]
         if new or not self.path.exists():
             self.columns += new
@@ -260,11 +302,7 @@ class TrialLog:
         self.rows.append({c: cells.get(c, "") for c in self.columns})
 
     def _rewrite(self) -> None:
-        text = io.StringIO(newline="")
-        writer = csv.DictWriter(text, fieldnames=self.columns)
-        writer.writeheader()
-        writer.writerows(self.rows)
-        replace_file(self.path, text.getvalue().encode())
+        write_rows(self.rows, self.path, self.columns)
         hand_back(self.path, self.tree)
 
     def _move_aside(self) -> None:
@@ -287,9 +325,23 @@ class TrialLog:
         log.info("--fresh: the earlier %s is kept as %s", self.path.name, backup.name)
 
 
+def write_rows(rows: Iterable[Mapping[str, str]], target: Path, columns: Iterable[str] | None = None) -> None:
+    """Rows as one trial CSV (`columns`, or those of all the rows in first-seen order), replaced atomically:
+    the one writer of a whole file (a run's TrialLog appends its rows one line at a time)."""
+    rows = list(rows)
+    names = list(columns) if columns is not None else list(dict.fromkeys(k for row in rows for k in row))
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=names)
+    writer.writeheader()
+    writer.writerows({c: row.get(c, "") for c in names} for row in rows)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    replace_file(target, text.getvalue().encode())
+
+
 def read_rows(path: Path) -> list[dict[str, str]]:
-    """The rows of a CSV's complete lines (complete_text: a torn last line is read around, never cut off)."""
-    return list(csv.DictReader(io.StringIO(complete_text(path), newline="")))
+    """The rows of a trial CSV's complete lines (complete_text: a torn last line is read around, never cut
+    off), each checked against the header (parse_rows)."""
+    return parse_rows(complete_text(path), path)[1]
 
 
 def numbers(rows: Iterable[Mapping[str, str]], column: str) -> list[float]:

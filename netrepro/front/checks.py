@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from ground.errors import UserError
-from ground.trials import complete_length
+from ground.trials import RowsRefused, complete_length, parse_rows
 
 # What csv.reader takes in one field unless told otherwise (csv.field_size_limit()'s default).
 FIELD_LIMIT = 131072
@@ -62,6 +62,10 @@ def readable_csv(path: Path, who: str) -> None:
         raise UserError(f"{who}{path}: line {reader.line_num}: {why}: not a CSV netrepro wrote") from None
     finally:
         csv.field_size_limit(limit)
+    try:
+        parse_rows(text, path)  # every row as its header names it, in a format this netrepro reads
+    except RowsRefused as e:
+        raise UserError(f"{who}{e}") from None
 
 
 def writable_page(out: Path, option: str = "--out") -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import expts
-from ground import figurelock, results
+from ground import figurelock, results, trials
 from ground.errors import UserError
 from ground.manifests import ManifestUnreadable, read_manifest
 from ground.results import REFERENCE, RESULTS
@@ -255,7 +255,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         seed = shards.merged_seed(rows)
         keys = {r["trial_key"] for r in rows}
         quick = args.quick or _rows_are_quick(fig, keys)
-        shards.write_rows(rows, target)
+        trials.write_rows(rows, target)
         results.hand_back(target, into)
         print(f"merge: {len(rows)} rows of {fig.full_name} ({len(keys)} trials, seed {seed}) into {target}", flush=True)
         sweep.run_figure(fig, sweep.Options(out=into, quick=quick, plot_only=True, seed=seed), locked=True)

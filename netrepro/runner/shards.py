@@ -28,7 +28,6 @@ them.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
 from collections import Counter
@@ -39,7 +38,6 @@ from typing import Any
 
 from ground import figurelock
 from ground.errors import UserError
-from ground.results import replace_file
 from ground.trials import DEFAULT_SEED, read_rows, row_seed, trial_key
 from ground.units import QuantityError
 from netrepro.studykit.spec import Params, path_params
@@ -226,17 +224,6 @@ def figure_of(paths: Sequence[Path]) -> str:
     if not name:
         raise UserError(f"merge: {', '.join(map(str, paths))} hold no rows of a figure")
     return name
-
-
-def write_rows(rows: Sequence[Mapping[str, str]], target: Path) -> None:
-    """The rows as one CSV (the columns of all of them, in first-seen order), replaced atomically."""
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, fieldnames=columns)
-    writer.writeheader()
-    writer.writerows({c: row.get(c, "") for c in columns} for row in rows)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    replace_file(target, text.getvalue().encode())
 
 
 def merge_files(paths: Sequence[Path], allow_mixed: bool = False, check: bool = True) -> list[dict[str, str]]:

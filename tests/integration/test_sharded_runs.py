@@ -17,7 +17,7 @@ from figures import ok_rows
 
 import expts
 from ground.results import REPO
-from ground.trials import read_rows, trial_key
+from ground.trials import read_rows, trial_key, write_rows
 from netrepro.runner import shards
 
 pytestmark = pytest.mark.root
@@ -57,7 +57,7 @@ def test_two_shards_merged_are_the_whole_figure(tmp_path: Path) -> None:
     changed = tmp_path / "changed.csv"
     rows = parts[0]
     rows[0] = {**rows[0], "download_time_ms": "1"}
-    shards.write_rows(rows, changed)
+    write_rows(rows, changed)
     before = (tmp_path / "merged" / fig.directory / fig.csv_name).read_bytes()
     argv = [sys.executable, "-m", "netrepro", "merge", str(csvs[0]), str(changed), "--into", str(tmp_path / "again")]
     refused = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)

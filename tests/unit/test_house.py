@@ -1,6 +1,6 @@
 """The house's habits that a test can hold: no tracked file names a tracker issue.
 
-A tracker's numbers ("issue 37") mean nothing to a reader of the repository;
+A tracker's numbers mean nothing to a reader of the repository;
 a comment, a docstring or a page says what the change is instead
 (docs/contributing.md).  README.md's length is held by test_doc_numbers.
 """

@@ -8,7 +8,7 @@ import pytest
 
 import expts
 from ground.errors import UserError
-from ground.trials import trial_key
+from ground.trials import trial_key, write_rows
 from ground.units import QuantityError
 from netrepro.front import cli
 from netrepro.runner import shards
@@ -80,7 +80,7 @@ def test_merge_refuses_a_trial_that_succeeded_twice_with_different_results() -> 
 
 def test_merged_rows_are_written_as_one_csv_with_every_column(tmp_path: Path) -> None:
     target = tmp_path / "iw" / "fig2.csv"
-    shards.write_rows([row("k1"), {**row("k2"), "extra": "x"}], target)
+    write_rows([row("k1"), {**row("k2"), "extra": "x"}], target)
     with open(target, newline="") as f:
         read = list(csv.DictReader(f))
     assert [r["trial_key"] for r in read] == ["k1", "k2"] and read[0]["extra"] == "" and read[1]["extra"] == "x"
@@ -130,7 +130,7 @@ def test_a_merge_of_seed_7_shards_draws_the_figure_of_seed_7(
                  "download_time_ms": 400.0 + 10 * i + n, "backend": "delayline", "kernel": "6.1.0-test"}
                 for n, (p, i) in enumerate(mine)]  # fmt: skip
         csvs.append(tmp_path / f"vm{k}" / "iw" / "fig2.csv")
-        shards.write_rows([{k: str(v) for k, v in r.items()} for r in rows], csvs[-1])
+        write_rows([{k: str(v) for k, v in r.items()} for r in rows], csvs[-1])
     into = tmp_path / "merged"
     assert cli.main(["merge", *map(str, csvs), "--into", str(into)]) == 0
     manifest = json.loads((into / "iw" / "fig2.manifest.json").read_text())

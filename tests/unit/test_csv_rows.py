@@ -1,0 +1,66 @@
+"""One reader of a trial CSV: a row that does not match its header, or a file of a newer format, is refused.
+
+Tried as a user would have it: a row with two fields more than its header
+used to merge with exit 0 (the header gained an unnamed column, the cell
+became "['JUNK1', 'JUNK2']"), and a row cut to 12 of its fields merged as
+a failed trial.  Now merge and resume (a run opening the CSV to append)
+refuse each in one line naming the file and the line, and write nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ground.trials import CSV_FORMAT, RowsRefused, TrialLog, read_rows, write_rows
+from netrepro.runner import shards
+
+HEADER = "trial_key,figure,trial,status,download_time_ms,csv_format"
+
+
+def good(n: int) -> str:
+    return f'"k{n}",iw/fig2,{n},ok,{500 + n},{CSV_FORMAT}'
+
+
+def csv_file(tmp_path: Path, *lines: str, name: str = "fig2.csv") -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join([HEADER, *lines]) + "\n")
+    return path
+
+
+BAD = {
+    "two fields more": good(2) + ",JUNK1,JUNK2",
+    "cut short": '"k2",iw/fig2,2',
+    "a newer format": f'"k2",iw/fig2,2,ok,502,{CSV_FORMAT + 1}',
+}
+
+
+@pytest.mark.parametrize("bad", BAD, ids=list(BAD))
+def test_merge_refuses_the_row_naming_file_and_line_and_writes_nothing(tmp_path: Path, bad: str) -> None:
+    other = csv_file(tmp_path, good(3), name="other.csv")
+    path = csv_file(tmp_path, good(1), BAD[bad])
+    with pytest.raises(RowsRefused) as refused:
+        shards.merge_files([other, path])
+    assert str(refused.value).startswith(f"{path}: line 3: ") and "\n" not in str(refused.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig2.csv", "other.csv"]
+
+
+@pytest.mark.parametrize("bad", BAD, ids=list(BAD))
+def test_resume_refuses_the_row_and_leaves_the_file_as_it_was(tmp_path: Path, bad: str) -> None:
+    path = csv_file(tmp_path, good(1), BAD[bad])
+    before = path.read_bytes()
+    with pytest.raises(RowsRefused, match=r"line 3: "):
+        TrialLog(path)
+    assert path.read_bytes() == before
+
+
+def test_rows_of_the_format_before_are_read_and_new_rows_name_theirs(tmp_path: Path) -> None:
+    path = tmp_path / "fig2.csv"
+    path.write_text('trial_key,figure,trial,status\n"k1",iw/fig2,1,ok\n')  # written before csv_format
+    log = TrialLog(path)
+    log.append({"trial_key": "k2", "figure": "iw/fig2", "trial": 2, "status": "ok"})
+    rows = read_rows(path)
+    assert [r.get("csv_format") for r in rows] == ["", str(CSV_FORMAT)]
+    write_rows(rows, tmp_path / "copy.csv")
+    assert read_rows(tmp_path / "copy.csv") == rows
