@@ -304,15 +304,17 @@ def findings(entries: list[Entry]) -> str:
         "",
         f"Counts: {tally(entries)}.",
         "",
-        "| figure | verdict | holds | differs | undecided | set by design | rows from commits |",
-        "|---|---|---|---|---|---|---|",
+        "| figure | verdict | holds | differs | undecided | set by design | of them deterministic | checks "
+        "| rows from commits |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in entries:
         kind, judged = _verdict(e.manifest)
         count = {o: sum(1 for c in judged if c.get("outcome") == o) for o in OUTCOMES}
         commits = ", ".join(str(c)[:12] for c in e.manifest.get("code_of_rows") or []) or "-"
         counted = " | ".join(str(count[o]) for o in OUTCOMES)
-        lines.append(f"| [{e.fig.full_name}](#{_anchor(e.fig.full_name)}) | {kind} | {counted} | {commits} |")
+        apart = f"{sum(1 for c in judged if c.get('deterministic'))} | {len(_checks(e.manifest))}"
+        lines.append(f"| [{e.fig.full_name}](#{_anchor(e.fig.full_name)}) | {kind} | {counted} | {apart} | {commits} |")
     for e in entries:
         kind, judged = _verdict(e.manifest)
         lines += ["", f"## {e.fig.full_name}", "", f"{e.manifest.get('title') or e.fig.heading}: **{kind}**", ""]
