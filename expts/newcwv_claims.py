@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,7 +28,6 @@ from expts.newcwv_trials import (
     burst_ms_by_idle,
     idle_label,
     idles_of,
-    mean_se,
     trial_burst_ms,
     trial_cell,
     trial_first_flight_ms,
@@ -35,12 +35,22 @@ from expts.newcwv_trials import (
 )
 from netrepro.studykit import decisions, intervals
 from netrepro.studykit.claims import Claim
-from netrepro.studykit.decisions import DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Cell, Finding, Same, Trend
+from netrepro.studykit.decisions import (
+    DIFFERS,
+    HOLDS,
+    UNDECIDED,
+    Better,
+    ByDesign,
+    Cell,
+    Finding,
+    Same,
+    Trend,
+    timer_noise,
+)
 from netrepro.studykit.spec import Figure, Rows
 
 # -- the study's own tests -------------------------------------------------------------
 
-MIN_BOOTSTRAP_TRIALS = 3  # per arm and burst size: resampling two trials gives three means, no spread to speak of
 SEED = "002_f5ebe0c68d4d1c55.txt"  # the source's text, whose words the claims quote
 EQUIVALENCE = 1 - 2 * (1 - intervals.CONFIDENCE)  # 90 %: inside a range is two one-sided tests at 5 % each
 
@@ -119,11 +129,12 @@ def idle_trend(
 ) -> decisions.Computed:
     """The gain of `arm` over the baseline, in points, rising (or falling) with the idle period at every step:
     at each idle period the gain between the arms' mean burst times after it (averaged over the burst sizes
-    `levels`), and each step from one idle period to the next, with a 95 % bootstrap interval that resamples
-    whole trials (a trial runs every idle period: its bursts stay together): above 0 holds, wholly below
-    (widened for the steps) differs.  With `rise` (lo, hi
-    points), also the fitted line's rise from the shortest idle period to the longest inside that range
-    (its 90 % interval, as an equivalence)."""
+    `levels`), and each step from one idle period to the next, with a 95 % percentile bootstrap interval
+    (scipy.stats.bootstrap) that resamples whole trials (a trial runs every idle period: its bursts stay
+    together): above 0 holds, wholly below (widened for the steps) differs, else undecided with the trials
+    that would decide it.  With `rise` (lo, hi points), also the fitted line's rise from the shortest idle
+    period to the longest inside that range (its 90 % interval, as an equivalence).  Where no cell of arm,
+    burst size and idle period varies (decisions.Cell.fixed) the estimates are read (deterministic)."""
     way = "rises" if rises else "falls"
     what = (
         f"the gain of {arm} over {BASELINE.label} in points {way} with the idle period, averaged over "
@@ -142,17 +153,44 @@ def idle_trend(
     return decisions.Computed(what, decide)
 
 
+def _bootstrap(arrays: Sequence[tuple[Any, Any]], statistic: Any, confidence: float) -> Any:
+    """scipy.stats.bootstrap of `statistic` (of the per-burst-size (baseline, arm) means at each idle period)
+    over whole trials: each array's rows are trials (its columns the idle periods), each drawn with its row
+    kept together, the baseline and the arm of each burst size resampled independently; percentile interval
+    at `confidence`, the same seeded draws at every call."""
+    import numpy as np
+    from scipy import stats
+
+    def of(*picks: Any, axis: int = -1) -> Any:
+        # picks: rows drawn from each array, in the order of `arrays` (baseline, arm); axis -1 the trials
+        means = [(b[picks[2 * j]].mean(axis=-2), a[picks[2 * j + 1]].mean(axis=-2)) for j, (b, a) in enumerate(arrays)]
+        return statistic(means)
+
+    rows = tuple(np.arange(len(side)) for cell in arrays for side in cell)
+    return stats.bootstrap(
+        rows,
+        of,
+        n_resamples=decisions.BOOTSTRAP_RESAMPLES,
+        vectorized=True,
+        paired=False,
+        confidence_level=confidence,
+        method="percentile",
+        random_state=np.random.default_rng(0),
+    )
+
+
 def _idle_trend(
     rows: Rows, arm: str, rises: bool, levels: Sequence[int], rise: tuple[float, float] | None
 ) -> list[Finding]:
     import numpy as np
 
     cells_: list[list[list[dict[float, float]]]] = []  # per burst size: (baseline, arm), their trials
+    noise: list[Cell] = []  # each cell of arm, burst size and idle period, to tell whether any varies
     used: list[int] = []
     idles: set[float] | None = None
     for kb in levels:
         trials = [[burst_ms_by_idle(r) for r in arm_trials(rows, a, kb)] for a in (BASELINE.label, arm)]
-        if min(len(t) for t in trials) < MIN_BOOTSTRAP_TRIALS:
+        if min(len(t) for t in trials) < decisions.MIN_BOOTSTRAP_TRIALS:
             continue
         common = set.intersection(*(set(t) for side in trials for t in side))
         idles = common if idles is None else idles & common
@@ -164,79 +202,82 @@ def _idle_trend(
             Finding(
                 UNDECIDED,
                 at,
-                f"fewer than {MIN_BOOTSTRAP_TRIALS} trials per arm at every burst size, or fewer than two idle "
-                "periods, to fit: a bootstrap over two trials cannot estimate their spread",
+                f"fewer than {decisions.MIN_BOOTSTRAP_TRIALS} trials per arm at every burst size, or fewer than "
+                "two idle periods, to fit: a bootstrap over two trials cannot estimate their spread",
             )
         ]
     ts = sorted(idles)
+    for kb in used:
+        for a in (BASELINE.label, arm):
+            noise += [trial_cell(rows, a, kb, t) for t in ts]
     x = np.array(ts, dtype=float)
     xc = x - x.mean()
-    arrays = [tuple(np.array([[t[i] for i in ts] for t in side], dtype=float) for side in cell) for cell in cells_]
+    arrays = [
+        (
+            np.array([[t[i] for i in ts] for t in base], dtype=float),
+            np.array([[t[i] for i in ts] for t in other], dtype=float),
+        )
+        for base, other in cells_
+    ]
+    sign = 1 if rises else -1
 
-    def fitted(means: list[tuple[Any, Any]]) -> tuple[Any, Any]:
-        """(slope, rise) of the gain over the idle periods, from per-burst-size means (last axis: idle)."""
-        g = np.mean([100 * (1 - a / b) for b, a in means], axis=0)
-        slope = (g * xc).sum(axis=-1) / (xc**2).sum()
-        return slope, slope * (x[-1] - x[0])
-
-    def gains(means: list[tuple[Any, Any]]) -> Any:
+    def gains(means: Sequence[tuple[Any, Any]]) -> Any:
         """The gain in points at each idle period (last axis), averaged over the burst sizes."""
         return np.mean([100 * (1 - a / b) for b, a in means], axis=0)
 
+    def fitted_rise(means: Sequence[tuple[Any, Any]]) -> Any:
+        """The fitted line's rise of the gain from the shortest idle period to the longest."""
+        slope = (gains(means) * xc).sum(axis=-1) / (xc**2).sum()
+        return slope * (x[-1] - x[0])
+
+    def step(i: int) -> Any:
+        """The gain's step from idle period i to the next, in the claim's direction (a fall counts up)."""
+        return lambda means: sign * (gains(means)[..., i + 1] - gains(means)[..., i])
+
     point = gains([(b.mean(axis=0), a.mean(axis=0)) for b, a in arrays])
-    slope, fit_rise = fitted([(b.mean(axis=0), a.mean(axis=0)) for b, a in arrays])
-    rng = np.random.default_rng(0)
-    draws = decisions.BOOTSTRAP_RESAMPLES
-    picks = [tuple(rng.integers(0, len(side), size=(draws, len(side))) for side in cell) for cell in arrays]
-
-    def resampled() -> list[tuple[Any, Any]]:
-        return [(b[pb].mean(axis=1), a[pa].mean(axis=1)) for (b, a), (pb, pa) in zip(arrays, picks, strict=True)]
-
-    boot = gains(resampled())
-    _, rises_ = fitted(resampled())
     n = min(len(side) for cell in arrays for side in cell)
-    fixed = not any(np.ptp(side, axis=0).any() for cell in arrays for side in cell)
+    fixed = decisions.all_fixed(*noise)
     steps = len(ts) - 1
-    wide = 100 * (1 - intervals.differs_confidence(steps))  # a claim differs where one step does
     found = []
     for i in range(steps):
         where = f"{ts[i]:g} -> {ts[i + 1]:g} s"
-        step = float(point[i + 1] - point[i]) * (1 if rises else -1)
-        diffs = (boot[:, i + 1] - boot[:, i]) * (1 if rises else -1)
-        low, high = (float(v) for v in np.percentile(diffs, [2.5, 97.5]))
-        top = float(np.percentile(diffs, 100 - wide / 2))
+        boot = _bootstrap(arrays, step(i), intervals.CONFIDENCE)
+        # a claim differs where one step does: read off an interval widened for them all
+        wide = _bootstrap(arrays, step(i), intervals.differs_confidence(steps))
+        est = sign * float(point[i + 1] - point[i])
+        low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+        shown = sorted((sign * low, sign * high))  # in the gain's own direction
         text = (
-            f"gain {float(point[i]):.1f} -> {float(point[i + 1]):.1f} points: step {step * (1 if rises else -1):+.2f} "
-            f"[{low * (1 if rises else -1):+.2f}, {high * (1 if rises else -1):+.2f}], {', '.join(map(str, used))} "
-            f"KB, n >= {n} trials per cell"
+            f"gain {float(point[i]):.1f} -> {float(point[i + 1]):.1f} points: step {sign * est:+.2f} "
+            f"[{shown[0]:+.2f}, {shown[1]:+.2f}], {', '.join(map(str, used))} KB, n >= {n} trials per cell"
         )
         if fixed:
-            outcome = HOLDS if step > 0 else DIFFERS
+            outcome = HOLDS if est > 0 else DIFFERS
             found.append(Finding(outcome, where, f"{text}; {decisions.DETERMINISTIC}", deterministic=True))
         elif low > 0:
             found.append(Finding(HOLDS, where, text))
-        elif top < 0:
+        elif float(wide.confidence_interval.high) < 0:
             found.append(Finding(DIFFERS, where, text))
         else:
-            se = (high - low) / 2 / 1.96
-            iv = intervals.Interval(step, low, high, se, (n, n), False, se * math.sqrt(n / 2))
+            se = float(boot.standard_error)
+            iv = intervals.Interval(est, low, high, se, (n, n), False, se * math.sqrt(n / 2))
             found.append(
-                Finding(UNDECIDED, where, text, intervals.trials_for_power(iv, abs(step), intervals.CONFIDENCE))
+                Finding(UNDECIDED, where, text, intervals.trials_for_power(iv, abs(est), intervals.CONFIDENCE))
             )
     if rise is not None:
-        r_low, r_high = (float(v) for v in np.percentile(rises_, [5, 95]))
-        r_text = (
-            f"fitted rise {float(fit_rise):+.1f} points [{r_low:+.1f}, {r_high:+.1f}] from {ts[0]:g} to {ts[-1]:g} s"
-        )
+        fit_rise = float(fitted_rise([(b.mean(axis=0), a.mean(axis=0)) for b, a in arrays]))
+        boot = _bootstrap(arrays, fitted_rise, EQUIVALENCE)
+        r_low, r_high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+        r_text = f"fitted rise {fit_rise:+.1f} points [{r_low:+.1f}, {r_high:+.1f}] from {ts[0]:g} to {ts[-1]:g} s"
         where = f"rise {ts[0]:g} to {ts[-1]:g} s"
         outcome = _inside(r_low, r_high, *rise)
         # to decide: the interval inside the range (its nearer edge) or wholly outside it
-        edge = min(rise, key=lambda e: abs(float(fit_rise) - e))
-        r_se = (r_high - r_low) / 2 / 1.645
-        r_iv = intervals.Interval(float(fit_rise), r_low, r_high, r_se, (n, n), False, r_se * math.sqrt(n / 2))
-        needed = intervals.trials_for_power(r_iv, abs(float(fit_rise) - edge), EQUIVALENCE)
+        edge = min(rise, key=lambda e: abs(fit_rise - e))
+        r_se = float(boot.standard_error)
+        r_iv = intervals.Interval(fit_rise, r_low, r_high, r_se, (n, n), False, r_se * math.sqrt(n / 2))
+        needed = intervals.trials_for_power(r_iv, abs(fit_rise - edge), EQUIVALENCE)
         if fixed:
-            outcome = HOLDS if rise[0] <= float(fit_rise) <= rise[1] else DIFFERS
+            outcome = HOLDS if rise[0] <= fit_rise <= rise[1] else DIFFERS
             r_text += f"; {decisions.DETERMINISTIC}"
         found.append(Finding(outcome, where, r_text, needed if outcome == UNDECIDED else None, fixed))
     return found
@@ -244,7 +285,9 @@ def _idle_trend(
 
 def first_flight_within(arm: str, low_rtts: float, high_rtts: float) -> decisions.Computed:
     """The time `arm`'s first flights take to leave, a trial's mean over its bursts, inside low..high RTTs:
-    the 90 % t interval of the mean over trials inside holds, wholly outside differs."""
+    the 90 % one-sample t interval of the mean over trials (scipy's ttest_1samp) inside holds (two one-sided
+    tests at 5 %), wholly outside differs; trials that do not vary (decisions.Cell.fixed) are read by their
+    mean (deterministic)."""
     what = (
         f"{arm}'s first flight leaves over {low_rtts:g} to {high_rtts:g} RTTs ({trial_first_flight_ms.__doc__}; "
         "90 % t interval over trials inside the range holds, wholly outside differs)"
@@ -257,21 +300,25 @@ def first_flight_within(arm: str, low_rtts: float, high_rtts: float) -> decision
         lo, hi = low_rtts * rtt, high_rtts * rtt
         out = []
         for kb in fig.levels:
-            values = [v for r in arm_trials(rows, arm, kb) if (v := trial_first_flight_ms(r)) is not None]
+            values, noise = [], []
+            for r in arm_trials(rows, arm, kb):
+                if (v := trial_first_flight_ms(r)) is not None:
+                    values.append(v)
+                    noise.append(timer_noise(r, trial_first_flight_ms, v))
             at = f"{kb} KB"
             if len(values) < 2:
                 out.append(Finding(UNDECIDED, at, f"too few trials to estimate a spread (n = {len(values)})"))
                 continue
-            mean, se = mean_se(values)
-            t = float(stats.t.ppf(0.5 + EQUIVALENCE / 2, len(values) - 1))
-            text = (
-                f"{mean:.0f} ms [{mean - t * se:.0f}, {mean + t * se:.0f}], n = {len(values)}; range {lo:g}-{hi:g} ms"
-            )
-            if se == 0:
+            mean = statistics.fmean(values)
+            if Cell(tuple(values), tuple(noise)).fixed:
                 inside = HOLDS if lo <= mean <= hi else DIFFERS
-                out.append(Finding(inside, at, f"{text}; {decisions.DETERMINISTIC}", deterministic=True))
+                text = f"{mean:.0f} ms, n = {len(values)}; range {lo:g}-{hi:g} ms; {decisions.DETERMINISTIC}"
+                out.append(Finding(inside, at, text, deterministic=True))
                 continue
-            out.append(Finding(_inside(mean - t * se, mean + t * se, lo, hi), at, text))
+            ci = stats.ttest_1samp(values, 0.0).confidence_interval(EQUIVALENCE)
+            low, high = float(ci.low), float(ci.high)
+            text = f"{mean:.0f} ms [{low:.0f}, {high:.0f}], n = {len(values)}; range {lo:g}-{hi:g} ms"
+            out.append(Finding(_inside(low, high, lo, hi), at, text))
         return out
 
     return decisions.Computed(what, decide)

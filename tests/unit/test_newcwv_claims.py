@@ -166,6 +166,35 @@ def test_a_trend_averages_the_burst_sizes_it_names() -> None:
     assert outcome(newcwv_claims.idle_trend(NEW, rises=False, levels=(80,)), rows).outcome == HOLDS
 
 
+def timed(row: dict[str, str], late_ms: float) -> dict[str, str]:
+    """A trial on the delay line whose timer was up to `late_ms` late at a hold (decisions.timer_noise)."""
+    return {**row, "rtt": "200ms", "late_p99_ms": f"{late_ms:g}"}
+
+
+def test_trials_within_their_timer_noise_decide_a_trend_by_its_estimate() -> None:
+    """Cells that vary by less than the delay line's lateness do not vary (decisions.Cell.fixed): the steps are
+    read by their estimate and marked deterministic, as the judge reads every other cell."""
+    rows = [timed(r, 0.5) for r in trials(BASE, 40, flat(1000), 0.05, 4, 1) + trials(NEW, 40, RISING, 0.05, 4, 2)]
+    judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), rows)
+    assert judged.outcome == HOLDS and all(f.deterministic for f in judged.findings), judged.evidence()
+    # without the lateness the same trials vary, and the bootstrap decides them
+    rows = [{**r, "late_p99_ms": "0"} for r in rows]
+    judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), rows)
+    assert judged.outcome == HOLDS and not any(f.deterministic for f in judged.findings), judged.evidence()
+
+
+def test_a_falling_trend_shows_its_interval_in_order() -> None:
+    """A gain that falls is shown as it is: the step below 0 and its interval low to high."""
+    falling = {t: 500 + 10 * t for t in IDLES}
+    rows = trials(BASE, 80, flat(2000), 5, 5, 3) + trials(NEW, 80, falling, 5, 5, 4)
+    judged = outcome(newcwv_claims.idle_trend(NEW, rises=False, levels=(80,)), rows)
+    assert judged.outcome == HOLDS, judged.evidence()
+    for f in judged.findings:
+        step, interval = f.estimate.split("step ")[1].split(" [")
+        low, high = (float(v) for v in interval.split("]")[0].split(", "))
+        assert low <= float(step) <= high < 0, f.estimate
+
+
 # -- first_flight_within ----------------------------------------------------------------
 
 
@@ -176,6 +205,16 @@ def test_a_paced_flight_of_the_order_of_an_rtt() -> None:
     test = newcwv_claims.first_flight_within(PACED, 0.5, 2.0)  # the pacing figure's RTT: 200 ms
     assert outcome(test, spread, newcwv.PACING).outcome == HOLDS
     assert outcome(test, abrupt, newcwv.PACING).outcome == DIFFERS
+
+
+def test_first_flights_within_their_timer_noise_are_read_by_their_mean() -> None:
+    """Flights 0.3 ms apart on a delay line up to 0.5 ms late at each hold do not vary: their mean decides."""
+    test = newcwv_claims.first_flight_within(PACED, 0.5, 2.0)  # 100 to 400 ms
+    rows = [timed(trial(PACED, 80, flat(1500), flight_ms=99.9 + 0.1 * k), 0.05) for k in range(4)]
+    assert outcome(test, rows, newcwv.PACING).outcome == UNDECIDED  # they vary: the interval straddles 100 ms
+    rows = [timed(r, 0.5) for r in rows]
+    judged = outcome(test, rows, newcwv.PACING)
+    assert judged.outcome == HOLDS and judged.deterministic, judged.evidence()
 
 
 # -- the study's figures ------------------------------------------------------------------

@@ -1,12 +1,17 @@
 """Study newcwv's summaries from synthetic rows: the gain per cell, its error over trials, the notes beside the
 seed (numbers and models, no verdict: the claims give it, tests/unit/test_newcwv_claims.py)."""
 
+import csv
+import shutil
+from pathlib import Path
 from typing import Any
 
 import matplotlib
 import pytest
 
 from expts import newcwv, newcwv_trials
+from ground.results import REFERENCE
+from netrepro.front import docnumbers
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import params
 
@@ -205,3 +210,25 @@ def test_the_pacing_figure_runs_thirty_bursts_a_trial_after_a_second_of_idle_tim
     assert {(p["idle_s"], p["repeats"], p["burst_kb"], p["bulk"]) for p in grid} == {("1", 30, 80, 1)}
     keys = params.trial_keys(WORKLOADS["http_bursts"].keys)
     assert not any(params.problems(p, keys) for p in grid)
+
+
+def test_the_pages_numbers_follow_the_stored_rows(tmp_path: Path) -> None:
+    """docs/studies/newcwv.md's numbers are facts of the stored rows: one more segment sent again in a stored
+    fig8 trial of newCWV moves fig9's loss count on the page."""
+    tree = tmp_path / "reference"
+    shutil.copytree(REFERENCE / "newcwv", tree / "newcwv", ignore=shutil.ignore_patterns("*.png", "*.svg", "logs"))
+    before = docnumbers.newcwv_facts(docnumbers.Stored(tree))
+    path = tree / "newcwv" / "fig8.csv"
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    row = next(r for r in rows if r["series"] == "newCWV" and r["burst_kb"] == "5" and r["status"] == "ok")
+    first, *rest = row["retransmitted"].split(";")
+    row["retransmitted"] = ";".join([str(int(first) + 1), *rest])
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    after = docnumbers.newcwv_facts(docnumbers.Stored(tree))
+    assert before["newcwv.fig9.lost"].startswith("NewReno+SACK 0, newCWV 35,")
+    assert after["newcwv.fig9.lost"].startswith("NewReno+SACK 0, newCWV 36,")
+    assert after["newcwv.fig8.lost_small"] == "1" and before["newcwv.fig8.lost_small"] == "0"
