@@ -285,7 +285,8 @@ def annotate_fig5(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
     align_zeros(ax, twin)
     # both legends beside the axes, past the right axis's labels, never over the data
     legend_beside(ax, x=1.17)
-    twin.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.17, 0.6), borderaxespad=0.0)
+    if twin.get_legend_handles_labels()[0]:  # none where every trial failed
+        twin.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.17, 0.6), borderaxespad=0.0)
     if fig.x == "rate":  # the bandwidth-delay product of each rate at the figure's RTT, on the top axis
         rtt_s = fig.path.rtt.seconds  # the rate varies, the RTT is fixed
         top = ax.secondary_xaxis("top", functions=(lambda mbps: mbps * 1e6 * rtt_s / 8, lambda b: b * 8 / rtt_s / 1e6))

@@ -297,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--vm"] or (argv[:1] == ["doctor"] and "--vm" in argv):
         return _in_vm([a for a in argv if a != "--vm"])
+    typed = list(argv)  # as given: a run with trials not ok names it again (figure_commands.again_command)
     lead = []
     while argv[:1] in (["-v"], ["--verbose"]):
         lead.append(argv.pop(0))
@@ -308,6 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.pytest_args = argv[1:]
     else:
         args = build_parser().parse_args([*lead, *argv])
+    args.typed = typed
     logs.configure(args.verbose)
     if os.geteuid() != 0 and needs_root(args):
         allowed = ", ".join([*ROOTLESS, "--help", "--version", "run --dry-run", "run --plot-only"])

@@ -1,6 +1,10 @@
 """The commands of figures: `run` (a figure's trials, handed to the sweep; a study file's too),
 `merge` (shards' CSVs into one), `list` (every figure with its plan and stored result), `workloads`
 (what a trial can run) and `report` (the page of every stored figure).
+
+A `run` or a `merge` that leaves a figure with trials not ok (failed, timed out, not run) exits
+TRIALS_NOT_OK after one line that counts them by figure and names the command that runs them again;
+a `run --plot-only` draws rows it did not run, and exits 0 whatever they hold (docs/commands.md).
 """
 
 from __future__ import annotations
@@ -9,12 +13,15 @@ import argparse
 import dataclasses
 import logging
 import os
+import shlex
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import expts
 from ground import figurelock, results, trials
 from ground.errors import UserError
+from ground.kernel import VM_ACCEL_ENV
 from ground.manifests import ManifestUnreadable, read_manifest
 from ground.results import REFERENCE, RESULTS
 from ground.trials import trial_key
@@ -30,6 +37,11 @@ from netrepro.studykit import evidence, params, plot
 from netrepro.studykit.spec import Figure, trial_path
 
 log = logging.getLogger("netrepro")
+
+# The exit status of a run or a merge that finished with trials not ok: failed, timed out or not run.
+TRIALS_NOT_OK = 3
+# What a run again leaves out: the rows just made are resumed, and the failed trials run again.
+_NOT_AGAIN = ("--fresh", "--plot-only", "--no-retry-failed")
 
 
 def cmd_workloads(args: argparse.Namespace) -> int:
@@ -177,14 +189,53 @@ def cmd_run(args: argparse.Namespace) -> int:
     for fig in figures:  # the CSV a resumed run or --plot-only reads
         if args.plot_only or not args.fresh:
             checks.readable_csv(args.out.resolve() / fig.directory / fig.csv_name, "")
+    outcomes = []
     for fig in figures:
         if args.jobs is not None:
             jobs = _with_jobs(Plan.of(fig, args.quick, trials=args.trials), asked, args.out.resolve())
             if jobs.jobs_why:
                 print(f"{fig.full_name}: --jobs {args.jobs}: {jobs.jobs_why}", flush=True)
             engine = Engine.parse(None, None, allow_mixed=args.allow_mixed, jobs=jobs.jobs)
-        _run_one(fig, args, engine)
-    return 0
+        outcomes.append(_run_one(fig, args, engine))
+    if args.plot_only:
+        # A redraw runs no trial: the failed rows it drew are the run's that made them, which said so
+        # in its own exit status; its line above names the command that runs them again.
+        return 0
+    return finished("run", outcomes, f"`{again_command(getattr(args, 'typed', [args.figure]))}` runs them again")
+
+
+def again_command(typed: Sequence[str]) -> str:
+    """The command that runs a run's trials not ok again: the one typed, resuming (without --fresh)
+    and running the failed trials (without --no-retry-failed or --plot-only; also as abbreviated)."""
+    kept = [a for a in typed if not (a.startswith("--") and len(a) > 2 and any(f.startswith(a) for f in _NOT_AGAIN))]
+    return shlex.join(["sudo", "./run.sh", *(["--vm"] if os.environ.get(VM_ACCEL_ENV) else []), *kept])
+
+
+def finished(command: str, outcomes: Sequence[sweep.Outcome], again: str) -> int:
+    """The exit status of a command that ran or merged figures: 0 when every trial of each is ok, else
+    TRIALS_NOT_OK, with one line on stderr that counts the trials not ok by figure and says `again`."""
+    line = not_ok_line(outcomes)
+    if line is None:
+        return 0
+    print(f"run.sh {command}: {line}; {again} (exit {TRIALS_NOT_OK})", file=sys.stderr, flush=True)
+    return TRIALS_NOT_OK
+
+
+def not_ok_line(outcomes: Sequence[sweep.Outcome]) -> str | None:
+    """How many trials are not ok, in which figures: e.g. `3 trials not ok, 3 failed (iw/fig2: 3 failed of 12)`."""
+    bad = [o for o in outcomes if o.not_ok]
+    if not bad:
+        return None
+
+    def counted(failed: int, missing: int) -> str:
+        return " and ".join(
+            w for w in (f"{failed} failed" if failed else "", f"{missing} not run" if missing else "") if w
+        )
+
+    failed, missing = sum(o.failed for o in bad), sum(o.missing for o in bad)
+    noun = "trial" if failed + missing == 1 else "trials"
+    each = "; ".join(f"{o.figure}: {counted(o.failed, o.missing)} of {o.trials}" for o in bad)
+    return f"{failed + missing} {noun} not ok, {counted(failed, missing)} ({each})"
 
 
 def _with_jobs(plan: Plan, asked: int | None, out: Path) -> Plan:
@@ -208,7 +259,8 @@ def _shard_line(fig: Figure, args: argparse.Namespace, shard: Shard) -> str:
     )
 
 
-def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> None:
+def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> sweep.Outcome:
+    """The figure's run, then the judgement again of each figure that reads its rows; what its run left."""
     opts = sweep.Options(
         out=writable_out(args.out, fig),
         trials=args.trials,
@@ -224,18 +276,23 @@ def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> No
         shard=Shard.parse(args.shard) if args.shard else None,
         engine=engine,
     )
-    sweep.run_figure(fig, opts)
+    outcome = sweep.run_figure(fig, opts)
     if fig.variant or opts.shard is not None:
-        return
-    # a figure whose claims read this one's rows is judged again on them (evidence: its inputs changed)
+        return outcome
+    # a figure whose claims read this one's rows is judged again on them (evidence: its inputs changed);
+    # a redraw of rows this run did not make, which does not count in its exit status
     for other in evidence.readers(fig, expts.all_figures()):
         if (opts.out / other.directory / other.csv_name).is_file():
             print(f"{other.full_name} reads {fig.full_name}'s rows: judged again (--plot-only)", flush=True)
             sweep.run_figure(other, dataclasses.replace(opts, plot_only=True, engine=None))
+    return outcome
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    """One figure's CSVs as its one CSV under --into, then its figure, manifest and table (--plot-only)."""
+    """One figure's CSVs as its one CSV under --into, then its figure, manifest and table (--plot-only).
+
+    Exits TRIALS_NOT_OK when the merged figure has trials failed or missing: a merge is the step that
+    completes a sharded run, and the only one that sees all of its trials (a shard's machine may be gone)."""
     for csv_path in args.csvs:
         checks.readable_csv(csv_path, "merge: ")
     name = shards.figure_of(args.csvs)
@@ -258,8 +315,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
         trials.write_rows(rows, target)
         results.hand_back(target, into)
         print(f"merge: {len(rows)} rows of {fig.full_name} ({len(keys)} trials, seed {seed}) into {target}", flush=True)
-        sweep.run_figure(fig, sweep.Options(out=into, quick=quick, plot_only=True, seed=seed), locked=True)
-    return 0
+        outcome = sweep.run_figure(
+            fig, sweep.Options(out=into, quick=quick, plot_only=True, merged=True, seed=seed), locked=True
+        )
+    again = "each shard's own command (its --shard K/N) runs its trials again, then merge them again"
+    return finished("merge", [outcome], again)
 
 
 def _rows_are_quick(fig: Figure, keys: set[str]) -> bool:

@@ -67,25 +67,29 @@ def _describe(lab: Lab) -> str:
 
 
 def cmd_shell(args: argparse.Namespace) -> int:
+    """The lab in Mininet's CLI; with --script, its lines run, the first that fails ending it (exit 1)."""
     from mininet.cli import CLI
     from mininet.log import setLogLevel
 
+    from netrepro.front import shell_script
+
     path, topo = parse_path(args), parse_topology(args)
-    if args.script is not None and not args.script.is_file():
-        raise QuantityError("--script", str(args.script), "no such file")
+    # read and parsed before anything is built: a path that cannot be is refused (exit 2)
+    script = shell_script.read_script(args.script) if args.script is not None else None
     values = _cc_values(args)
     preflight.preflight(preflight.lab_needs("shell", args.cc, args.shaper, args.impl))
     with Ledger() as run_ledger, _lab(args, path, topo, run_ledger, values) as lab:
         setLogLevel("output")
         print(_describe(lab))
-        if args.script is not None:
+        if script is not None:
             # Mininet's CLI polls its stdin while a node's command runs (waitForNode): one at end of
             # file (/dev/null, a closed terminal) is always readable, and the poll spins a whole core.
             # A pipe that stays open and empty never is: the poll waits for the node's output only.
             read_end, write_end = os.pipe()
             try:
                 with open(read_end, encoding="utf-8") as nothing:
-                    CLI(lab.net, stdin=nothing, script=str(args.script))
+                    # a line that fails raises ScriptFailed: the `with` above tears the lab down, exit 1
+                    shell_script.ScriptedCLI(lab.net, nothing, str(args.script), script)
             finally:
                 os.close(write_end)
         else:

@@ -339,7 +339,7 @@ def runner(out: Path | None = None) -> dict[str, Any]:
 
     target = out or RESULTS / "bench"
     began = time.monotonic()
-    csv_path = sweep.run_figure(iw.FIG2, sweep.Options(out=target, fresh=True))
+    csv_path = sweep.run_figure(iw.FIG2, sweep.Options(out=target, fresh=True)).csv
     wall = time.monotonic() - began
     rows = read_rows(csv_path)
     downloads = sum(numbers(rows, "download_time_ms")) / 1e3
@@ -411,7 +411,7 @@ def cluster(figure: str = "iw/fig5b", quick: bool = False, out: Path | None = No
                 engine = Engine(scheduler=local.scheduler_address)
                 opts = sweep.Options(out=Path(scratch) / f"workers-{workers}", quick=quick, fresh=True, engine=engine)
                 began = time.monotonic()
-                csv_path = sweep.run_figure(fig, opts)
+                csv_path = sweep.run_figure(fig, opts).csv
                 wall = time.monotonic() - began
             trials = read_rows(csv_path)
             by_setting: dict[str, float] = {}

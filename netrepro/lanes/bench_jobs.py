@@ -83,7 +83,7 @@ def jobs(
                 out_dir = Path(scratch) / f"{fig.study}-{fig.name}-{n}"
                 opts = sweep.Options(out=out_dir, quick=quick, seed=seed, engine=engine)
                 busy, began = _busy_seconds(), time.monotonic()
-                csv_path = sweep.run_figure(fig, opts)
+                csv_path = sweep.run_figure(fig, opts).csv
                 wall, busy = time.monotonic() - began, _busy_seconds() - busy
                 trials = read_rows(csv_path)
                 manifest = read_manifest(csv_path.with_name(f"{fig.name}.manifest.json"))

@@ -21,6 +21,8 @@ verdict and the reference: netrepro.runner.manifest).  Every log record of the r
 (each command with its namespace) also goes to
 results/<study>/logs/<figure>-<time>.log, which the manifest names.  A
 derived figure (other parameters than declared) has a directory of its own.
+A figure's run returns what it left (`Outcome`: its trials failed or missing),
+from which the front chooses the command's exit status.
 With `Options.engine` the trials run elsewhere instead (an `Engine` the
 front passes in: netrepro.engine.cluster's Dask cluster, each worker running
 this module's `run_trials` on its own lab, and this process writing every
@@ -143,6 +145,7 @@ class Options:
     fresh: bool = False
     retry_failed: bool = True  # a resumed figure runs its failed and timed-out trials again
     plot_only: bool = False  # redraw from the CSV; run no trial
+    merged: bool = False  # the CSV is shards' rows joined (`run.sh merge`): their own commands run them again
     shaper: str = "auto"
     switch: str = "auto"  # ovs, bridge or auto (topologies.ovs.choose_switch)
     cc_impl: str | None = None  # kernel, lkm or bpf (kmod.loader.choose_impl); None: the loader's choice
@@ -150,6 +153,28 @@ class Options:
     engine: Engine | None = None  # run the trials elsewhere (netrepro.engine.cluster's Dask cluster); None: here
     # variants and ports the run holds loaded for its labs side by side (session.hold_algorithms), with their columns
     held_ccs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a figure's run left: its CSV, and how many of the trials it was to leave are not ok.
+
+    `trials`: the figure's trials for the run's seed (its shard's, with --shard); `failed`: those
+    whose latest attempt failed or timed out; `missing`: those with no row (a --plot-only or a
+    merge that lacks them, settings lost with their workers).  Whether that fails the command is
+    the front's to say (a --plot-only draws rows it did not run: netrepro.front.figure_commands).
+    """
+
+    figure: str
+    csv: Path
+    trials: int
+    failed: int = 0
+    missing: int = 0
+
+    @property
+    def not_ok(self) -> int:
+        """The trials that are not ok: failed, timed out or missing."""
+        return self.failed + self.missing
 
 
 @contextlib.contextmanager
@@ -394,8 +419,8 @@ def trials_to_run(grid: list[Params], trials: int, trial_log: TrialLog, opts: Op
     return todo
 
 
-def run_figure(fig: Figure, opts: Options, locked: bool = False) -> Path:
-    """Run (or resume) a figure, then write its plot, manifest and table; return the CSV's path.
+def run_figure(fig: Figure, opts: Options, locked: bool = False) -> Outcome:
+    """Run (or resume) a figure, then write its plot, manifest and table; return its CSV and its trials not ok.
 
     Raises figurelock.FigureBusy at once when another command holds the figure's CSV: a run locks
     it exclusively, --plot-only shared (ground.figurelock); `locked`: the caller holds it exclusively
@@ -419,14 +444,13 @@ def run_figure(fig: Figure, opts: Options, locked: bool = False) -> Path:
         log_path: Path | None = None
         try:
             with logs.log_file(out_dir / "logs", fig.name) as log_path:
-                _run_figure(fig, opts, csv_path, needs, f"logs/{log_path.name}")
+                return _run_figure(fig, opts, csv_path, needs, f"logs/{log_path.name}")
         finally:
             if log_path is not None:
                 results.hand_back(log_path, opts.out)
-    return csv_path
 
 
-def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Needs, log_name: str) -> None:
+def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Needs, log_name: str) -> Outcome:
     began = time.monotonic()
     log.debug("%s: %s", fig.full_name, opts)
     out_dir = csv_path.parent
@@ -436,6 +460,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     grid = fig.grid(opts.quick, opts.overrides)
     todo = trials_to_run(grid, trials, trial_log, opts)
     planned = len(grid) * trials
+    mine: set[str] | None = None  # with --shard, the shard's trials: the only ones this run answers for
     if opts.shard is not None:
         mine = shards.keys_of(grid, trials, opts.shard)
         todo = [(p, i) for p, i in todo if trial_key(p, i) in mine]
@@ -522,16 +547,19 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         print(f"note: {note}")
     for line in judgement_lines(judgement):
         print(line)
-    failed = [r for r in rows if r.get("status") != "ok"]
+    answered = [r for r in rows if mine is None or r.get("trial_key") in mine]  # a shard: only its own
+    failed = [r for r in answered if r.get("status") != "ok"]
     if failed:
         first = str(failed[0].get("error") or failed[0].get("status"))[:300]
         without = [
             flag for flag, on in (("--plot-only", opts.plot_only), ("--no-retry-failed", not opts.retry_failed)) if on
         ]
-        rerun = f"the same command without {' and '.join(without)}" if without else "the same command"
+        rerun = "the same command" + (f" without {' and '.join(without)}" if without else "") + " runs them again"
+        if opts.merged:
+            rerun = "each shard's own command (its --shard K/N) runs its trials again, and this merge draws them"
         print(
-            f"{len(failed)} of {len(rows)} trials failed (each row's error says why; the first: {first}); "
-            f"{rerun} runs them again"
+            f"{len(failed)} of {len(answered)} trials failed (each row's error says why; the first: {first}); {rerun}"
         )
     print(f"wrote {csv_path}, {png.name} (and .svg, .caption.txt), {fig.name}.manifest.json")
     log.debug("%s: wrote %s, %s, %s", fig.full_name, csv_path, png, manifest_path)
+    return Outcome(fig.full_name, csv_path, planned, failed=len(failed), missing=missing)

@@ -119,7 +119,11 @@ def series_colours(ax: Any) -> dict[str, Any]:
 
 
 def legend_beside(ax: Any, *args: Any, x: float = 1.01, **kw: Any) -> Any:
-    """The axes' legend beside them, right of the plot (past a right axis at x > 1.1): never over the data."""
+    """The axes' legend beside them, right of the plot (past a right axis at x > 1.1): never over the data.
+
+    None where nothing is labelled (every trial failed): matplotlib would log that there is nothing to show."""
+    if not args and not ax.get_legend_handles_labels()[0]:
+        return None
     kw.setdefault("fontsize", 7)
     return ax.legend(*args, loc="upper left", bbox_to_anchor=(x, 1.0), borderaxespad=0.0, **kw)
 
@@ -189,6 +193,8 @@ def draw(
 
     for i, (label, pts) in enumerate(by_series.items()):
         pts = sorted(pts, key=place)
+        if not any(math.isfinite(p.y) for p in pts):
+            pts = []  # no trial of the series succeeded: its legend entry only (all NaN, numpy would warn)
         xs = [place(p) for p in pts]
         ys = [p.y for p in pts]
         err = [[p.y - p.low for p in pts], [p.high - p.y for p in pts]]
@@ -223,8 +229,9 @@ def draw(
         legend_beside(ax, fontsize=8)
     # a log axis needs a positive value to scale to: a figure whose every trial failed is drawn empty, and says so
     shown = [p for p in [*points, *(reference or [])] if math.isfinite(p.y) and p.y > 0]
-    if not shown:
-        ax.text(0.5, 0.5, "no successful trial: nothing to draw", transform=ax.transAxes, ha="center", va="center")
+    if not any(math.isfinite(p.y) for p in points):
+        why = "no successful trial: " + ("the reference only" if shown else "nothing to draw")
+        ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center")
     if names:
         ax.set_xticks(list(positions.values()), list(positions), rotation=30, ha="right")
     elif fig.x_log and shown:

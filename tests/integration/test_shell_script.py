@@ -1,4 +1,5 @@
-"""`run.sh shell --script`: a scripted node command is waited for, not polled for (issue 33, item 8).
+"""`run.sh shell --script`: a scripted node command is waited for, not polled for (no core spun);
+a script whose path holds a space runs, and its first failing line fails the command.
 
 Mininet's CLI polls its stdin beside the node's output while a node's
 command runs (waitForNode); a stdin at end of file is always readable, so
@@ -81,3 +82,27 @@ def test_a_scripted_command_is_waited_for_without_spinning(tmp_path: Path) -> No
     assert shell.returncode == 0, out
     assert waited > SLEEP_S - 2, f"the sleep ended after {waited:.1f} s"
     assert cpu < 1.0, f"{cpu:.2f} s of CPU while a scripted `sleep {SLEEP_S}` ran ({waited:.1f} s)"
+
+
+def test_a_failing_scripted_command_fails_the_shell_and_the_lab_goes(tmp_path: Path) -> None:
+    """A script in a directory with a space (Mininet's `source` split it: "usage: source <file>", exit 0):
+    its lines run until `client false`, which exits 1 naming its line; the line after it never runs, and
+    the lab is torn down (the fixture leaves_machine_as_found checks the machine)."""
+    script = tmp_path / "a lab" / "fails on line 3.mn"
+    script.parent.mkdir()
+    ran, never = tmp_path / "ran", tmp_path / "never"
+    script.write_text(f"# a comment\nclient touch {ran}\nclient false\nclient touch {never}\n")
+    shell = subprocess.run(
+        [sys.executable, "-m", "netrepro", "shell", "--script", str(script)],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shell.returncode == 1, shell.stdout + shell.stderr
+    assert shell.stderr.endswith(
+        f"run.sh shell: --script {script} line 3: `client false`: exited with status 1; "
+        "the lines after it were not run\n"
+    ), shell.stderr
+    assert ran.exists() and not never.exists()
