@@ -10,7 +10,16 @@ A cluster this process starts is its own and ends with it
 (netrepro.engine.ssh_cluster: TLS with the run's own certificates, each
 process listening only on the address SSH reached its host on).
 A running cluster is reached with the TLS files given, or through Dask's
-own configuration; plain TCP only to loopback, or with `--insecure`.
+own configuration; plain TCP only to loopback, or with `--insecure`, and
+only where each of its workers is on TLS or loopback too (a scheduler that
+reaches a remote worker over plain TCP hands whoever reaches that worker
+root there), unless `--insecure`.
+
+Before the first trial every worker is asked what its lab would use
+(netrepro.engine.agree): the run takes one backend, switch, kernel and
+implementation for every host, or refuses naming the hosts that differ,
+and a worker that joins later checks that setup before its first trial
+(and, for --scheduler, that it is not on plain TCP from another machine).
 
 The coordinator (this process) submits one task per path setting, largest
 first (netrepro.engine.worker.run_setting: the lab once, verified, then the
@@ -21,15 +30,15 @@ runs the task again on another worker, and there each trial whose row has
 come home already is skipped (the run's `done` variable), so a trial that
 finished is never run twice, and the coordinator drops a second row for a
 trial should one ever come, and any row for a trial it did not hand out.
-Rows of several kernels or backends stop the run unless `--allow-mixed`.
-The manifest lists the workers.
+Rows of several kernels or backends stop the run unless `--allow-mixed`, and
+a row of another switch or implementation than agreed stops it.
+The manifest lists the workers and the agreed setup.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import ipaddress
 import json
 import logging
 import re
@@ -44,10 +53,12 @@ from ground import results
 from ground.errors import SetupError, UserError
 from ground.progress import Progress
 from ground.trials import trial_key
+from netrepro.engine import agree
+from netrepro.engine.agree import is_loopback, unsafe_workers
 from netrepro.engine.local import local_client
 from netrepro.engine.ssh_cluster import CONNECT_SECONDS, ssh_client
 from netrepro.engine.worker import Job, WorkerFailed, WorkerRefused, run_setting
-from netrepro.runner import session, shards
+from netrepro.runner import resume, session, shards
 from netrepro.runner.resume import RowSink
 from netrepro.runner.sweep import Options
 from netrepro.studykit.spec import Figure, Params
@@ -58,18 +69,6 @@ POLL_SECONDS = 0.2
 UNWIND_SECONDS = 120  # a stopped worker's lab: its trial's tools ended, its namespaces and links gone
 HOST = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._-]+|(?:[A-Za-z0-9._-]+@)?\[[0-9A-Fa-f:.]+\]")
 SCHEDULER = re.compile(r"(tcp|tls)://([^\s/]+):(\d+)")
-LOOPBACK_NAMES = ("localhost",)
-
-
-def is_loopback(host: str) -> bool:
-    """A literal loopback address (127.0.0.0/8, ::1) or `localhost`: no name is looked up."""
-    host = host.strip("[]")
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -260,8 +259,10 @@ class Writer:
         on_done: Callable[[list[str]], None] | None = None,
         expected: set[str] | None = None,
         launcher: str = "",
+        agreed: agree.Agreed | None = None,
     ) -> None:
         self.fig = fig
+        self.agreed = agreed  # the setup every host was to run with (netrepro.engine.agree)
         self.launcher = launcher  # where the trials ran, as the engine describes itself
         self.expected = expected
         self.trial_log = trial_log
@@ -311,6 +312,12 @@ class Writer:
                     f"{self.fig.full_name}: the workers differ: {listed}; the rows before are kept; "
                     "--allow-mixed runs on all the same"
                 )
+            differs = _not_as_agreed(row, self.agreed)
+            if differs:
+                raise UserError(
+                    f"{self.fig.full_name}: a row from {item['host']} ({item['worker']}) ran with {differs}; "
+                    "one CSV holds one setup; the rows before are kept"
+                )
             self.trial_log.append(row)
             me = self.workers.setdefault(item["worker"], {"host": item["host"], "kernel": item["kernel"], "rows": 0})
             me["rows"] += 1
@@ -330,7 +337,23 @@ class Writer:
             "second_rows_dropped": self.second_rows_dropped,
             "rows_not_handed_out_dropped": self.rows_not_handed_out_dropped,
             "settings_lost_with_their_workers": self.lost,
+            "setup": self.agreed.manifest() if self.agreed is not None else None,
         }
+
+
+def _not_as_agreed(row: dict[str, Any], agreed: agree.Agreed | None) -> str:
+    """How a row's switch or implementation differs from the agreed setup ("" where it does not)."""
+    if agreed is None:
+        return ""
+    said = []
+    switch = str(row.get("switch") or "")
+    if switch and agreed.switch and switch != agreed.switch:
+        said.append(f"switch {switch}, not {agreed.switch}")
+    impl, cc = str(row.get("cc_impl") or ""), str(row.get("cc") or "")
+    wanted = agreed.impls.get(cc, "")
+    if impl and wanted and impl != wanted:
+        said.append(f"cc_impl {impl}, not {wanted}")
+    return "; ".join(said)
 
 
 def _well_formed(item: Any) -> bool:
@@ -343,18 +366,51 @@ def _well_formed(item: Any) -> bool:
     )
 
 
-def _wait_for_lab_slots(client: Any, engine: Engine) -> None:
-    """At least one worker with the resource `lab`, within CONNECT_SECONDS."""
+def _wait_for_lab_slots(client: Any, engine: Engine) -> list[str]:
+    """The workers with the resource `lab`: every host's (--hosts), every lab's (--jobs), or at least one
+    (--scheduler), within CONNECT_SECONDS; for --scheduler, each of the scheduler's workers on TLS or loopback
+    unless --insecure (UserError, before anything is handed out)."""
+    wanted = len(engine.hosts) or engine.jobs or 1
     deadline = time.monotonic() + CONNECT_SECONDS
-    while time.monotonic() < deadline:
+    while True:
         workers = client.scheduler_info(n_workers=-1).get("workers", {})
-        if any(w.get("resources", {}).get("lab") for w in workers.values()):
-            return
+        labs = sorted(a for a, w in workers.items() if w.get("resources", {}).get("lab"))
+        if len(labs) >= wanted or time.monotonic() >= deadline:
+            break
         time.sleep(0.5)
-    raise SetupError(
-        f"{engine.describe()}: no worker offers the resource lab=1 (start each with "
-        "`dask worker ADDRESS --resources lab=1 --nthreads 1`, as root, from this checkout)"
+    if engine.scheduler and not engine.insecure:
+        unsafe = unsafe_workers(sorted(workers))
+        if unsafe:
+            raise UserError(
+                f"--scheduler {engine.scheduler}: its workers {', '.join(unsafe)} are reached over plain TCP "
+                "(no encryption, no authentication) from another machine, where whoever reaches them runs code "
+                "as root; start them with TLS (tls://, --tls-ca-file, --tls-cert, --tls-key), or add --insecure "
+                "on a trusted network"
+            )
+    if len(labs) < wanted:
+        if labs:
+            raise SetupError(f"{engine.describe()}: {len(labs)} of the {wanted} workers came up: {', '.join(labs)}")
+        raise SetupError(
+            f"{engine.describe()}: no worker offers the resource lab=1 (start each with "
+            "`dask worker ADDRESS --resources lab=1 --nthreads 1`, as root, from this checkout)"
+        )
+    return labs
+
+
+def agree_on_setup(
+    client: Any, engine: Engine, labs: list[str], fig: Figure, todo: list[tuple[Params, int]], opts: Options, code: str
+) -> agree.Agreed:
+    """Every lab worker's setup, asked before anything is handed out, and the one the run takes
+    (netrepro.engine.agree.decide: a refusal names the hosts that differ)."""
+    grid = list({json.dumps(p, sort_keys=True, default=str): p for p, _ in todo}.values())  # each setting once
+    answers = client.run(
+        agree.probe, fig, grid, opts.shaper, opts.switch, opts.cc_impl, workers=labs, on_error="return"
     )
+    hosts = [agree.HostSetup.of(worker, answers.get(worker, "no answer")) for worker in labs]
+    agreed = agree.decide(fig, hosts, code, opts.cc_impl, opts.switch, engine.allow_mixed)
+    for note in agreed.notes:
+        print(f"  {note}", flush=True)
+    return agreed
 
 
 def run_trials(
@@ -368,11 +424,15 @@ def run_trials(
     anew."""
     from distributed import Event, Queue, Variable
 
-    labs = engine.jobs or len(engine.hosts) or 1
+    slots = engine.jobs or len(engine.hosts) or 1
     phases = session.tuning_phases(todo) if engine.jobs else [todo]
     run = uuid.uuid4().hex[:12]
+    code = results.code_fingerprint()
     with connect(engine) as client:
-        _wait_for_lab_slots(client, engine)
+        labs = _wait_for_lab_slots(client, engine)
+        agreed = agree_on_setup(client, engine, labs, fig, todo, opts, code)
+        if isinstance(trial_log, resume.ResumeGuard):  # a resumed figure: its earlier rows, against the agreed setup
+            resume.check_resume(fig, trial_log.csv_path, trial_log.earlier, agreed.setup(), trial_log.columns)
         rows = Queue(f"netrepro-rows-{run}")  # every row, on its way to the one writer: here
         done = Variable(f"netrepro-done-{run}")  # the keys with a successful row here: a worker skips them
         stop = Event(f"netrepro-stop-{run}")  # set: every worker stops and unwinds its lab
@@ -384,17 +444,17 @@ def run_trials(
             overrides=dict(opts.overrides),
             seed=opts.seed,
             strict=opts.strict,
-            shaper=opts.shaper,
-            switch=opts.switch,
-            cc_impl=opts.cc_impl,
-            code=results.code_fingerprint(),
+            code=code,
             rows=rows.name,
             done=done.name,
             stop=stop.name,
+            **agreed.job_options(opts.shaper, opts.switch),
+            expected=agreed.expected(),
+            plain_tcp_ok=engine.insecure or not engine.scheduler,
         )
         settings = len({shards.setting(p) for p, _ in todo})
         # a task per path setting; a setting split where there are more labs than settings (shards.tasks)
-        dealt = [shards.tasks(phase, labs) for phase in phases]
+        dealt = [shards.tasks(phase, slots) for phase in phases]
         in_phases = f" in {len(phases)} phases, one tuning each" if len(phases) > 1 else ""
         print(
             f"  {engine.describe()}: {sum(map(len, dealt))} labs for {settings} path settings{in_phases}, "
@@ -410,10 +470,11 @@ def run_trials(
             on_done=done.set,
             expected={trial_key(params, index) for params, index in todo},
             launcher=engine.describe(),
+            agreed=agreed,
         )
         try:
             for n, (phase, tasks) in enumerate(zip(phases, dealt, strict=True)):
-                hold = session.hold_algorithms([p for p, _ in phase], opts.cc_impl) if engine.jobs else None
+                hold = session.hold_algorithms([p for p, _ in phase], agreed.cc_impl) if engine.jobs else None
                 with hold or contextlib.nullcontext({}) as held:
                     job = dataclasses.replace(every, held=held)
                     _run_tasks(client, job, tasks, f"{fig.name}-{n}-{run}", stop, rows, writer)
@@ -426,7 +487,13 @@ def run_trials(
 
 
 def _run_tasks(
-    client: Any, every: Job, tasks: list[list[tuple[Params, int]]], prefix: str, stop: Any, rows: Any, writer: Writer
+    client: Any,
+    every: Job,
+    tasks: list[list[tuple[Params, int]]],
+    prefix: str,
+    stop: Any,
+    rows: Any,
+    writer: Writer,
 ) -> None:
     """Each task on a lab slot of the cluster, largest first; every row to the writer as it comes; until
     all have ended, or else (an error, an interrupt) until the workers have stopped and undone their labs."""
@@ -436,7 +503,12 @@ def _run_tasks(
     for n, task in enumerate(tasks):  # largest first
         key = f"netrepro-{prefix}-{n}"
         future = client.submit(
-            run_setting, dataclasses.replace(every, todo=task), key=key, resources={"lab": 1}, pure=False, retries=0
+            run_setting,
+            dataclasses.replace(every, todo=task),
+            key=key,
+            resources={"lab": 1},
+            pure=False,
+            retries=0,
         )
         futures[future] = _task_name(task, tasks)
     try:

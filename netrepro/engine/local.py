@@ -4,9 +4,10 @@ The same engine as `--hosts` (netrepro.engine.cluster: one lab per worker,
 this process the one writer of the CSV), with its scheduler, nannies and
 workers on this machine: Dask's LocalCluster, N workers of one thread and
 one lab slot each, every connection TLS with certificates made for the run
-(engine.tls: a CA whose key is never written), each process
-listening on 127.0.0.1 only, their scratch files and the certificates in
-private directories the run's ledger removes.  The scheduler and the
+(engine.tls: a CA whose key is never kept), each process
+listening on 127.0.0.1 only; the certificates in memory files of this
+process (never on a disk), which its workers open by name as root, and
+the scratch files in a private directory the run's ledger removes.  The scheduler and the
 nannies live in this process; each worker is a child process that exits
 when this process does (Dask's own pipe to it), and each worker's trial
 process unwinds its lab when its worker goes (PR_SET_PDEATHSIG), so a
@@ -20,7 +21,7 @@ the cluster is up are recorded in the ledger (`semaphores_mapped`) and handed
 back to multiprocessing when the cluster is down, so that `run.sh clean`
 removes them only where the run was killed.
 
-Each lab has its own namespaces, addresses (topologies.lab.ip_base), NFQUEUE
+Each lab has its own namespaces, addresses (ground.subnets), NFQUEUE
 numbers (per namespace), ports and ledger; what the machine shares
 (congestion controls, modules, tracefs) is changed under the machine lock.
 """
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ground.errors import SetupError
-from netrepro.engine.tls import HTTP_ROUTES, make_certificates
+from netrepro.engine import tls
 
 CONNECT_SECONDS = 60  # the workers up, and this client connected
 SHM = Path("/dev/shm")
@@ -62,13 +63,12 @@ def local_client(jobs: int) -> Iterator[Any]:
     from ground.ledger import Ledger
 
     run = secrets.token_hex(6)
-    with Ledger(contain=False) as ledger:
-        made = make_certificates(ledger.temp_dir("netrepro-tls-"), run)
+    with Ledger(contain=False) as ledger, tls.in_memory(tls.make_certificates(run).pem) as paths:
         scratch = ledger.temp_dir("netrepro-dask-")
-        security = made.local_security()
+        security = tls.security(paths, node=True, client=True)
         config = {
-            "distributed.scheduler.http.routes": HTTP_ROUTES,
-            "distributed.worker.http.routes": HTTP_ROUTES,
+            "distributed.scheduler.http.routes": tls.HTTP_ROUTES,
+            "distributed.worker.http.routes": tls.HTTP_ROUTES,
             "temporary-directory": str(scratch),
         }
         try:

@@ -2,79 +2,98 @@
 
 The CA's key lives only in memory while the run's certificates are made: once
 they are, nothing else can ever be signed by it, so only the processes the
-run hands its files to can join its cluster or talk to it.  One certificate
+run hands them to can join its cluster or talk to it.  One certificate
 serves the scheduler, the workers and the nannies; one the coordinator.
-Files are written 0600, never through a link, into a directory the caller
-made private (a ledger's temp_dir).
+None of them is ever a file on a disk: each process that needs them keeps
+them in memory files of its own (`in_memory`: memfd, gone with the
+process), which Dask and Python's ssl open by name, /proc/PID/fd/N.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 CERT_DAYS = 30  # the run's certificates: valid from a few minutes ago, for longer than any run
 # The HTTP servers Dask starts beside each scheduler and worker serve no TLS and ask no credentials:
 # they answer a health check only (no task names, worker list or metrics).
 HTTP_ROUTES = ["distributed.http.health"]
+MEMFD_PREFIX = "netrepro-tls-"  # a memory file's name, as /proc/PID/fd/N links show it ("/memfd:netrepro-tls-...")
+NODE_FILES = ("ca.crt", "node.crt", "node.key")  # what a scheduler, nanny or worker of the run holds
+CLIENT_FILES = ("ca.crt", "client.crt", "client.key")  # what the coordinator holds
 
 
 @dataclass(frozen=True)
 class RunCertificates:
-    """A CA made for one run, and the certificates it signed, as PEM files in a private directory.
+    """A CA made for one run, and the certificates it signed, as PEM, in this process's memory only.
 
-    The CA's key is never written: nothing can be signed by it once the run has made these.
+    The CA's key is never kept: nothing can be signed by it once the run has made these.
     """
 
-    directory: Path
-    ca: Path
-    node_cert: Path  # the scheduler's, the workers' and the nannies'
-    node_key: Path
-    client_cert: Path  # this process's
-    client_key: Path
+    pem: Mapping[str, bytes]  # ca.crt, node.crt, node.key, client.crt, client.key
 
-    def client_security(self) -> Any:
-        """The coordinator's: its own certificate, to connect."""
-        return self._security(client=True)
+    def node_files(self) -> dict[str, bytes]:
+        return {n: self.pem[n] for n in NODE_FILES}
 
-    def local_security(self) -> Any:
-        """One process's security for a cluster that lives partly in it (--jobs: the scheduler and the
-        nannies in the coordinator): the node's certificate to serve, the coordinator's to connect."""
-        return self._security(node=True, client=True)
-
-    def node_security(self) -> Any:
-        """What a scheduler or worker of the run holds (here for tests; the hosts get these files by SSH)."""
-        return self._security(node=True)
-
-    def _security(self, *, node: bool = False, client: bool = False) -> Any:
-        """A distributed.Security requiring TLS from the run's CA, with the node's and/or the client's files."""
-        from distributed.security import Security
-
-        files: dict[str, Path] = {}
-        if node:
-            files.update(
-                tls_scheduler_cert=self.node_cert,
-                tls_scheduler_key=self.node_key,
-                tls_worker_cert=self.node_cert,
-                tls_worker_key=self.node_key,
-            )
-        if client:
-            files.update(tls_client_cert=self.client_cert, tls_client_key=self.client_key)
-        return Security(require_encryption=True, tls_ca_file=str(self.ca), **{k: str(v) for k, v in files.items()})
+    def client_files(self) -> dict[str, bytes]:
+        return {n: self.pem[n] for n in CLIENT_FILES}
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+@contextlib.contextmanager
+def in_memory(files: Mapping[str, bytes]) -> Iterator[dict[str, str]]:
+    """Each file as a memory file of this process (memfd: never on a disk, gone when the last descriptor
+    closes), named /proc/PID/fd/N: this process opens it by that name, and so can its children as root,
+    which inherit no descriptor from it (multiprocessing's spawn).  Closed when the block ends."""
+    fds: list[int] = []
+    try:
+        for name in files:
+            fds.append(os.memfd_create(MEMFD_PREFIX + name, os.MFD_CLOEXEC))
+            os.write(fds[-1], files[name])
+        yield {name: f"/proc/{os.getpid()}/fd/{fd}" for name, fd in zip(files, fds, strict=True)}
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
-def make_certificates(directory: Path, run: str) -> RunCertificates:
-    """The run's CA, and a node and a client certificate it signed (ECDSA P-256), into `directory`
-    (which must be private: 0700, this user's); each file 0600."""
+def security(paths: Mapping[str, str], *, node: bool = False, client: bool = False) -> Any:
+    """A distributed.Security requiring TLS from the run's CA, with the node's and/or the client's files
+    (their names, from `in_memory`: given as names, Dask writes nothing; given as PEM, it would write
+    them to a temporary directory each time it made a context)."""
+    from distributed.security import Security
+
+    files: dict[str, str] = {}
+    if node:
+        files.update(
+            tls_scheduler_cert=paths["node.crt"],
+            tls_scheduler_key=paths["node.key"],
+            tls_worker_cert=paths["node.crt"],
+            tls_worker_key=paths["node.key"],
+        )
+    if client:
+        files.update(tls_client_cert=paths["client.crt"], tls_client_key=paths["client.key"])
+    return Security(require_encryption=True, tls_ca_file=paths["ca.crt"], **files)
+
+
+def dask_config(paths: Mapping[str, str]) -> dict[str, Any]:
+    """Dask's configuration for a node of the run: TLS only, with the node's files; health checks only."""
+    return {
+        "distributed.comm.require-encryption": True,
+        "distributed.comm.tls.ca-file": paths["ca.crt"],
+        "distributed.comm.tls.scheduler.cert": paths["node.crt"],
+        "distributed.comm.tls.scheduler.key": paths["node.key"],
+        "distributed.comm.tls.worker.cert": paths["node.crt"],
+        "distributed.comm.tls.worker.key": paths["node.key"],
+        "distributed.scheduler.http.routes": HTTP_ROUTES,
+        "distributed.worker.http.routes": HTTP_ROUTES,
+    }
+
+
+def make_certificates(run: str) -> RunCertificates:
+    """The run's CA, and a node and a client certificate it signed (ECDSA P-256), in memory."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -132,19 +151,13 @@ def make_certificates(directory: Path, run: str) -> RunCertificates:
 
     node = leaf("node", [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH])
     client = leaf("coordinator", [ExtendedKeyUsageOID.CLIENT_AUTH])
-    made = RunCertificates(
-        directory=directory,
-        ca=directory / "ca.crt",
-        node_cert=directory / "node.crt",
-        node_key=directory / "node.key",
-        client_cert=directory / "client.crt",
-        client_key=directory / "client.key",
+    pem = serialization.Encoding.PEM
+    return RunCertificates(
+        pem={
+            "ca.crt": ca_cert.public_bytes(pem),
+            "node.crt": node[0],
+            "node.key": node[1],
+            "client.crt": client[0],
+            "client.key": client[1],
+        }
     )
-    _write_private(made.ca, ca_cert.public_bytes(serialization.Encoding.PEM))
-    for (cert_pem, key_pem), (cert_path, key_path) in (
-        (node, (made.node_cert, made.node_key)),
-        (client, (made.client_cert, made.client_key)),
-    ):
-        _write_private(cert_path, cert_pem)
-        _write_private(key_path, key_pem)
-    return made

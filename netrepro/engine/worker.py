@@ -20,7 +20,11 @@ row on the run's queue (both live on the scheduler), and returns the
 verifications.  Before its first trial the process checks that it runs the
 coordinator's code (commit, and the same uncommitted changes if any) and
 that the machine passes the figure's doctor (`preflight.check_machine`);
-either mismatch is a refusal.  The process dies with the worker that started
+either mismatch is a refusal, and so is a lab that would run with another
+backend, switch, kernel or implementation than the run agreed on
+(netrepro.engine.agree: a worker that joined after the run asked its
+hosts), or, for a running scheduler, a worker reached over plain TCP from
+another machine.  The process dies with the worker that started
 it (PR_SET_PDEATHSIG: SIGTERM, on which it unwinds its lab), and with the
 run: a stop event the thread watches.
 """
@@ -83,6 +87,8 @@ class Job:
     stop: str  # the run's Dask event: stop now
     # --jobs: the variants the coordinator holds loaded for every lab on this machine, with their row columns
     held: dict[str, dict[str, Any]] = field(default_factory=dict)
+    expected: dict[str, Any] = field(default_factory=dict)  # the run's setup (agree.Agreed.expected); {}: any
+    plain_tcp_ok: bool = True  # False: a worker reached over plain TCP from another machine refuses
 
 
 # -- in the Dask worker's thread ----------------------------------------------------------------
@@ -92,9 +98,16 @@ def run_setting(job: Job) -> dict[str, Any]:
     """Run `job` in a process of its own; relay its rows and questions; return its verifications."""
     from distributed import Event, Queue, Variable, get_worker
 
+    from netrepro.engine.agree import unsafe_workers
+
     worker = get_worker()
-    rows, done, stop = Queue(job.rows), Variable(job.done), Event(job.stop)
     machine = {"worker": worker.address, "host": platform.node(), "kernel": kernel.release()}
+    if not job.plain_tcp_ok and unsafe_workers([worker.address]):
+        raise WorkerRefused(
+            f"worker {worker.address} ({machine['host']}) refused: it is reached over plain TCP from another "
+            "machine; start it with TLS, or give --insecure"
+        )
+    rows, done, stop = Queue(job.rows), Variable(job.done), Event(job.stop)
     with tempfile.TemporaryFile("w+", prefix="netrepro-worker-") as log_file:
         child, read_end = start_trial_process(job, log_file)
         answers = child.stdin
@@ -250,6 +263,14 @@ def main() -> int:
     except NetreproError as e:
         say(refused=f"its machine fails the doctor for {fig.full_name}: {e}")
         return 2
+    if job.expected:  # the setup the run agreed on before its first trial: a worker that joined later, too
+        from netrepro.engine.agree import differences
+        from netrepro.runner import resume
+
+        differs = differences(job.expected, resume.planned_setup(fig, grid, job.shaper, job.switch, job.cc_impl))
+        if differs:
+            say(refused=f"its lab would run with {differs}; one CSV holds one setup")
+            return 2
 
     def claim(key: str) -> bool:
         say(ask=key)

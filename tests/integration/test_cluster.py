@@ -12,7 +12,11 @@ dies with its worker).  Dask's SSH launcher (`--hosts`) runs a
 one-setting figure through an sshd the test starts on a loopback port,
 with a host key and a client key it makes; the cluster it starts lets in
 only the run's own certificates, listens on no port of every interface,
-and its processes end within a minute of the coordinator's SIGKILL.
+keeps every key of the run in memory files only (none on the root
+filesystem, none on a command line), and its processes and their keys end
+within a minute of the coordinator's SIGKILL.  The running cluster of the
+first tests is started as docs/cluster.md says: every Dask HTTP server on
+the host's own address.
 """
 
 from __future__ import annotations
@@ -24,22 +28,23 @@ import re
 import signal
 import socket
 import ssl
+import stat
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 from figures import ok_rows
 
 import expts
-from ground import ledgers, undo
 from ground.results import REPO
 from ground.trials import read_rows, trial_key
-from netrepro.engine.ssh_cluster import remote_certificate_copies
+from netrepro.engine import tls
+from netrepro.engine.ssh_cluster import IDLE_SECONDS, remote_certificate_copies
 from netrepro.engine.tls import RunCertificates, make_certificates
 from netrepro.lanes.loopback_sshd import Sshd, descendants, free_port, loopback_sshd, still_running
 from netrepro.runner import shards
@@ -55,17 +60,19 @@ class Cluster:
     """A Dask scheduler and workers on loopback, as the test's own processes; TLS with `tls` (its
     nodes hold the node certificate), plain TCP without."""
 
-    def __init__(self, where: Path, tls: RunCertificates | None = None) -> None:
+    def __init__(self, where: Path, files: dict[str, Path] | None = None) -> None:
         self.where = where
         self.file = where / "scheduler.json"
         self.workers: dict[str, subprocess.Popen[bytes]] = {}  # address: process
         self.env = {**os.environ, "DASK_TEMPORARY_DIRECTORY": str(where)}  # Dask's scratch files: here
         self.tls: list[str] = []
-        if tls is not None:
-            self.tls = ["--tls-ca-file", str(tls.ca), "--tls-cert", str(tls.node_cert), "--tls-key", str(tls.node_key)]
+        if files is not None:
+            self.tls = ["--tls-ca-file", str(files["ca.crt"]), "--tls-cert", str(files["node.crt"]),
+                        "--tls-key", str(files["node.key"])]  # fmt: skip
         log = open(where / "scheduler.log", "wb")  # noqa: SIM115 - the process's, closed with it
         self.scheduler = subprocess.Popen(
             [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+             "--dashboard-address", "127.0.0.1:0",
              "--scheduler-file", str(self.file), *(["--protocol", "tls", *self.tls] if self.tls else [])],
             stdout=log, stderr=log, cwd=where, env=self.env,
         )  # fmt: skip
@@ -81,6 +88,7 @@ class Cluster:
         process = subprocess.Popen(
             [str(DASK), "worker", self.address, "--nthreads", "1", "--resources", "lab=1", "--no-nanny",
              "--host", "127.0.0.1", "--worker-port", str(port), "--no-dashboard",
+             "--dashboard-address", "127.0.0.1:0",
              "--local-directory", str(self.where / f"scratch-{port}"), *self.tls],
             stdout=log, stderr=log, cwd=REPO, env=self.env,
         )  # fmt: skip
@@ -133,27 +141,36 @@ def namespaces() -> set[str]:
 
 
 @pytest.fixture
-def tls_cluster(tmp_path: Path) -> Iterator[tuple[Cluster, RunCertificates]]:
-    """A running cluster on TLS, and certificates from its CA: the client's are --scheduler's TLS files."""
+def tls_cluster(tmp_path: Path) -> Iterator[tuple[Cluster, dict[str, Path]]]:
+    """A running cluster on TLS, as a user starts one from files, and certificates from its CA: the client's
+    are --scheduler's TLS files."""
     private = tmp_path / "tls"
     private.mkdir(mode=0o700)
-    made = make_certificates(private, "test")
-    c = Cluster(tmp_path, made)
+    made: RunCertificates = make_certificates("test")
+    files = {name: private / name for name in made.pem}
+    for name, path in files.items():
+        path.write_bytes(made.pem[name])
+    c = Cluster(tmp_path, files)
     try:
-        yield c, made
+        yield c, files
     finally:
         c.stop()
 
 
-def test_two_workers_run_every_trial_once(tls_cluster: tuple[Cluster, RunCertificates], tmp_path: Path) -> None:
-    cluster, tls = tls_cluster
+def test_two_workers_run_every_trial_once(tls_cluster: tuple[Cluster, dict[str, Path]], tmp_path: Path) -> None:
+    cluster, tls_files = tls_cluster
     assert cluster.address.startswith("tls://127.0.0.1:")
     workers = {cluster.add_worker(), cluster.add_worker()}
     fig = expts.find(SETTINGS_FIGURE)
     out = tmp_path / "results"
     said = finished(run("run", SETTINGS_FIGURE, "--quick", "--scheduler", cluster.address, "--out", str(out),
-                        "--tls-ca-file", str(tls.ca), "--tls-cert", str(tls.client_cert),
-                        "--tls-key", str(tls.client_key)))  # fmt: skip
+                        "--tls-ca-file", str(tls_files["ca.crt"]), "--tls-cert", str(tls_files["client.crt"]),
+                        "--tls-key", str(tls_files["client.key"])))  # fmt: skip
+    # Started as docs/cluster.md says, no process of the cluster (which outlives the run) listens beyond the
+    # host's address: Dask's HTTP servers (health, metrics, info) included, which --no-dashboard leaves on
+    # every interface.
+    ports = listening({cluster.scheduler.pid, *(w.pid for w in cluster.workers.values())})
+    assert len(ports) == 2 * (1 + len(workers)) and all(a == "127.0.0.1" for a, _ in ports), ports
     rows = ok_rows(read_rows(out / fig.directory / fig.csv_name))
     assert sorted(r["trial_key"] for r in rows) == plain_keys(SETTINGS_FIGURE), said  # each once, none missing
     assert {r["worker"] for r in rows} == workers  # both ran labs, side by side
@@ -219,6 +236,9 @@ def test_the_ssh_launcher_runs_a_figure(sshd: Sshd, tmp_path: Path) -> None:
     assert sorted(r["trial_key"] for r in rows) == plain_keys(ONE_SETTING_FIGURE), said
     manifest = json.loads((out / fig.directory / f"{fig.name}.manifest.json").read_text())
     assert manifest["engine"]["launcher"] == "SSH hosts root@127.0.0.1" and len(manifest["engine"]["workers"]) == 1
+    setup = manifest["engine"]["setup"]  # agreed before the first trial, and what the rows ran with
+    assert (setup["backend"], setup["switch"]) == (rows[0]["backend"], rows[0]["switch"]), setup
+    assert setup["cc_impls"][rows[0].get("cc") or ""] == rows[0]["cc_impl"], setup
     assert all(w.startswith("tls://127.0.0.1:") for w in manifest["engine"]["workers"])
     assert manifest["engine"]["rows_not_handed_out_dropped"] == 0
     assert remote_certificate_copies() == before  # the host's copy of the run's certificate went with the run
@@ -248,13 +268,60 @@ def refused(address: str, security: object = None) -> str:
     return ""
 
 
+# Where a run could leave a file on the root filesystem (/tmp is on it here; /dev/shm and /run are tmpfs).
+DISK_PLACES = (Path("/tmp"), Path("/var/tmp"), REPO, Path.home())
+# What a command line of the run must not show: a key, Dask's configuration, TLS settings.
+NOT_ON_A_COMMAND_LINE = ("PRIVATE KEY", "BEGIN CERTIFICATE", "DASK_", "--spec", "distributed.", "tls-", "ca-file",
+                         "require-encryption", "netrepro-tls")  # fmt: skip
+
+
+def memory_keys(pids: Iterable[int]) -> dict[int, list[bytes]]:
+    """The private keys of runs these processes hold in memory files (netrepro.engine.tls.in_memory)."""
+    found: dict[int, list[bytes]] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd).startswith(f"/memfd:{tls.MEMFD_PREFIX}"):
+                        data = fd.read_bytes()
+                        if b"PRIVATE KEY" in data:
+                            found.setdefault(pid, []).append(data)
+    return found
+
+
+def files_holding(keys: set[bytes], since: float) -> list[str]:
+    """Files on the root filesystem, in the places a run could write, changed since `since`, holding one of
+    `keys`."""
+    root = os.stat("/").st_dev
+    found = []
+    for place in DISK_PLACES:
+        for top, dirs, names in os.walk(place):
+            dirs[:] = [d for d in dirs if os.lstat(os.path.join(top, d)).st_dev == root]
+            for name in names:
+                path = os.path.join(top, name)
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    if not stat.S_ISREG(st.st_mode) or st.st_dev != root or st.st_mtime < since:
+                        continue
+                    data = Path(path).read_bytes()
+                    if any(k in data for k in keys):
+                        found.append(path)
+    return found
+
+
+def command_lines() -> dict[int, str]:
+    """Every process's command line, as `ps` shows it to any user."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+    return {int(line.split(None, 1)[0]): line.split(None, 1)[1] for line in out.splitlines() if len(line.split()) > 1}
+
+
 def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
     sshd: Sshd, tmp_path: Path, summary_lines: list[str]
 ) -> None:
     from distributed.security import Security
 
     before_remote = remote_certificate_copies()
-    before_local = set(Path(tempfile.gettempdir()).glob("netrepro-tls-*"))
+    began = time.time()
     coordinator = run("run", SETTINGS_FIGURE, "--quick", "--hosts", "root@127.0.0.1", "--ssh-config",
                       str(sshd.config), "--out", str(tmp_path / "results"))  # fmt: skip
     try:
@@ -265,11 +332,20 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
             time.sleep(0.5)
         else:
             pytest.fail(f"the cluster did not start: {coordinator.communicate(timeout=30)[0][-4000:]}")
-        launched = descendants(sshd.pid)  # the holder, the scheduler, the nanny, the worker, its trial process
+        launched = descendants(sshd.pid)  # the sessions, the scheduler, the nanny, the worker, its trial process
         ports = listening(set(launched))
         summary_lines.append(f"cluster (--hosts on loopback): the launched processes listen on {sorted(ports)}")
         assert ports and all(address == "127.0.0.1" for address, _ in ports), ports  # none on 0.0.0.0, [::] or *
         assert ("127.0.0.1", 8786) in ports
+        # The run's keys: in memory files of the coordinator (its own) and of the nodes (the node's), nowhere
+        # on the root filesystem, and no command line shows a key, a TLS setting or Dask's configuration.
+        held = memory_keys([coordinator.pid, *launched])
+        keys = {k for found in held.values() for k in found}
+        assert coordinator.pid in held and set(held) - {coordinator.pid} and len(keys) == 2, held.keys()
+        assert not files_holding(keys, began - 1)
+        shown = {pid: line for pid, line in command_lines().items() if pid in {coordinator.pid, *launched}}
+        assert any("netrepro.engine.node" in line for line in shown.values()), shown
+        assert not {pid: line for pid, line in shown.items() if any(m in line for m in NOT_ON_A_COMMAND_LINE)}
         # No way in without the run's certificate: plain TCP, TLS with another CA's certificate.
         assert refused("tcp://127.0.0.1:8786")
         assert refused("tls://127.0.0.1:8786", Security.temporary())  # type: ignore[no-untyped-call]
@@ -291,21 +367,12 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
                 continue
             with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
                 try:
-                    with stranger.wrap_socket(raw) as tls:
-                        tls.sendall(b"x")
-                        tls.settimeout(5)
-                        assert tls.recv(1) == b"", f"port {port} took a stranger's certificate"
+                    with stranger.wrap_socket(raw) as tls_socket:
+                        tls_socket.sendall(b"x")
+                        tls_socket.settimeout(5)
+                        assert tls_socket.recv(1) == b"", f"port {port} took a stranger's certificate"
                 except (OSError, ssl.SSLError):
                     pass  # refused in the handshake (or not TLS: HTTP)
-        # The coordinator's copy of the certificates: a private directory its ledger removes.
-        local = set(Path(tempfile.gettempdir()).glob("netrepro-tls-*")) - before_local
-        assert len(local) == 1 and all(p.stat().st_mode & 0o777 == 0o700 for p in local), local
-        assert {f.stat().st_mode & 0o777 for p in local for f in p.iterdir()} == {0o600}
-        coordinators = [f for f in ledgers.ledger_files() if f.owner and f.owner.get("pid") == coordinator.pid]
-        assert [str(p) for p in local] == [
-            e["path"] for f in coordinators for e in f.entries if e.get("kind") == "path"
-        ]
-        assert remote_certificate_copies() - before_remote, "the host's copy of the run's certificate"
         assert coordinator.poll() is None, "the run ended during the probes"
     finally:
         coordinator.send_signal(signal.SIGKILL)
@@ -323,9 +390,10 @@ def test_a_launched_cluster_lets_in_only_the_run_and_ends_with_it(
         f"{gone_after:.1f} s after the coordinator's SIGKILL: {len(left())}"
     )
     assert not left(), f"still running a minute after the coordinator's SIGKILL: {left()}"
-    # Their SSH sessions' end did it, not the scheduler's idle timeout (the backstop, at 50 s).
-    assert gone_after < 30, f"the launched processes took {gone_after:.0f} s to end"
-    assert remote_certificate_copies() == before_remote  # the host removed its copy of the run's certificate
-    # The coordinator's own copy is in its ledger, which `clean` undoes (the run would have at its end).
-    report = undo.clean(only=lambda found: (found.owner or {}).get("pid") == coordinator.pid)
-    assert not [p for p in local if p.exists()], report
+    # Their SSH sessions' end did it, not the scheduler's idle timeout (the backstop).
+    assert gone_after < 30 < IDLE_SECONDS, f"the launched processes took {gone_after:.0f} s to end"
+    # The keys went with their processes: no process holds one, no file has one, and there is nothing to clean.
+    everyone = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+    assert not [pid for pid, found in memory_keys(everyone).items() if keys & set(found)]
+    assert not files_holding(keys, began - 1)
+    assert remote_certificate_copies() == before_remote

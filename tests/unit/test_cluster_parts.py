@@ -1,9 +1,9 @@
 """The cluster engine's parts that need no cluster: its options, the one writer, a worker's refusal,
-the run's certificates and the script that keeps them on a host."""
+the run's certificates in memory, and a node as a host runs it."""
 
 from __future__ import annotations
 
-import base64
+import contextlib
 import io
 import json
 import logging
@@ -12,6 +12,7 @@ import select
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -24,8 +25,10 @@ import expts
 from ground.errors import UserError
 from ground.progress import Progress
 from ground.trials import trial_key
+from netrepro.engine import tls
 from netrepro.engine.cluster import Engine, Writer
-from netrepro.engine.ssh_cluster import REMOTE_FILES, bind_address, holder_script
+from netrepro.engine.node import bind_address, job_line
+from netrepro.engine.ssh_cluster import node_command
 from netrepro.engine.tls import RunCertificates, make_certificates
 from netrepro.engine.worker import Job, start_trial_process
 
@@ -240,73 +243,91 @@ def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> tuple[str, str]
 
 
 @pytest.fixture
-def certificates(tmp_path: Path) -> RunCertificates:
-    private = tmp_path / "tls"
-    private.mkdir(mode=0o700)
-    return make_certificates(private, "test")
+def certificates() -> RunCertificates:
+    return make_certificates("test")
+
+
+def memory_files(pid: int) -> dict[str, bytes]:
+    """A process's memory files of the run's certificates: name -> content (root, or the process's owner)."""
+    found = {}
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            link = os.readlink(fd)
+            if link.startswith(f"/memfd:{tls.MEMFD_PREFIX}"):
+                found[link.removeprefix(f"/memfd:{tls.MEMFD_PREFIX}").removesuffix(" (deleted)")] = fd.read_bytes()
+    return found
 
 
 def test_the_run_certificates_let_in_only_their_holders(certificates: RunCertificates) -> None:
     from distributed.security import Security
 
-    assert {p.name: p.stat().st_mode & 0o777 for p in certificates.directory.iterdir()} == {
-        n: 0o600 for n in ("ca.crt", "node.crt", "node.key", "client.crt", "client.key")
-    }  # and no CA key
-    node = certificates.node_security()
-    listen = node.get_listen_args("scheduler")["ssl_context"]
-    assert handshake(listen, certificates.client_security().get_connection_args("client")["ssl_context"]) == (
-        "ok", "ok"
+    assert set(certificates.pem) == {"ca.crt", "node.crt", "node.key", "client.crt", "client.key"}  # no CA key
+    with tls.in_memory(certificates.pem) as paths:
+        # memory files of this process, named so that Dask opens them: nothing on a disk
+        assert memory_files(os.getpid()) == dict(certificates.pem)
+        assert all(p.startswith(f"/proc/{os.getpid()}/fd/") for p in paths.values())
+        node = tls.security(paths, node=True)
+        listen = node.get_listen_args("scheduler")["ssl_context"]
+        client = tls.security(paths, client=True).get_connection_args("client")["ssl_context"]
+        assert handshake(listen, client) == ("ok", "ok")
+        assert handshake(listen, node.get_connection_args("worker")["ssl_context"]) == ("ok", "ok")  # worker to worker
+        stranger = Security.temporary()  # type: ignore[no-untyped-call]  # a certificate of another CA
+        assert "ok" not in handshake(listen, stranger.get_connection_args("client")["ssl_context"])
+        anonymous = ssl.create_default_context(cadata=certificates.pem["ca.crt"].decode())  # trusts it, holds none
+        anonymous.check_hostname = False
+        assert handshake(listen, anonymous)[0] != "ok"
+    assert memory_files(os.getpid()) == {}  # closed with the block
+
+
+def test_a_node_holds_the_certificates_in_memory_and_ends_with_its_session(
+    certificates: RunCertificates, tmp_path: Path
+) -> None:
+    """A scheduler node as a host runs it: its job on stdin, nothing on its command line, the key in memory files
+    only, serving the run's certificates alone, and gone when its stdin (the SSH session) ends."""
+    from distributed import Client
+
+    command = node_command()
+    assert command.endswith(" -m netrepro.engine.node") and "tls" not in command  # all that `ps` will show
+    env = {**os.environ, "SSH_CONNECTION": "127.0.0.1 50000 127.0.0.1 22"}  # as sshd sets it
+    node = subprocess.Popen(
+        [sys.executable, "-m", "netrepro.engine.node"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path,
     )  # fmt: skip
-    assert handshake(listen, node.get_connection_args("worker")["ssl_context"]) == ("ok", "ok")  # worker to worker
-    stranger = Security.temporary()  # type: ignore[no-untyped-call]  # a certificate of another CA
-    assert "ok" not in handshake(listen, stranger.get_connection_args("client")["ssl_context"])
-    anonymous = ssl.create_default_context(cafile=str(certificates.ca))  # trusts the cluster, holds no certificate
-    anonymous.check_hostname = False
-    assert handshake(listen, anonymous)[0] != "ok"
-
-
-def test_the_holder_keeps_the_files_while_its_stdin_is_open(certificates: RunCertificates, tmp_path: Path) -> None:
-    where = tmp_path / "host" / ".venv" / "dask" / "netrepro-tls-test"
-    nowhere = subprocess.run(["sh", "-c", holder_script(str(where))], input="", capture_output=True, text=True)
-    assert nowhere.returncode == 3 and not (tmp_path / "host").exists()  # no checkout there: none is made
-    where.parent.parent.mkdir(parents=True)  # the checkout's .venv; its dask/ is made
-    files = {n: (certificates.directory / n).read_bytes() for n in REMOTE_FILES}
-    env = {**os.environ, "SSH_CONNECTION": "10.0.0.9 50000 10.0.0.1 22"}  # as sshd sets it
-    holder = subprocess.Popen(["sh", "-c", holder_script(str(where))], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
-    assert holder.stdin is not None and holder.stdout is not None
+    assert node.stdin is not None and node.stdout is not None
     try:
-        holder.stdin.write("".join(base64.b64encode(files[n]).decode() + "\n" for n in REMOTE_FILES))
-        holder.stdin.flush()
-        ready = holder.stdout.readline()
-        assert bind_address(ready, "vm1") == "10.0.0.1"
-        assert where.stat().st_mode & 0o777 == 0o700
-        assert {p.name: (p.read_bytes(), p.stat().st_mode & 0o777) for p in where.iterdir()} == {
-            n: (files[n], 0o600) for n in REMOTE_FILES
-        }
-        assert b"PRIVATE KEY" not in Path(f"/proc/{holder.pid}/cmdline").read_bytes()  # the key came on stdin
-        holder.stdin.close()  # this process's SSH session ended
-        assert holder.wait(10) == 0
-        assert not where.exists()
-        # a directory that is there already (someone else's, or a link) is not used
-        where.mkdir(parents=True)
-        again = subprocess.run(["sh", "-c", holder_script(str(where))], input="", capture_output=True, text=True)
-        assert again.returncode == 3 and "ready" not in again.stdout and where.exists()
+        kwargs = {"protocol": "tls", "port": 0, "dashboard": False, "dashboard_address": None, "idle_timeout": 300}
+        node.stdin.write(job_line("scheduler", None, kwargs, certificates.node_files(), "vm1", str(tmp_path / "s")))
+        node.stdin.flush()
+        ready = node.stdout.readline()
+        assert ready.startswith("ready tls://127.0.0.1:"), ready
+        cmdline = Path(f"/proc/{node.pid}/cmdline").read_bytes()
+        assert cmdline.split(b"\0")[1:3] == [b"-m", b"netrepro.engine.node"] and b"tls" not in cmdline
+        assert memory_files(node.pid) == certificates.node_files()
+        key = certificates.pem["node.key"]
+        assert not [f for f in tmp_path.rglob("*") if f.is_file() and key in f.read_bytes()]
+        address = ready.split()[1]
+        with (
+            tls.in_memory(certificates.client_files()) as paths,
+            Client(address, security=tls.security(paths, client=True), timeout=20) as client,  # type: ignore[no-untyped-call]
+        ):
+            assert client.scheduler_info()["address"] == address
+        node.stdin.close()  # the session ended
+        assert node.wait(30) == 0
     finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait()
+        if node.poll() is None:
+            node.kill()
+            node.wait()
 
 
 @pytest.mark.parametrize(
-    ("ready", "address"),
+    ("ssh_connection", "address"),
     [
-        ("ready 10.0.0.9 50000 10.0.0.1 22\n", "10.0.0.1"),
-        ("ready ::1 50000 ::1 22", "[::1]"),
-        ("ready fe80::2 5 fe80::1%eth0 22", "[fe80::1]"),
-        ("ready \n", "vm1"),  # no SSH_CONNECTION: the name given
-        ("ready a b not-an-address d", "vm1"),
+        ("10.0.0.9 50000 10.0.0.1 22", "10.0.0.1"),
+        ("::1 50000 ::1 22", "[::1]"),
+        ("fe80::2 5 fe80::1%eth0 22", "[fe80::1]"),
+        ("", "vm1"),  # no SSH_CONNECTION: the name given
+        ("a b not-an-address d", "vm1"),
     ],
 )
-def test_the_bind_address_is_where_ssh_reached_the_host(ready: str, address: str) -> None:
-    assert bind_address(ready, "vm1") == address
+def test_the_bind_address_is_where_ssh_reached_the_host(ssh_connection: str, address: str) -> None:
+    assert bind_address(ssh_connection, "vm1") == address
