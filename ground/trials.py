@@ -76,8 +76,10 @@ def parse_rows(text: str, path: Path) -> tuple[list[str], list[dict[str, str]]]:
     for fields in reader:
         if len(fields) != len(header):
             raise RowsRefused(
-                path, reader.line_num, f"{len(fields)} fields where the header names {len(header)} (a row cut "
-                "short, or with fields of its own: not a row this file's writer wrote)"
+                path,
+                reader.line_num,
+                f"{len(fields)} fields where the header names {len(header)} (a row cut "
+                "short, or with fields of its own: not a row this file's writer wrote)",
             )
         row = dict(zip(header, fields, strict=True))
         found = row.get("csv_format") or "1"

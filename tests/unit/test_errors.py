@@ -149,9 +149,14 @@ class _Apache:
 
 
 class _Session:
+    # for each attempt in turn, whether its BPF congestion control repaired an ssthresh (empty: no BPF)
+    repaired: ClassVar[list[bool]] = []
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.apache = _Apache()
         self.stopped = False
+        self.repairs_read = 0
+        self.repairs = 0
 
     def congestion_control(self, params: Mapping[str, Any]) -> dict[str, Any]:
         return {"cc_impl": "kernel"}
@@ -160,7 +165,12 @@ class _Session:
         pass
 
     def ss_repairs(self, params: Mapping[str, Any]) -> int | None:
-        return None
+        if not self.repaired:
+            return None
+        self.repairs_read += 1
+        if self.repairs_read % 2 == 0:  # the read after the workload: this attempt's repair, if any
+            self.repairs += self.repaired.pop(0)
+        return self.repairs
 
     def stop(self) -> None:
         pass
@@ -238,6 +248,33 @@ def test_a_trial_the_delay_line_held_too_long_is_failed_and_run_again_after_a_pa
     first, second = sweep.LATE_PAUSES_S
     assert [p for p in pauses if p >= 1] == [first, first, second] and 1 <= first < second
     assert sweep.late_bound_ms(1300.0) == 130.0 and sweep.late_bound_ms(20.0) == 5.0
+
+
+def test_a_trial_whose_ssthresh_was_repaired_runs_again_until_a_clean_attempt_or_the_bound(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The ssthresh corruption (kmod/README.md) has no avoiding shape: a trial whose attempt met it runs again
+    at once, without a pause, until an attempt is clean or SSTHRESH_ATTEMPTS (8) attempts met it; each attempt
+    is a row, and a trial's repaired attempts run again do not count as failures in a row (five of them
+    would stop the run)."""
+    pauses: list[float] = []
+    monkeypatch.setattr(time, "sleep", pauses.append)
+    assert sweep.SSTHRESH_ATTEMPTS == 8
+    # the first trial: seven repaired attempts, then a clean one; the second: eight repaired, and no ninth
+    monkeypatch.setattr(_Session, "repaired", [True] * 7 + [False] + [True] * 8)
+    with _fake_lab(monkeypatch, [None] * 16) as calls:
+        rows = _run(_figure(2), tmp_path)
+    assert calls == [0] * 8 + [1] * 8
+    assert [r["status"] for r in rows] == ["failed"] * 7 + ["ok"] + ["failed"] * 8
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert all(r["ssthresh_repaired"].lower() == "true" and "corrupted ssthresh" in r["error"] for r in failed)
+    assert [p for p in pauses if p >= 1] == []
+    # the rule itself: lateness keeps its own bound (ATTEMPTS_AT_ONCE)
+    assert sweep.attempt_again({"ssthresh_repaired": True}, 0, 7)
+    assert not sweep.attempt_again({"ssthresh_repaired": True}, 0, 8)
+    assert sweep.attempt_again({"late_over_bound": True}, 2, 5)
+    assert not sweep.attempt_again({"late_over_bound": True}, 3, 0)
+    assert not sweep.attempt_again({"status": "ok"}, 0, 0)
 
 
 def test_a_trial_on_netem_records_no_lateness(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
