@@ -4,8 +4,10 @@ The tracepoint (successor of the `tcp_probe` module seed 001 used) fires for
 each segment a TCP socket receives on an established connection; on the data
 sender that is each ACK, with the sender's snd_cwnd, ssthresh and srtt.  The
 tracer works in a tracefs instance of its own (so the machine's global trace
-settings are never touched), filtered to one experiment's ports, with a
-buffer large enough for 100 Mbit/s, and read continuously.  It refuses a
+settings are never touched), filtered to one experiment's ports in the kernel
+and to its lab's addresses as it reads (the tracepoint sees every namespace:
+another lab's flows on the same ports are left out), with a buffer large
+enough for 100 Mbit/s, and read continuously.  It refuses a
 capture in which the kernel dropped events (the overrun counters), and
 leaves nothing behind: the instance is removed and, if it mounted tracefs,
 tracefs unmounted, all through the run's ledger.
@@ -24,6 +26,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
+from ipaddress import IPv4Network, ip_address
 from pathlib import Path
 
 from ground.errors import NetreproError, SetupError, TrialError
@@ -80,19 +83,39 @@ def parse_line(line: str) -> ProbeSample | None:
     )
 
 
-def port_filter(ports: Sequence[int]) -> str:
-    """The tracepoint filter that keeps the experiment's flows."""
-    return " || ".join(f"sport == {p} || dport == {p}" for p in ports)
+AF_INET = 2
+
+
+def event_filter(ports: Sequence[int]) -> str:
+    """The tracepoint filter that keeps the experiment's flows: IPv4, from or to one of its ports.
+
+    The addresses cannot be filtered on in the kernel: the event's saddr and daddr are 28-byte
+    arrays (a sockaddr_in6), and a filter on a field of that size is accepted but compares nothing
+    (it never matches); the capture keeps its lab's addresses itself (`within`).
+    """
+    if not ports:
+        raise ValueError("tcp_probe needs the experiment's ports to filter on")
+    return f"family == {AF_INET} && (" + " || ".join(f"sport == {p} || dport == {p}" for p in ports) + ")"
+
+
+def within(sample: ProbeSample, network: IPv4Network) -> bool:
+    """Whether both ends of a sample's connection are in `network` (a lab's subnet)."""
+    ends = sample.flow.split(">")
+    try:
+        return len(ends) == 2 and all(ip_address(end.rpartition(":")[0]) in network for end in ends)
+    except ValueError:
+        return False
 
 
 class TcpProbe:
-    """One capture of tcp_probe events for the given ports."""
+    """One capture of tcp_probe events for the given ports, of the connections within `network` (the
+    lab's subnet: `Lab.subnet`)."""
 
-    def __init__(self, ledger: Ledger, ports: Sequence[int], buffer_kb: int = 16384) -> None:
-        if not ports:
-            raise ValueError("tcp_probe needs the experiment's ports to filter on")
+    def __init__(self, ledger: Ledger, ports: Sequence[int], buffer_kb: int = 16384, *, network: IPv4Network) -> None:
+        self.filter = event_filter(ports)
         self.ledger = ledger
         self.ports = list(ports)
+        self.network = network
         self.buffer_kb = buffer_kb
         self.instance = TRACEFS / "instances" / f"netrepro-{os.getpid()}-{next(_counter)}"
         self.samples: list[ProbeSample] = []
@@ -113,7 +136,7 @@ class TcpProbe:
             raise TraceUnavailable("this kernel has no tcp:tcp_probe tracepoint")
         (self.instance / "buffer_size_kb").write_text(f"{self.buffer_kb}\n")
         (self.instance / "trace_clock").write_text("mono\n")
-        (event / "filter").write_text(port_filter(self.ports) + "\n")
+        (event / "filter").write_text(self.filter + "\n")
         self._reader = threading.Thread(target=self._read, name="tcp_probe reader", daemon=True)
         self._reader.start()
         try:
@@ -159,7 +182,7 @@ class TcpProbe:
             self._pending = lines.pop()
             for line in lines:
                 sample = parse_line(line.decode(errors="replace"))
-                if sample is not None:
+                if sample is not None and within(sample, self.network):
                     self.samples.append(sample)
 
     def flush(self, timeout: float = 2.0) -> list[ProbeSample]:

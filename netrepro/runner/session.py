@@ -67,7 +67,7 @@ class Session:
         if port is not None and port not in (HTTP_PORT, TLS_PORT):
             raise ValueError(f"the session's tcp_probe follows Apache's ports {HTTP_PORT} and {TLS_PORT}, not {port}")
         if self._probe is None:
-            self._probe = TcpProbe(self.ledger, [HTTP_PORT, TLS_PORT], buffer_kb=4096).start()
+            self._probe = TcpProbe(self.ledger, [HTTP_PORT, TLS_PORT], buffer_kb=4096, network=self.lab.subnet).start()
         return self._probe
 
     # -- content ----------------------------------------------------------------

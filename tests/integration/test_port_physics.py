@@ -82,7 +82,7 @@ def flow(lab: Lab, ledger: Ledger, work: Path, cc: str, seconds: int, port: int 
 
 def trace(lab: Lab, ledger: Ledger, work: Path, cc: str, seconds: int) -> list[ProbeSample]:
     """One iperf3 flow server -> client with `cc`: the tcp_probe samples of its data connection."""
-    with TcpProbe(ledger, [PORT]) as probe, flow(lab, ledger, work, cc, seconds) as f:
+    with TcpProbe(ledger, [PORT], network=lab.subnet) as probe, flow(lab, ledger, work, cc, seconds) as f:
         f.report()
     flows: dict[str, list[ProbeSample]] = {}
     for s in sender_samples(probe.samples, f"{lab.ip('server')}:{PORT}"):

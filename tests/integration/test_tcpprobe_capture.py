@@ -2,6 +2,7 @@
 
 import os
 import time
+from ipaddress import IPv4Network
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ def test_capture_at_100mbit_loses_no_event() -> None:
         server_ip = lab.ip("server")
         server = Process(["iperf3", "-s", "-1", "-B", lab.ip("server"), "-p", "5201"], lab.server, ledger=ledger)
         time.sleep(0.3)
-        with TcpProbe(ledger, [5201]) as probe:
+        with TcpProbe(ledger, [5201], network=lab.subnet) as probe:
             run(["iperf3", "-c", lab.ip("server"), "-p", "5201", "-R", "-t", "4"], lab.client)
         server.stop()
     # The data sender is the server: its samples are those from port 5201 with the largest cwnd.
@@ -44,7 +45,7 @@ def test_a_stop_cut_short_by_a_signal_still_removes_the_instance(monkeypatch: py
     """SystemExit (a run's SIGTERM) while stop() waits for the reader: the instance still goes, for the
     kernel refuses to remove one whose trace_pipe is open (EBUSY), and the ledger leaves no tracefs."""
     with Ledger() as ledger:
-        probe = TcpProbe(ledger, [5201]).start()
+        probe = TcpProbe(ledger, [5201], network=IPv4Network("10.1.1.0/24")).start()
         pipe = str(probe.instance / "trace_pipe")
         deadline = time.monotonic() + 10
         while not reading(pipe) and time.monotonic() < deadline:

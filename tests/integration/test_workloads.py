@@ -98,7 +98,7 @@ def test_first_flight_equals_initcwnd(bench: Bench) -> None:
         for initcwnd in (3, 10, 26, 42):
             apply_host_tcp(bench.lab.server, HostTcp(initcwnd=initcwnd), bench.client_address, bench.ledger)
             assert read_route_metrics(bench.lab.server, bench.client_address)["initcwnd"] == initcwnd
-            with TcpProbe(bench.ledger, [80]) as probe:
+            with TcpProbe(bench.ledger, [80], network=bench.lab.subnet) as probe:
                 download = clients.download(bench.lab.client, bench.address, response.path, "http/1.1")
                 time.sleep(2 * PATH.rtt.seconds)  # the last ACKs are still on their way to the server
             server = [s for s in probe.samples if s.flow.startswith(f"{bench.address}:80>")]

@@ -1,8 +1,13 @@
 """The tcp_probe parser, on trace output captured from this kernel."""
 
+import os
+from ipaddress import IPv4Network
 from pathlib import Path
 
-from ground.tcpprobe import ProbeSample, parse_line, port_filter
+import pytest
+
+from ground.ledger import Ledger
+from ground.tcpprobe import ProbeSample, TcpProbe, event_filter, parse_line, within
 
 TRACE = Path(__file__).resolve().parent.parent / "fixtures" / "tcp_probe_trace.txt"
 
@@ -34,6 +39,38 @@ def test_a_loss_shows_as_a_finite_ssthresh() -> None:
     assert any(s.ssthresh < 2147483647 for s in samples)
 
 
-def test_port_filter() -> None:
-    assert port_filter([80]) == "sport == 80 || dport == 80"
-    assert port_filter([80, 443]) == "sport == 80 || dport == 80 || sport == 443 || dport == 443"
+def test_the_kernel_filter_keeps_ipv4_segments_of_the_ports() -> None:
+    assert event_filter([80]) == "family == 2 && (sport == 80 || dport == 80)"
+    assert event_filter([80, 443]) == "family == 2 && (sport == 80 || dport == 80 || sport == 443 || dport == 443)"
+    with pytest.raises(ValueError, match="ports to filter on"):
+        event_filter([])
+
+
+LAB = IPv4Network("10.0.0.0/24")  # the fixture's lab
+
+
+def test_a_sample_is_the_labs_when_both_its_ends_are_in_the_labs_subnet() -> None:
+    sample = next(p for p in map(parse_line, TRACE.read_text().splitlines()) if p is not None)
+    assert within(sample, LAB)
+    assert not within(sample, IPv4Network("10.0.1.0/24"))
+    half = ProbeSample(1.0, "10.0.0.2:5201>10.9.0.1:55326", 10, 1, 1, 0, 0, 0)
+    assert not within(half, LAB)
+    assert not within(ProbeSample(1.0, "[::1]:5201>[::1]:55326", 10, 1, 1, 0, 0, 0), LAB)
+
+
+def test_the_capture_keeps_only_its_labs_addresses(tmp_path: Path) -> None:
+    """Another lab's flow on the same port (same events but for the addresses) is left out as it is read."""
+    events = [line for line in TRACE.read_text().splitlines() if "tcp_probe:" in line]
+    other = [line.replace("10.0.0.", "10.0.1.") for line in events]
+    read, write = os.pipe()
+    os.write(write, ("\n".join(line for pair in zip(events, other, strict=True) for line in pair) + "\n").encode())
+    os.close(write)
+    with Ledger(tmp_path, contain=False) as ledger:
+        probe = TcpProbe(ledger, [5201], network=LAB)
+        try:
+            probe._drain(read)
+        finally:
+            for fd in (read, probe._wake_r, probe._wake_w):
+                os.close(fd)
+    assert len(probe.samples) == len(events) == 60
+    assert all(s.flow.startswith("10.0.0.") for s in probe.samples)
