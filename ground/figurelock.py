@@ -21,12 +21,27 @@ POSIX lock belongs to the process, not to the file descriptor, and closing
 only once per process, and a second hold of one CSV within a process is
 refused without opening the file again.
 
+The lock takes two bytes of the file: byte 0 is the CSV's (shared by
+readers, exclusive to a writer), byte 1 the writer's mark, held by a writer
+for as long as it holds byte 0 and by a reader only for the instant it looks.
+A command letting go holds byte 0 exclusively for an instant (a reader making
+sure it is the last before it unlinks the file; `remove_stale`): a reader
+that finds byte 0 taken but no writer's mark tries again, and is not told
+that the figure is busy.
+
 The kernel (or the NFS server, when the client's lease ends) drops a lock
 when its holder dies, however it dies: a stale lock file locks nothing.  The
 exclusive holder writes its pid and host into the file, hands the file back
 to the sudo caller like the results beside it, and unlinks it as it lets go;
 whoever finds, once locked, that the file it locked is no longer the one at
 the path takes the one that is there.
+
+A results directory may be writable by others: a lock file is opened
+without following a link and without blocking (a FIFO), and used only if it
+is a regular file with no other name (a hard link planted there would let a
+root run truncate and chown what it points to) and, for root, owned by root
+or by the sudo caller; everything after that check acts on the descriptor,
+never on the name again.
 """
 
 from __future__ import annotations
@@ -37,16 +52,23 @@ import fcntl
 import logging
 import os
 import platform
+import stat
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ground.errors import SetupError
-from ground.results import RESULTS, hand_back
+from ground.results import RESULTS, hand_back, sudo_caller
 
 log = logging.getLogger("netrepro.figurelock")
 
 SUFFIX = ".lock"
+CSV_BYTE = 0  # shared by readers, exclusive to a writer
+WRITER_BYTE = 1  # a writer's mark, for as long as it holds CSV_BYTE
+# A reader that meets a command letting go tries again this often, this far apart (it lets go in microseconds).
+LETTING_GO_TRIES = 50
+LETTING_GO_PAUSE_S = 0.02
 
 
 class FigureBusy(SetupError):
@@ -94,20 +116,66 @@ def _busy(csv_path: Path, fd: int | None, shared: bool) -> FigureBusy:
         who = f"pid {os.getpid()}"
     else:
         who = _holder(fd)
-        if not shared:
-            try:  # only readers? they let a reader in, and wrote no pid
-                fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except OSError:
-                pass
-            else:
-                return FigureBusy(
-                    f"{csv_path} is busy: another command is reading it (--plot-only); "
-                    "wait for it to end, or give this run its own results directory (--out DIR) to run beside it"
-                )
+        if not shared and not _writer_present(fd):  # only readers: they wrote no pid
+            return FigureBusy(
+                f"{csv_path} is busy: another command is reading it (--plot-only); "
+                "wait for it to end, or give this run its own results directory (--out DIR) to run beside it"
+            )
     return FigureBusy(
         f"{csv_path} is busy: another run ({who}) is writing it. Wait for it to end, "
         "or give this run its own results directory (--out DIR) to run beside it"
     )
+
+
+def _writer_present(fd: int) -> bool:
+    """Whether another process holds the writer's mark (looked at by taking it shared for an instant)."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, WRITER_BYTE)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            return True
+        raise
+    fcntl.lockf(fd, fcntl.LOCK_UN, 1, WRITER_BYTE)
+    return False
+
+
+def _pause() -> None:
+    """The wait before a reader tries again, a command letting go having held the lock for an instant."""
+    time.sleep(LETTING_GO_PAUSE_S)
+
+
+def _checked(fd: int, path: Path) -> int:
+    """fd, if what it opened may be the lock file: a regular file with no other name, and, for root, its
+    own or the sudo caller's; else it is closed and SetupError says what was found."""
+    st = os.fstat(fd)
+    why = ""
+    if not stat.S_ISREG(st.st_mode):
+        why = "it is not a regular file"
+    elif st.st_nlink != 1:
+        why = f"it has {st.st_nlink} names (a hard link to another file)"
+    elif os.geteuid() == 0 and st.st_uid not in {0, (sudo_caller() or (0, 0))[0]}:
+        why = f"it belongs to uid {st.st_uid}, neither root nor the sudo caller"
+    if not why:
+        return fd
+    os.close(fd)
+    raise SetupError(
+        f"{path}: not used as the figure's lock file: {why}. Someone else may have put it there: "
+        "remove it (after checking what it is), or give the command another --out"
+    )
+
+
+def _made_or_checked(path: Path, flags: int) -> int:
+    """The lock file opened to write: made here (O_EXCL: then it is ours, whoever the filesystem says
+    owns it), or the one there if `_checked` accepts it."""
+    while True:
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | flags, 0o644)
+        except FileExistsError:
+            pass
+        try:
+            return _checked(os.open(path, os.O_RDWR | flags), path)
+        except FileNotFoundError:  # its holder let go of it (and unlinked it) meanwhile: make it
+            continue
 
 
 def _open(path: Path, csv_path: Path, shared: bool) -> int | None:
@@ -115,13 +183,13 @@ def _open(path: Path, csv_path: Path, shared: bool) -> int | None:
 
     A writer that may not write the file (another user's: root's, run without sudo) is refused, as busy
     where its owner holds it now."""
-    flags = os.O_NOFOLLOW | os.O_CLOEXEC
+    flags = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o644)
+        return _made_or_checked(path, flags)
     except PermissionError:
         if not shared:
             with contextlib.suppress(OSError):
-                fd = os.open(path, os.O_RDONLY | flags)
+                fd = _checked(os.open(path, os.O_RDONLY | flags), path)
                 try:
                     if not _lock(fd, path, shared=True):
                         raise _busy(csv_path, fd, shared=True)
@@ -131,20 +199,28 @@ def _open(path: Path, csv_path: Path, shared: bool) -> int | None:
                 f"{path}: cannot open the figure's lock file for writing (it, or its directory, is another "
                 "user's): run the command as that user, or give it another --out"
             ) from None
-    except OSError:
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise SetupError(
+                f"{path}: not used as the figure's lock file: it is a symbolic link. Someone else may have put "
+                "it there: remove it (after checking where it points), or give the command another --out"
+            ) from None
         if not shared:
             raise
     try:  # a reader may lock a file it may only read (F_RDLCK needs no more)
-        return os.open(path, os.O_RDONLY | flags)
+        return _checked(os.open(path, os.O_RDONLY | flags), path)
+    except SetupError:
+        raise
     except OSError as e:
         log.info("%s: not locked (%s): reading only the complete rows of its CSV", path, e.strerror or e)
         return None
 
 
 def _lock(fd: int, path: Path, shared: bool) -> bool:
-    """Take the lock without waiting: false when another holds it; SetupError where the filesystem has no locks."""
+    """Take the CSV's byte without waiting: false when another holds it; SetupError where the filesystem has
+    no locks.  (A writer then takes its mark: `holding`.)"""
     try:
-        fcntl.lockf(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        fcntl.lockf(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB, 1, CSV_BYTE)
     except OSError as e:
         if e.errno in (errno.EAGAIN, errno.EACCES):
             return False
@@ -175,19 +251,29 @@ def holding(csv_path: Path, *, shared: bool = False, tree: Path | None = None) -
         except OSError:
             if not shared:
                 raise
+        tries = 0
         while True:
             fd = _open(path, Path(csv_path), shared)
             if fd is None:  # a reader that cannot lock: it reads what is complete (ground.trials)
                 break
             try:
                 locked = _lock(fd, path, shared)
-                busy = None if locked else _busy(csv_path, fd, shared)
+                letting_go = not locked and shared and tries < LETTING_GO_TRIES and not _writer_present(fd)
+                busy = None if locked or letting_go else _busy(csv_path, fd, shared)
+                if locked and not shared:
+                    # only readers looking hold it, each for an instant: wait for them
+                    fcntl.lockf(fd, fcntl.LOCK_EX, 1, WRITER_BYTE)
             except BaseException:
                 os.close(fd)
                 raise
             if busy is not None:
                 os.close(fd)
                 raise busy
+            if letting_go:  # a command letting go holds it for an instant: try again, on the file then there
+                os.close(fd)
+                tries += 1
+                _pause()
+                continue
             # The previous holder unlinks its file as it lets go: a lock won on a
             # file no longer at `path` is no lock, so take the one that is there.
             try:
@@ -208,7 +294,7 @@ def holding(csv_path: Path, *, shared: bool = False, tree: Path | None = None) -
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()} {platform.node()} {Path(csv_path).resolve()}\n".encode(), 0)
         try:
-            hand_back(path, tree.resolve() if tree is not None else path.parent)
+            _hand_back(fd, path, tree.resolve() if tree is not None else path.parent)
         except OSError as e:  # the lock holds all the same
             log.warning("%s: not handed back (%s)", path, e.strerror or e)
         yield csv_path
@@ -231,13 +317,25 @@ def reading(csv_path: Path) -> Iterator[Path]:
         yield csv_path
 
 
+def _hand_back(fd: int, path: Path, tree: Path) -> None:
+    """Give the lock file (through its descriptor, never its name again) and the directories made for it
+    below `tree` to the sudo caller."""
+    caller = sudo_caller()
+    if caller is None:
+        return
+    if path.parent != tree:
+        hand_back(path.parent, tree)
+    os.fchown(fd, *caller)
+
+
 def _let_go(fd: int, path: Path, shared: bool) -> None:
     """Unlink the lock file while still holding it alone (so that no one can have locked it meanwhile), then
     close it.  A reader unlinks it only where it is the last holder (its lock made exclusive at once)."""
     try:
         if shared:
             try:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails, keeping the shared lock, while others read
+                # fails, keeping the shared lock, while others read
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, CSV_BYTE)
             except OSError:
                 return
         with contextlib.suppress(OSError):
@@ -259,8 +357,8 @@ def remove_stale(trees: Iterable[Path] = (RESULTS,)) -> list[str]:
             if _held_here(path) or path.is_symlink():
                 continue
             try:
-                fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-            except OSError:  # gone meanwhile, a link planted here, or another user's
+                fd = _checked(os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK), path)
+            except (OSError, SetupError):  # gone meanwhile, a link or a file planted here, or another user's
                 continue
             try:
                 if not _lock(fd, path, shared=False):

@@ -37,8 +37,9 @@ another's `modules_loaded` or `autoloads` recorded what was loaded before
 it.  The modules the kernel loads by itself for a lab's tools (ifb, which
 adds ifb0 and ifb1 to the root namespace; br_netfilter, which adds the
 bridge-nf-call-* sysctls that send every bridge's packets through
-iptables; sch_*, xt_*, nfnetlink_queue) are the run's from the lab's start
-(`autoloads`), and go with it.
+iptables; sch_*, xt_*, nfnetlink_queue) are the run's when they appear
+while one of its own commands runs, or during its lab's start (`autoloads`),
+and go with it; one loaded by anyone else at another moment stays.
 
 Entry kinds:
   owner        {pid, start, boot, purpose?}  the run itself (boot: /proc/sys/kernel/random/boot_id)
@@ -52,22 +53,28 @@ Entry kinds:
   netns        {name}                  delete the named namespace
   struct_ops   {name}                  unregister the BPF struct_ops map
   module       {name}                  remove the kernel module
-  modules_loaded {cause, before, loaded?}  remove the modules loaded since (`before`: the names then) that
-                                       nothing holds: what loading `cause` brought, and what its users did
-                                       (never one that another live ledger may hold); `loaded`, recorded
-                                       again after the load: what the load itself brought
-  autoloads    {before, inherited}     the modules the kernel loaded for the lab's own tools (`ip link add
-                                       ... ifb`, `tc`, `iptables`, `ss -K`), from the lab's start to the run's
-                                       end: remove those of the lab's families loaded since `before`, and
-                                       those `inherited` (loaded by another live run's lab before this one
-                                       began), that nothing holds and no other live ledger may hold; with
-                                       them go what they brought to the root namespace (ifb's ifb0 and
-                                       ifb1, br_netfilter's bridge-nf-call-* sysctls)
+  modules_loaded {cause, before, loaded?}  remove what loading `cause` brought (`loaded`, recorded again
+                                       after the load; without it, `cause` and its dependencies loaded since
+                                       `before`), that nothing holds and no other live ledger may hold; a
+                                       probe's (`cause` a command, run under the machine lock): what of the
+                                       lab's families was loaded since `before`
+  autoloads    {before, inherited}     from the lab's start: what was loaded then, and what of the lab's
+                                       families of that another live run held (`inherited`: this run
+               {cause, loaded}         holds it too); then, for each command of the run's (and the lab's
+                                       start) during which the kernel loaded modules (`ip link add ... ifb`,
+                                       `tc`, `iptables`, `ss -K`), what it loaded.  The run's end removes
+                                       what its commands `loaded` and what it `inherited`, that nothing
+                                       holds and no other live ledger may hold; with them go what they
+                                       brought to the root namespace (ifb's ifb0 and ifb1, br_netfilter's
+                                       bridge-nf-call-* sysctls).  A module that appeared otherwise during
+                                       the run (another program's modprobe) is left, and said so
   module_param {module, name, old, added}  write the old value back to /sys/module/<module>/parameters/<name>
   tracefs      {path}                  remove a tracefs instance directory
   trace_enable {path, old}             write the old value of a tracefs control file
   mount        {path, added}           unmount a filesystem a run mounted (tracefs)
   path         {path}                  remove a file or directory tree this run made
+  subnet       {subnet}                a lab's addresses (ground.subnets): nothing to undo; while the
+                                       run lives, no other lab is given them
   cancel       {cancels}               the change of entry number `cancels` was not made after all
                                        (or was undone already by the code that made it)
 """
@@ -81,8 +88,9 @@ import logging
 import os
 import secrets
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ground import cgroups, ledgers, modules, proc
@@ -174,6 +182,7 @@ class Ledger:
         self._seq = 0
         self._broken = ""  # why no more entries can be written, once that is so
         self._watching_autoloads = False
+        self._autoload_guard = threading.Lock()  # commands of several threads may record what they loaded
         self._fd: int | None = self._create({"kind": "owner", **self.owner, "time": time.time()})
         self.cgroup: Path | None = None
         if not purpose and name_stale:
@@ -349,6 +358,32 @@ class Ledger:
                 inherited = modules_held_elsewhere(lab, self.file, self.directory, dead_too=True)
                 self.record({"kind": "autoloads", "before": sorted(names), "inherited": sorted(inherited)})
         self._watching_autoloads = True
+        if now is not None:
+            proc.command_watchers.append(self._watch_command)
+
+    def _watch_command(self, argv: Sequence[str]) -> contextlib.AbstractContextManager[None]:
+        return self.autoloading(" ".join(argv)[:160])
+
+    @contextlib.contextmanager
+    def autoloading(self, cause: str) -> Iterator[None]:
+        """Around something of the run's own that may make the kernel load modules (a command of its;
+        the lab's start, whose commands Mininet runs): what appears meanwhile is recorded as the run's
+        (an `autoloads` entry with `loaded`), removed when the run ends.  The kernel does not say who
+        asked for a module: one another program loads in this window counts as the run's, so windows
+        are kept to the run's own commands.  Nothing before `watch_autoloads`, or where the kernel has
+        no loadable modules."""
+        before = modules.proc_modules() if self._watching_autoloads and self._fd is not None else None
+        try:
+            yield
+        finally:
+            after = modules.proc_modules() if before is not None else None
+            new = sorted(set(modules.parse_proc_modules(after or "")) - set(modules.parse_proc_modules(before or "")))
+            if after is not None and new and self._fd is not None:
+                with self._autoload_guard:
+                    try:
+                        self.record({"kind": "autoloads", "cause": cause, "loaded": new})
+                    except LedgerError as e:
+                        log.warning("%s; %s, loaded for the run, will be left loaded", e, ", ".join(new))
 
     def set_module_parameter(self, module: str, name: str, value: str) -> None:
         """Write a module's parameter (/sys/module/<module>/parameters/<name>); the value before any
@@ -412,6 +447,8 @@ class Ledger:
     def _unwind(self) -> None:
         assert self._fd is not None
         fd, self._fd = self._fd, None
+        with contextlib.suppress(ValueError):
+            proc.command_watchers.remove(self._watch_command)
         try:
             if self.cgroup is not None:
                 origin = next(e["origin"] for e in self._entries if e["kind"] == "cgroup")

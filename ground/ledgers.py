@@ -295,7 +295,8 @@ def modules_held_elsewhere(
             elif kind in ("modules_loaded", "autoloads"):
                 named = {str(o.get("cause")), *(str(n) for n in [*o.get("loaded", []), *o.get("inherited", [])])}
                 before = {str(n) for n in o.get("before", [])}
-                claimed = {n for n in wanted if n in named or (n not in before and n not in own)}
+                window = "before" in o  # an entry of what was loaded at a moment (a window's start)
+                claimed = {n for n in wanted if n in named or (window and n not in before and n not in own)}
             else:
                 continue
             for name in claimed:

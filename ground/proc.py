@@ -25,7 +25,7 @@ import struct
 import subprocess
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Protocol
 
@@ -192,6 +192,12 @@ class CommandError(NetreproError):
         self.stderr = stderr
 
 
+# Called around every command `run` runs, with its argv: what watches them (ground.ledger notes the
+# modules the kernel loads for a run's own commands).  Whoever adds a watcher removes it.
+CommandWatcher = Callable[[Sequence[str]], contextlib.AbstractContextManager[object]]
+command_watchers: list[CommandWatcher] = []
+
+
 def run(
     argv: Sequence[str],
     ns: Netns = ROOT,
@@ -206,6 +212,15 @@ def run(
     (its time limit, a signal to the run, an error) kills its whole group.
     """
     log.debug("[%s] %s", ns.name, " ".join(argv))
+    with contextlib.ExitStack() as watched:
+        for watcher in list(command_watchers):
+            watched.enter_context(watcher(argv))
+        return _run(argv, ns, check=check, timeout=timeout, input=input)
+
+
+def _run(
+    argv: Sequence[str], ns: Netns, *, check: bool, timeout: float | None, input: str | None
+) -> subprocess.CompletedProcess[str]:
     popen = subprocess.Popen(
         ns.wrap(argv),
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,

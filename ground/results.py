@@ -35,6 +35,14 @@ REFERENCE = RESULTS / "reference"
 TOOLS = ("ip", "tc", "iptables-legacy", "ethtool", "ping", "iperf3", "apache2", "h2load", "curl", "bpftool", "clang")
 
 
+def sudo_caller() -> tuple[int, int] | None:
+    """The user and group a root run hands its files back to (sudo's caller), or None (not root, or no sudo)."""
+    uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
+    if os.geteuid() != 0 or uid is None:
+        return None
+    return int(uid), int(gid or uid)
+
+
 def hand_back(path: Path, tree: Path | None = None) -> None:
     """Give a file, and the directories between it and `tree`, to the sudo caller.
 
@@ -43,8 +51,8 @@ def hand_back(path: Path, tree: Path | None = None) -> None:
     from `tree` one directory at a time without following a link, and a link
     met on the way is itself chowned (harmless), never what it points to.
     """
-    uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
-    if os.geteuid() != 0 or uid is None:
+    caller = sudo_caller()
+    if caller is None:
         return
     tree = path.parent if tree is None else tree
     try:
@@ -54,7 +62,7 @@ def hand_back(path: Path, tree: Path | None = None) -> None:
     if not parts or ".." in parts:
         log.warning("%s is not inside %s: not handed back", path, tree)
         return
-    owner, group = int(uid), int(gid or uid)
+    owner, group = caller
     fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for depth, name in enumerate(parts, start=1):
@@ -120,15 +128,22 @@ def in_the_code(path: Path) -> bool:
     return (repo / ".git").exists() and path.is_relative_to(repo) and not path.is_relative_to(repo / RESULTS.name)
 
 
+def git_argv(*args: str) -> list[str]:
+    """A git command on the checkout the code runs from, as every call here runs it (an argument list).
+
+    The checkout is named safe explicitly: run as root in a user's checkout (or as a user in one root
+    made) git would otherwise refuse it as of "dubious ownership", or trust it only by guessing from
+    SUDO_UID; its config is trusted no further than the code that runs from it already is.  No
+    fsmonitor command it may name is run: git_state only reads.
+    """
+    return ["git", "-c", f"safe.directory={REPO}", "-c", "core.fsmonitor=false", "-C", str(REPO), *args]
+
+
 def git_state() -> dict[str, Any]:
     """The commit the code runs from, and whether anything but results/ (NOT_CODE) differs from it."""
 
     def git(*args: str) -> str:
-        # A user who is not root, reading a checkout root made (a prepared VM): git would refuse its
-        # "dubious ownership"; the code already runs from it, so its config is trusted anyway.
-        trust = [] if os.geteuid() == 0 else ["-c", f"safe.directory={REPO}"]
-        done = proc.run(["git", *trust, "-C", str(REPO), *args], check=False)
-        return done.stdout.strip()
+        return proc.run(git_argv(*args), check=False).stdout.strip()
 
     changed = git("status", "--porcelain", "--", ".", NOT_CODE)
     return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(changed)}
@@ -156,7 +171,7 @@ def code_fingerprint() -> str:
         ["diff", "HEAD", "--binary", "--", ".", NOT_CODE],
         ["ls-files", "--others", "--exclude-standard", "-z", "--", ".", NOT_CODE],
     ):
-        digest.update(proc.run(["git", "-C", str(REPO), *args], check=False).stdout.encode())
+        digest.update(proc.run(git_argv(*args), check=False).stdout.encode())
     return f"{version}:{digest.hexdigest()[:12]}"
 
 

@@ -58,6 +58,8 @@ class Context:
     held: dict[int, proc.Netns] = field(default_factory=dict)
     refused: dict[int, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    autoloaded: set[str] = field(default_factory=set)  # what the undo's own commands made the kernel load
+    done: set[str] = field(default_factory=set)  # steps done once for all their entries ("autoloads")
 
 
 def _the_runs(e: Entry, ns: proc.Netns, ctx: Context) -> str:
@@ -125,7 +127,11 @@ def _undo_namespace(e: Entry, ctx: Context) -> None:
         killed = proc.kill_netns_processes([inode])
         if killed:
             log.info("ended %d process(es) still inside %s", len(killed), e.get("name", "a lab namespace"))
-        proc.run(["ss", "-K", "-t", "-a"], held, check=False, timeout=10)
+        loaded = modules.proc_modules()
+        proc.run(["ss", "-K", "-t", "-a"], held, check=False, timeout=10)  # may load the *_diag modules
+        if loaded is not None:
+            now = modules.parse_proc_modules(modules.proc_modules() or "")
+            ctx.autoloaded.update(set(now) - set(modules.parse_proc_modules(loaded)))
         left = proc.processes_in_netns([inode])
     finally:
         held.close()
@@ -194,27 +200,51 @@ def _undo_module(e: Entry, ctx: Context, settle: float = 30.0) -> None:
 
 
 def _undo_modules_loaded(e: Entry, ctx: Context) -> None:
-    """Unload what was loaded since e's `before` that nothing holds, but never a module another
-    live ledger may hold (under the machine lock: `_shared`)."""
+    """Unload what loading e's `cause` brought (`loaded`; without it, the cause and its dependencies
+    loaded since `before`) that nothing holds, but never a module another live ledger may hold (under
+    the machine lock: `_shared`).  A probe's entry (its cause a command, run under the machine lock)
+    owns what of the lab's families was loaded since `before`.  Anything else loaded since is left."""
     before = [str(n) for n in e.get("before", [])]
     since = set(modules.parse_proc_modules(modules.proc_modules() or "")) - set(before)
+    cause = str(e.get("cause", ""))
+    if "loaded" in e:
+        ours = {str(n) for n in e["loaded"]}
+    elif " " in cause:  # a probe's command
+        ours = {n for n in since if autoloaded_for_a_lab(n)}
+    else:
+        ours = {cause}
     spared = modules_held_elsewhere(since, ctx.file, ctx.directory, loaded_by(ctx.entries))
     for name, holder in sorted(spared.items()):
         log.info("module %s: another live run (%s) may hold it; left loaded", name, holder)
-    modules.unload_modules_not_in([*before, *sorted(spared)], settle=10.0)
+    modules.unload_owned(modules.as_proc_modules([*before, *sorted(spared)]), ours - set(spared), settle=10.0)
 
 
 def _undo_autoloads(e: Entry, ctx: Context) -> None:
-    """Unload what the kernel loaded for the lab's tools since e's `before`, and what the run
-    `inherited`, that nothing holds and no other live ledger may hold (under the machine lock:
-    `_shared`).  A module of another kind loaded meanwhile is someone else's: left, and said so."""
+    """Unload, once for all of the run's `autoloads` entries, what the kernel loaded for the run's own
+    commands (their `loaded`, and the undo's own `ss -K`) and what the run `inherited`, of the lab's
+    families, that nothing holds and no other live ledger may hold (under the machine lock: `_shared`).
+    A module that appeared otherwise since the lab's start (another program's modprobe) is someone
+    else's: left, and said so."""
+    if "autoloads" in ctx.done:
+        return
+    ctx.done.add("autoloads")
+    entries = [x for x in ctx.entries if x.get("kind") == "autoloads"]
     loaded = modules.parse_proc_modules(modules.proc_modules() or "")
     now = set(loaded)
-    since = now - {str(n) for n in e.get("before", [])}
-    others = sorted(n for n in since if not autoloaded_for_a_lab(n))
+    start = next((x for x in entries if "before" in x), e)
+    since = now - {str(n) for n in start.get("before", [])}
+    recorded = {str(n) for x in entries for n in x.get("loaded", [])} | ctx.autoloaded
+    inherited = {str(n) for x in entries for n in x.get("inherited", [])} & now
+    ours = modules.with_dependencies(recorded & since, {n: loaded[n] for n in since}) | {
+        n for n in inherited if autoloaded_for_a_lab(n)
+    }
+    asked = {str(x.get("cause")) for x in ctx.entries if x.get("kind") == "modules_loaded"} | loaded_by(ctx.entries)
+    others = sorted(since - ours - asked)
     if others:
-        log.info("loaded during the run, not by the lab's tools: %s; left loaded", ", ".join(others))
-    ours = {n for n in since | ({str(n) for n in e.get("inherited", [])} & now) if autoloaded_for_a_lab(n)}
+        log.warning(
+            "loaded during the run, not by it (the kernel loaded them for no command of the run's): %s; left loaded",
+            ", ".join(others),
+        )
     spared = modules_held_elsewhere(ours, ctx.file, ctx.directory, loaded_by(ctx.entries))
     for name, holder in sorted(spared.items()):
         log.info("module %s: another live run (%s) may hold it; left loaded", name, holder)
@@ -319,7 +349,8 @@ PHASES: tuple[tuple[str, dict[str, Step]], ...] = (
     ("mounts", {"mount": _shared(_undo_mount)}),
     ("files", {"path": _undo_path}),
 )
-UNDO_STEPS = {"owner", "cancel", *(kind for _, steps in PHASES for kind in steps)}
+# A lab's subnet (ground.subnets) holds nothing on the machine: it is free once its ledger is gone.
+UNDO_STEPS = {"owner", "cancel", "subnet", *(kind for _, steps in PHASES for kind in steps)}
 
 
 def unwind_entries(
@@ -403,7 +434,7 @@ def clean(directory: Path | None = None, only: Callable[[LedgerFile], bool] | No
         left_alone: list[str] = []
         errors = unwind_entries(entries, found.path, directory, left_alone)
         notes += left_alone
-        changes = sum(1 for e in entries if e.get("kind") != "owner") - len(left_alone)
+        changes = sum(1 for e in entries if e.get("kind") not in ("owner", "subnet")) - len(left_alone)
         if found.unreadable:
             errors.append("unreadable, so not undone: " + "; ".join(found.unreadable))
         if errors:

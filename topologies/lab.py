@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Iterator
-from ipaddress import ip_interface
+from ipaddress import IPv4Network, ip_interface
 from types import TracebackType
 from typing import Any
 
@@ -39,7 +38,7 @@ from mininet.net import Mininet
 from mininet.nodelib import LinuxBridge
 from mininet.topo import Topo
 
-from ground import flows
+from ground import flows, subnets
 from ground.errors import SetupError
 from ground.ledger import Ledger
 from ground.parsers import parse_ping, ping_argv
@@ -60,15 +59,6 @@ from topologies.ovs import NamespacedOVS, choose_switch, load_datapath
 from topologies.topology import HOST, ROUTER, SWITCH, Direction, Network, Pair, Topology
 
 log = logging.getLogger("netrepro.lab")
-
-
-def ip_base() -> str:
-    """A /24 of 10.0.0.0/8 for this run's hosts, chosen by process id.
-
-    Tracepoints such as tcp:tcp_probe see every namespace; distinct addresses
-    keep two labs running side by side from reading each other's flows.
-    """
-    return f"10.{os.getpid() % 250 + 1}.{os.getpid() // 250 % 250 + 1}.0/24"
 
 
 class LabError(SetupError):
@@ -146,6 +136,7 @@ class Lab:
         self._seed_offset: dict[str, int] = {}  # direction name -> its stage's seed, less the lab's
         self._ports: dict[tuple[str, str], str] = {}  # (node, link name) -> interface
         self.addresses: dict[tuple[str, str], str] = {}
+        self._subnet: subnets.Allocation | None = None  # the lab's own /24 (ground.subnets), from start()
         self.base_rtts: dict[Pair, Duration] = {}  # measured by start()
 
     # -- names of the parts ---------------------------------------------------
@@ -173,6 +164,13 @@ class Lab:
     @property
     def switch(self) -> Netns:
         return self.ns("s1")
+
+    @property
+    def subnet(self) -> IPv4Network:
+        """The /24 every address of the lab is in, and no other live lab's is."""
+        if self._subnet is None:
+            raise LabError("the lab has no subnet until start()")
+        return self._subnet.subnet
 
     @property
     def base_rtt(self) -> Duration:
@@ -247,30 +245,33 @@ class Lab:
         # Mininet.init() would raise root-namespace sysctls (fixLimits) and
         # never restore them; the lab sets what it needs per namespace instead.
         Mininet.inited = True
-        # What the kernel loads for the lab's links, queues and filters (ifb, sch_*, br_netfilter, ...)
-        # is the run's from here on, and goes when the run ends.
+        # What the kernel loads for the lab's links, queues and filters (ifb, sch_*, ...) while the lab
+        # starts, or while one of the run's commands runs, is the run's, and goes when the run ends.
         self.ledger.watch_autoloads()
         self.ledger.allow_congestion_control(self.cc)
-        self.addresses = self.network.addresses(ip_base())
-        if self.switch_kind == "ovs":
-            load_datapath(self.ledger)
-        self.net = Mininet(
-            topo=NetworkTopo(network=self.network, addresses=self.addresses, switch_params=self._switch_params()),
-            switch=NamespacedOVS if self.switch_kind == "ovs" else NamespacedBridge,
-            controller=None,
-            # one subnet: every host's neighbour is known; routed: ARP finds the routers
-            autoStaticArp=self.network.shape == "path",
-            build=False,
-        )
+        self._subnet = subnets.allocate(self.ledger)
         try:
-            self.net.build()
-            hold_nodes(self.net, self.ledger, self._handles)
-            for link in self.net.links:
-                for intf in (link.intf1, link.intf2):
-                    self._ports[(intf.node.name, self._link_name(intf.node.name, intf.link))] = intf.name
-            self.net.start()
-            self._configure_nodes()
-            self._install_emulation()
+            self.addresses = self.network.addresses(str(self._subnet.subnet))
+            if self.switch_kind == "ovs":
+                load_datapath(self.ledger)
+            self.net = Mininet(
+                topo=NetworkTopo(network=self.network, addresses=self.addresses, switch_params=self._switch_params()),
+                switch=NamespacedOVS if self.switch_kind == "ovs" else NamespacedBridge,
+                controller=None,
+                # one subnet: every host's neighbour is known; routed: ARP finds the routers
+                autoStaticArp=self.network.shape == "path",
+                build=False,
+            )
+            # Mininet runs its commands itself (not through proc.run): the start is one window.
+            with self.ledger.autoloading("the lab's start"):
+                self.net.build()
+                hold_nodes(self.net, self.ledger, self._handles)
+                for link in self.net.links:
+                    for intf in (link.intf1, link.intf2):
+                        self._ports[(intf.node.name, self._link_name(intf.node.name, intf.link))] = intf.name
+                self.net.start()
+                self._configure_nodes()
+                self._install_emulation()
         except BaseException:
             self.stop()
             raise
@@ -515,6 +516,9 @@ class Lab:
                     _destroy_sockets(handle)
                 handle.close()
             self._handles.clear()
+            if self._subnet is not None:  # its namespaces gone: the next lab may have its addresses
+                allocation, self._subnet = self._subnet, None
+                subnets.release(self.ledger, allocation)
 
     def __enter__(self) -> Lab:
         return self.start()

@@ -12,6 +12,7 @@ table is read back from the module here, in the suite's one boot.
 """
 
 import csv
+import dataclasses
 import json
 import os
 import statistics
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from expts import spdy
-from ground import kernel, machinestate
+from ground import kernel, machinestate, modules
 from ground.ledger import Ledger
 from ground.path import PathSpec
 from ground.results import REPO, write_json
@@ -170,7 +171,7 @@ def test_the_delay_line_on_a_bridge_leaves_br_netfilter_as_it_found_it() -> None
 
 
 def test_dumbbell_with_netem_on_open_vswitch_runs_and_reports(tmp_path: Path) -> None:
-    """The dumbbell of issue 14 (two pairs, RTT 40 and 120 ms, a 20 Mbit/s core) with netem on Open
+    """The dumbbell (two pairs, RTT 40 and 120 ms, a 20 Mbit/s core) with netem on Open
     vSwitch's kernel datapath, the switch `auto` chooses here: built, every pair measured, recorded.
     (The Linux bridge with netem: the test above.)"""
     switch = "ovs"
@@ -269,3 +270,33 @@ def test_the_control_compares_the_module_with_itself(tmp_path: Path) -> None:
     assert row["kernel_reductions"] >= 2 and row["kernel_again_reductions"] >= 2, row
     assert abs(row["kernel_backoff_median"] - row["kernel_again_backoff_median"]) <= 0.03, row
     assert (tmp_path / "ports-control.csv").exists() and (tmp_path / "ports-control-cuts.csv").exists()
+
+
+def test_a_runs_end_leaves_the_modules_others_loaded_before_it_and_during_it() -> None:
+    """sch_sfq is loaded before the run; while its lab is up, between the run's own commands, another
+    process runs `modprobe br_netfilter` (Docker's and Kubernetes' bridge filtering, with the root
+    namespace's bridge-nf-call-* sysctls).  The run's end leaves both, and what br_netfilter uses (a
+    bridge module the lab loaded too), and removes everything else it made the kernel load."""
+    foreign = ("br_netfilter", "bridge", "stp", "llc", "sch_sfq")
+    for name in foreign:  # whatever earlier tests left
+        subprocess.run(["rmmod", name], check=False, capture_output=True)
+    try:
+        subprocess.run(["modprobe", "sch_sfq"], check=True)
+        before = machinestate.snapshot()
+        assert "sch_sfq" in before.modules and "br_netfilter" not in before.modules
+        path = PathSpec.parse(rtt="20ms", rate="10mbit")
+        with Ledger() as ledger, Lab(path, ledger, shaper="netem"):
+            assert "sch_netem" in machinestate.snapshot().modules, "the lab made the kernel load it"
+            subprocess.run(["modprobe", "br_netfilter"], check=True)  # another program's
+            loaded = modules.parse_proc_modules(modules.proc_modules() or "")
+            theirs = modules.with_dependencies({"br_netfilter"}, loaded)  # with bridge, stp, llc
+            during = machinestate.snapshot()
+        expected = dataclasses.replace(
+            before, modules=before.modules | theirs, bridge_netfilter=during.bridge_netfilter
+        )
+        left = machinestate.wait_until_as_before(expected, within_s=30)[0]
+        assert not left, left
+        assert {"sch_sfq", "br_netfilter"} <= machinestate.snapshot().modules and during.bridge_netfilter
+    finally:
+        for name in foreign:  # as later tests expect to find the guest
+            subprocess.run(["rmmod", name], check=False, capture_output=True)

@@ -119,7 +119,7 @@ def test_a_second_hold_in_one_process_is_refused_without_letting_go_of_the_first
 
 
 def test_a_filesystem_without_locks_is_refused_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_locks(fd: int, cmd: int) -> None:
+    def no_locks(fd: int, cmd: int, *_: int) -> None:
         raise OSError(37, os.strerror(37))  # ENOLCK: NFSv3 without lockd
 
     monkeypatch.setattr(fcntl, "lockf", no_locks)
@@ -181,7 +181,8 @@ def test_merge_locks_its_target_before_it_reads_a_row(
         return read(path)
 
     monkeypatch.setattr("netrepro.runner.shards.read_rows", reading)
-    assert cli.main(["merge", str(shard), str(target), "--into", str(tmp_path / "into")]) == 0
+    # 3: the rows are a part of the figure's trials, the rest not run (docs/commands.md, exit codes)
+    assert cli.main(["merge", str(shard), str(target), "--into", str(tmp_path / "into")]) == 3
     # the first read of each file finds the figure, the second (under the lock) merges its rows
     assert all("busy" in w for w in locked_when_read[2:]) and len(locked_when_read) == 4, locked_when_read
     assert sorted(r["trial_key"] for r in read_rows(target)) == sorted(str(r["trial_key"]) for r in rows)
@@ -202,3 +203,102 @@ def test_merge_is_refused_while_a_run_writes_its_target_or_one_of_its_csvs(
         err = capsys.readouterr().err
         assert f"{running} is busy: another run (pid {run.pid}) is writing it" in err, err
         assert {p: p.read_bytes() for p in (shard, target)} == before  # nothing read into, nothing written over
+
+
+# -- a reader letting go, and what others may plant in a results directory --------------------
+
+LETTING_GO = """
+import fcntl, os, sys
+from pathlib import Path
+path = Path(sys.argv[1])
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)  # as a reader does, making sure it is the last
+print("letting go", flush=True)
+sys.stdin.read()
+path.unlink()
+os.close(fd)
+"""
+
+
+def test_a_reader_letting_go_does_not_make_another_reader_see_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last reader takes the lock exclusively for an instant before it unlinks the file: a reader that
+    comes then tries again, on the file that is there after, and is not refused.  (The instant is made
+    long here: the other process lets go only once this reader has met it.)"""
+    csv_path = tmp_path / "iw" / "fig2.csv"
+    csv_path.parent.mkdir(parents=True)
+    other = subprocess.Popen([sys.executable, "-c", LETTING_GO, str(figurelock.lock_path(csv_path))],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert other.stdout is not None and other.stdout.readline() == "letting go\n"
+    met = []
+
+    def let_it_go() -> None:
+        met.append(True)
+        other.communicate(timeout=30)
+
+    monkeypatch.setattr(figurelock, "_pause", let_it_go, raising=False)
+    try:
+        with figurelock.holding(csv_path, shared=True):
+            assert "reading" in lock_in_another_process(csv_path)
+    finally:
+        if other.poll() is None:
+            other.kill()
+            other.wait()
+    assert met == [True] and other.returncode == 0
+
+
+def test_a_reader_is_still_refused_while_a_writer_holds_the_csv(tmp_path: Path) -> None:
+    csv_path = tmp_path / "iw" / "fig2.csv"
+    with held_by_another_process(csv_path) as writer:
+        refused = lock_in_another_process(csv_path, shared=True)
+        assert f"another run (pid {writer.pid}) is writing it" in refused
+
+
+def test_a_hard_link_planted_as_the_lock_file_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
+    """With fs.protected_hardlinks off, anyone may link another's file into a results directory they can
+    write: a root run would have truncated it, written its pid into it and handed it to the caller."""
+    csv_path = tmp_path / "iw" / "fig2.csv"
+    csv_path.parent.mkdir(parents=True)
+    precious = tmp_path / "precious"
+    precious.write_text("root:secret\n")
+    os.chmod(precious, 0o600)
+    os.link(precious, figurelock.lock_path(csv_path))
+    for shared in (False, True):
+        planted = pytest.raises(SetupError, match=r"fig2\.csv\.lock: not used as the figure's lock file: it has 2")
+        with planted, figurelock.holding(csv_path, shared=shared):
+            pass
+    assert precious.read_text() == "root:secret\n" and stat.S_IMODE(precious.stat().st_mode) == 0o600
+
+
+def test_a_symbolic_link_or_a_fifo_planted_as_the_lock_file_is_refused(tmp_path: Path) -> None:
+    csv_path = tmp_path / "iw" / "fig2.csv"
+    csv_path.parent.mkdir(parents=True)
+    lock = figurelock.lock_path(csv_path)
+    lock.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SetupError, match="it is a symbolic link"), figurelock.holding(csv_path):
+        pass
+    assert not (tmp_path / "elsewhere").exists()
+    lock.unlink()
+    os.mkfifo(lock)
+    for shared in (False, True):  # and no read of a FIFO waits for a writer that never comes
+        with pytest.raises(SetupError, match="it is not a regular file"), figurelock.holding(csv_path, shared=shared):
+            pass
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a file of another user is made by root")
+def test_root_refuses_a_lock_file_of_another_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUDO_UID", "4242")
+    monkeypatch.setenv("SUDO_GID", "4242")
+    csv_path = tmp_path / "iw" / "fig2.csv"
+    csv_path.parent.mkdir(parents=True)
+    lock = figurelock.lock_path(csv_path)
+    lock.write_text("planted\n")
+    os.chown(lock, 31337, 31337)
+    planted = pytest.raises(SetupError, match="belongs to uid 31337, neither root nor the sudo caller")
+    with planted, figurelock.holding(csv_path):
+        pass
+    assert lock.read_text() == "planted\n"
+    os.chown(lock, 4242, 4242)  # the sudo caller's, as a root run hands it back: used
+    with figurelock.holding(csv_path):
+        assert lock.stat().st_uid == 4242 and str(os.getpid()) in lock.read_text()

@@ -490,19 +490,27 @@ def test_modprobe_records_the_modules_loaded_before_and_a_failed_load_as_not_mad
         ("cancel", None, None),
     ]
     assert entries[2]["cancels"] == entries[1]["seq"]
-    unloaded: list[list[str]] = []
-    monkeypatch.setattr(modules, "unload_modules_not_in", lambda before, settle: unloaded.append(before))
+    unloaded: list[tuple[list[str], set[str]]] = []
+
+    def unload_owned(before: str, ours: set[str], settle: float) -> None:
+        unloaded.append((sorted(modules.parse_proc_modules(before)), set(ours)))
+
+    monkeypatch.setattr(modules, "unload_owned", unload_owned)
     led.unwind()
-    assert unloaded == [["bridge", "veth"]], "the cancelled load undoes nothing"
+    assert unloaded == [(["bridge", "veth"], {"tcp_yeah"})], "the cancelled load undoes nothing"
 
 
 def test_modules_loaded_since_are_removed_unless_another_live_run_holds_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`modules_loaded` (the openvswitch module and what its users load after it): the names loaded
-    before are kept; undone only when no other live run has the same cause recorded."""
-    kept: list[list[str]] = []
-    monkeypatch.setattr(modules, "unload_modules_not_in", lambda before, settle: kept.append(before))
+    """`modules_loaded` (the openvswitch module, with its dependencies): the names loaded before are
+    kept; undone only when no other live run has the same cause recorded."""
+    kept: list[tuple[list[str], set[str]]] = []
+
+    def unload_owned(before: str, ours: set[str], settle: float) -> None:
+        kept.append((sorted(modules.parse_proc_modules(before)), set(ours)))
+
+    monkeypatch.setattr(modules, "unload_owned", unload_owned)
     entry = {"kind": "modules_loaded", "cause": "openvswitch", "before": ["bridge", "veth"]}
     other, mine = Ledger(tmp_path, contain=False), Ledger(tmp_path, contain=False)
     other.record(dict(entry))
@@ -510,7 +518,7 @@ def test_modules_loaded_since_are_removed_unless_another_live_run_holds_them(
     mine.unwind()
     assert kept == [], "another live run holds the datapath: left loaded"
     other.unwind()
-    assert kept == [["bridge", "veth"]]
+    assert kept == [(["bridge", "veth"], {"openvswitch"})]
 
 
 class FakeModules:
@@ -547,9 +555,9 @@ class FakeModules:
 
 def test_a_runs_end_keeps_the_modules_another_live_run_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """This run loaded tcp_yeah (which brought tcp_vegas); another live run then loaded tcp_hybla, a
-    third insmod-ed cubic_plus, and a fourth's processes loaded sch_netem after it recorded what was
-    loaded.  All are unused and loaded since this run's `before`: this run's end removes its own
-    two, and leaves the others' (before, it removed every one of them)."""
+    third insmod-ed cubic_plus, and a fourth loaded the openvswitch datapath and its lab's commands made
+    the kernel load sch_netem.  All are unused and loaded since this run's `before`: this run's end
+    removes its own two, and leaves the others' (before, it removed every one of them)."""
     fake = FakeModules({"veth": ()})
     monkeypatch.setattr(modules, "_read_proc_modules", fake.text)
     monkeypatch.setattr(proc, "run", fake.run)
@@ -562,12 +570,14 @@ def test_a_runs_end_keeps_the_modules_another_live_run_loaded(tmp_path: Path, mo
         fake.used_by["cubic_plus"] = ()
     ovs = Ledger(tmp_path, contain=False)
     ovs.record({"kind": "modules_loaded", "cause": "openvswitch", "before": sorted(fake.used_by)})
-    fake.used_by["sch_netem"] = ()  # a qdisc one of its processes added, since removed
+    fake.used_by["openvswitch"] = ()
+    fake.used_by["sch_netem"] = ()  # for a qdisc of its lab's, since removed
+    ovs.record({"kind": "autoloads", "cause": "tc qdisc add dev s1-eth1 root netem", "loaded": ["sch_netem"]})
     entries = [json.loads(line) for line in hybla.file.read_text().splitlines()][1:]
 
     mine.unwind()
     assert fake.removed == ["tcp_yeah", "tcp_vegas"]
-    assert set(fake.used_by) == {"veth", "tcp_hybla", "cubic_plus", "sch_netem"}
+    assert set(fake.used_by) == {"veth", "tcp_hybla", "cubic_plus", "openvswitch", "sch_netem"}
     assert [(e["before"], e.get("loaded")) for e in entries] == [
         (["tcp_vegas", "tcp_yeah", "veth"], None),
         (["tcp_vegas", "tcp_yeah", "veth"], ["tcp_hybla"]),
@@ -575,7 +585,7 @@ def test_a_runs_end_keeps_the_modules_another_live_run_loaded(tmp_path: Path, mo
     hybla.unwind()
     assert fake.removed[2:] == ["tcp_hybla"], "its own, not what other live runs may hold"
     ovs.unwind()
-    assert fake.removed[3:] == ["sch_netem"], "cubic_plus was loaded before it recorded"
+    assert sorted(fake.removed[3:]) == ["openvswitch", "sch_netem"], "cubic_plus was loaded before it recorded"
     plus.unwind()  # its `module` entry is undone through /sys/module, not faked here
 
 
@@ -584,26 +594,29 @@ def test_what_the_kernel_loaded_for_a_lab_goes_with_the_last_run_that_may_hold_i
 ) -> None:
     """Run A's lab makes the kernel load ifb and sch_netem (ifb brings ifb0 and ifb1 to the root
     namespace); run B's lab starts after, finds them loaded, and holds them too; meanwhile someone
-    else loads `vfat`, and A's own end, with B alive, removes nothing.  B's lab then loads
-    br_netfilter (with its bridge-nf-call-* sysctls): B's end removes what both labs loaded and
-    leaves vfat.  Before, neither end unloaded anything the kernel autoloaded."""
+    else loads `vfat`, and A's own end, with B alive, removes nothing.  B's lab then makes the kernel
+    load br_netfilter (with its bridge-nf-call-* sysctls): B's end removes what both labs loaded and
+    leaves vfat."""
     fake = FakeModules({"veth": (), "bridge": ()})
     monkeypatch.setattr(modules, "_read_proc_modules", fake.text)
     monkeypatch.setattr(proc, "run", fake.run)
     a = Ledger(tmp_path, contain=False)
     a.watch_autoloads()
     a.watch_autoloads()  # once a run, however many labs it builds
-    fake.used_by.update({"ifb": (), "sch_netem": ()})
+    with a.autoloading("tc qdisc add dev h1-eth0 root netem delay 10ms"):
+        fake.used_by.update({"ifb": (), "sch_netem": ()})
     b = Ledger(tmp_path, contain=False)
     b.watch_autoloads()
     fake.used_by["vfat"] = ()
     a.unwind()
     assert fake.removed == [], "B's lab may use them"
-    fake.used_by["br_netfilter"] = ()
-    fake.used_by["bridge"] = ("br_netfilter",)
+    with b.autoloading("iptables -A FORWARD -m physdev --physdev-out s1-eth2 -j NFQUEUE"):
+        fake.used_by["br_netfilter"] = ()
+        fake.used_by["bridge"] = ("br_netfilter",)
     recorded = [json.loads(line) for line in b.file.read_text().splitlines()][1:]
-    assert [(e["kind"], e["before"], e["inherited"]) for e in recorded] == [
-        ("autoloads", ["bridge", "ifb", "sch_netem", "veth"], ["ifb", "sch_netem"])
+    assert [(e["kind"], e.get("before"), e.get("inherited"), e.get("loaded")) for e in recorded] == [
+        ("autoloads", ["bridge", "ifb", "sch_netem", "veth"], ["ifb", "sch_netem"], None),
+        ("autoloads", None, None, ["br_netfilter"]),
     ]
     fake.links = [{"ifname": n, "linkinfo": {"info_kind": "ifb"}} for n in ("ifb0", "ifb1")]
     b.unwind()
@@ -621,10 +634,57 @@ def test_a_link_module_stays_while_a_device_of_its_kind_made_by_someone_else_is_
     monkeypatch.setattr(proc, "run", fake.run)
     run = Ledger(tmp_path, contain=False)
     run.watch_autoloads()
-    fake.used_by.update({"stp": ("bridge",), "llc": ("bridge", "stp"), "bridge": (), "veth": ()})
+    with run.autoloading("the lab's start"):
+        fake.used_by.update({"stp": ("bridge",), "llc": ("bridge", "stp"), "bridge": (), "veth": ()})
     fake.links = [{"ifname": "lo"}, {"ifname": "docker0", "linkinfo": {"info_kind": "bridge"}}]
     run.unwind()
     assert fake.removed == ["veth"] and set(fake.used_by) == {"bridge", "stp", "llc"}
+
+
+def test_another_programs_modprobe_during_a_run_and_a_module_loaded_before_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """sch_htb was loaded before the run; the run's own command made the kernel load ifb; between two
+    of its commands another program ran `modprobe br_netfilter` (Docker's bridge filtering, with
+    bridge, stp and llc).  The run's end removes ifb alone, and names what it leaves.  Before, every
+    module of the lab's families loaded since the lab's start went, br_netfilter and its sysctls too."""
+    fake = FakeModules({"veth": (), "sch_htb": ()})
+    monkeypatch.setattr(modules, "_read_proc_modules", fake.text)
+    monkeypatch.setattr(proc, "run", fake.run)
+    run = Ledger(tmp_path, contain=False)
+    run.watch_autoloads()
+    with run.autoloading("ip link add ifb-h1 type ifb"):
+        fake.used_by["ifb"] = ()
+    fake.used_by.update({"br_netfilter": (), "bridge": ("br_netfilter",), "stp": ("bridge",), "llc": ("bridge", "stp")})
+    with run.autoloading("tc qdisc add dev h1-eth0 root handle 1: htb"):
+        pass  # sch_htb was there already: nothing recorded
+    caplog.set_level("INFO", logger="netrepro")
+    run.unwind()
+    assert fake.removed == ["ifb"]
+    assert set(fake.used_by) == {"veth", "sch_htb", "br_netfilter", "bridge", "stp", "llc"}
+    assert "not by it" in caplog.text and "br_netfilter, bridge, llc, stp; left loaded" in caplog.text
+
+
+def test_a_command_the_run_runs_records_what_the_kernel_loaded_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a run watches (its lab has started), every command it runs through proc.run is a window:
+    what appears while it runs is recorded as the run's; a command that loads nothing records nothing;
+    the unwind stops watching."""
+    texts = iter(["veth 1 0 - Live 0x0\n"] * 4 + ["veth 1 0 - Live 0x0\nsch_netem 1 0 - Live 0x0\n"] * 9)
+    monkeypatch.setattr(modules, "_read_proc_modules", lambda: next(texts))
+    run = Ledger(tmp_path, contain=False)
+    run.watch_autoloads()  # reads 1
+    proc.run(["true"])  # reads 2 and 3: nothing new
+    assert proc.command_watchers == [run._watch_command]
+    proc.run(["sh", "-c", "exit 0"])  # reads 4 (before) and 5: sch_netem came meanwhile
+    proc.run(["true"])
+    recorded = [json.loads(line) for line in run.file.read_text().splitlines()][1:]
+    assert [(e.get("cause"), e.get("loaded")) for e in recorded] == [(None, None), ("sh -c exit 0", ["sch_netem"])]
+    monkeypatch.setattr(modules, "unload_owned", lambda *a, **k: None)
+    monkeypatch.setattr(modules, "unload_modules_not_in", lambda *a, **k: None)
+    run.unwind()
+    assert proc.command_watchers == []
 
 
 def test_a_lab_that_starts_after_a_dead_run_holds_what_that_run_loaded_until_clean(

@@ -99,3 +99,54 @@ def test_unload_waits_for_the_namespace_then_removes_in_order(monkeypatch: pytes
     assert set(removed) == PROBE_LOADED
     assert removed[:4] == ["br_netfilter", "bridge", "stp", "llc"]
     assert set(modules.parse_proc_modules(text)) == set(modules.parse_proc_modules(BEFORE))
+
+
+# -- which modules a run may remove: only its own, and only when nothing else holds them -------------
+
+
+def test_a_run_removes_what_it_loaded_with_its_dependencies_and_leaves_what_others_loaded() -> None:
+    """The run asked for br_netfilter (which brought bridge, stp and llc); the NFQUEUE rules' modules
+    appeared meanwhile for someone else: they are left, and named."""
+    owned = modules.ownership(BEFORE, released(AFTER), {"br_netfilter"})
+    assert owned.unload == ["br_netfilter", "bridge", "stp", "llc"]
+    assert_users_first(owned.unload, AFTER)
+    assert owned.held == []
+    assert owned.others == sorted(PROBE_LOADED - {"br_netfilter", "bridge", "stp", "llc"})
+
+
+def test_a_module_of_the_runs_that_another_module_uses_or_something_holds_is_left() -> None:
+    """xt_physdev brought x_tables, which three modules of someone else's use: x_tables stays.
+    xt_NFQUEUE is still held by a rule (refcount 1): it stays until released."""
+    owned = modules.ownership(BEFORE, released(AFTER), {"xt_physdev"})
+    assert (owned.unload, owned.held) == (["xt_physdev"], ["x_tables"])
+    held = modules.ownership(BEFORE, AFTER, {"xt_NFQUEUE"})
+    assert (held.unload, held.held) == ([], ["x_tables", "xt_NFQUEUE"])
+
+
+def test_a_run_that_loaded_a_dependency_leaves_it_while_another_programs_module_uses_it() -> None:
+    """The run loaded bridge (with stp and llc); another program then loaded br_netfilter, which uses it."""
+    owned = modules.ownership(BEFORE, released(AFTER), {"bridge"})
+    assert owned.unload == [] and owned.held == ["bridge", "llc", "stp"]
+    assert "br_netfilter" in owned.others
+
+
+def test_a_module_loaded_before_the_run_is_never_the_runs() -> None:
+    owned = modules.ownership(BEFORE, released(AFTER), {"kvm_amd", "overlay", "virtio"})
+    assert owned.unload == [] and owned.held == [] and owned.others == sorted(PROBE_LOADED)
+
+
+def test_unload_owned_removes_only_the_runs_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = released(AFTER)
+    removed: list[str] = []
+
+    def fake_run(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        nonlocal text
+        removed.append(argv[1])
+        text = "".join(line for line in text.splitlines(keepends=True) if line.split()[0] != argv[1])
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(modules, "_read_proc_modules", lambda: text)
+    monkeypatch.setattr(proc, "run", fake_run)
+    left = modules.unload_owned(BEFORE, {"br_netfilter"}, settle=0)
+    assert removed == ["br_netfilter", "bridge", "stp", "llc"]
+    assert left.unload == [] and left.held == [] and "xt_physdev" in left.others

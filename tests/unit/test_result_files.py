@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import expts
-from ground import figurelock, kernel, results, trials
+from ground import figurelock, kernel, proc, results, trials
 from ground.figurelock import FigureBusy
 from ground.trials import TrialLog, complete_length, latest_rows, trial_key
 from netrepro.front import cli
@@ -368,3 +368,24 @@ def test_a_tool_that_does_not_answer_its_version_is_recorded_as_silent(
     assert time.monotonic() - began < 5
     assert version == "present; `slowtool --version` did not answer in 0.5 s"
     assert kernel.tool_version.__wrapped__("no-such-tool-here") is None
+
+
+def test_every_git_call_names_the_checkout_safe_and_runs_no_fsmonitor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git_state and code_fingerprint run git in the checkout, as root in a user's one too: each call
+    names it safe explicitly (not by git's guess from SUDO_UID) and turns off any fsmonitor command."""
+    calls: list[list[str]] = []
+
+    def fake_run(argv: list[str], *_: Any, **__: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(list(argv))
+        return subprocess.CompletedProcess(argv, 0, "M code.py\n" if "status" in argv else "abc123\n", "")
+
+    monkeypatch.setattr(results, "REPO", tmp_path)
+    monkeypatch.setattr(proc, "run", fake_run)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    results.code_fingerprint()
+    assert {argv[argv.index("-C") + 1] for argv in calls} == {str(tmp_path)}
+    assert len(calls) >= 4  # status and rev-parse (twice: the version), diff, ls-files
+    for argv in calls:
+        assert argv[:5] == ["git", "-c", f"safe.directory={tmp_path}", "-c", "core.fsmonitor=false"], argv
