@@ -46,11 +46,11 @@ distribution() {
 
 # The packages whose names differ by distribution, one a line, for the
 # distribution "$1" (as `distribution` says it), the running kernel's
-# release "$2", and "$3": `main` (bpftool; on Debian, Chromium for page
-# loads in a browser (page_load client=chromium) and the test of `run.sh
-# report`; Ubuntu ships it as a snap only, which cannot run in a lab's
-# namespace with a profile of the run's: preflight says so) or `vm` (the
-# stock kernel and its headers).  Debian 12 has a bpftool package; Ubuntu
+# release "$2", and "$3": `main` (bpftool; on Debian, Chromium and Firefox
+# ESR for page loads in a browser (page_load client=chromium or firefox;
+# Chromium also for the test of `run.sh report`); Ubuntu ships both as
+# snaps only, which cannot run in a lab's namespace with a profile of the
+# run's: preflight says so) or `vm` (the stock kernel and its headers).  Debian 12 has a bpftool package; Ubuntu
 # 22.04 and 24.04 ship bpftool in linux-tools-<release> (with
 # linux-tools-common's wrapper, which runs the one of the running kernel).  Other versions of either are
 # given the same names, with a warning; other distributions are refused.
@@ -64,7 +64,7 @@ distro_packages() {
         echo "run.sh: netrepro is tested on Debian 12 and Ubuntu 22.04 and 24.04; this is '$distro'" >&2
     fi
     case "${distro%% *}/$which" in
-        debian/main) printf '%s\n' bpftool chromium ;;
+        debian/main) printf '%s\n' bpftool chromium firefox-esr ;;
         debian/vm) printf '%s\n' linux-image-amd64 linux-headers-amd64 ;;
         ubuntu/main) printf '%s\n' linux-tools-common "linux-tools-$release" ;;
         ubuntu/vm) printf '%s\n' linux-image-generic linux-headers-generic ;;

@@ -30,6 +30,19 @@ WATCHED = {
     "tcpdump",
     "flock",
     "chromium",
+    # Firefox ESR and the processes it starts (their names, as /proc/PID/comm cuts them to 15 characters)
+    "firefox-esr",
+    "crashhelper",
+    "forkserver",
+    "Socket Process",
+    "RDD Process",
+    "Utility Process",
+    "GPU Process",
+    "WebExtensions",
+    "Web Content",
+    "Isolated Web Co",
+    "Privileged Cont",
+    "Chroot Helper",
 }
 
 

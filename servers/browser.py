@@ -1,12 +1,14 @@
-"""A real browser loads a page in a lab host: Chromium, headless, timed by its own Resource Timing.
+"""A real browser loads a page in a lab host: Chromium or Firefox, headless, timed by its own Resource Timing.
 
 Seed 000 loaded its pages "via web browser (Firefox)", clearing the cache
 before each load, and took page load time as "the elapsed time between when
 the first object is requested and when the last object is received".  Here
 each load gets a browser of its own with a fresh profile (a cold cache and no
 connection left from an earlier load), started in the client's namespace
-before the measured navigation, so its start is not in the time; it is driven
-over the DevTools protocol on a pipe (servers.devtools: no port is opened).
+before the measured navigation, so its start is not in the time.  Chromium is
+driven over the DevTools protocol on a pipe (servers.devtools: no port is
+opened); Firefox, seed 000's own browser, over WebDriver BiDi on the client
+namespace's loopback (servers.bidi: nothing outside that namespace reaches it).
 
 - **Binary**: Debian's `/usr/lib/chromium/chromium`, not the `/usr/bin`
   wrapper, which adds flags from `/etc/chromium.d/`.  The argument list is
@@ -16,16 +18,30 @@ over the DevTools protocol on a pipe (servers.devtools: no port is opened).
   HTTP/1.1 by turning HTTP/2 off, so that the two differ in framing and
   connections only.  The server's certificate is made per run; the browser
   trusts that one key alone (`--ignore-certificate-errors-spki-list` with its
-  hash), and nothing is added to a trust store.
+  hash), and nothing is added to a trust store.  Firefox trusts that one
+  certificate (its SHA-256 fingerprint) at the server's address and port
+  alone, by an exception in its fresh profile (`cert_override.txt`, what its
+  "accept the risk" button writes): no trust store, not even the profile's
+  own NSS database, holds it, and no other certificate error is let through
+  (the certificate is self-signed with CA:TRUE, which Firefox refuses as a
+  server's even when its database trusts it).
 - **Nothing else on the wire**: names resolve to nothing but the server's
   address (`--host-resolver-rules`), QUIC, background networking, component
-  updates and sync are off.  The profile, its cache and the browser's home
+  updates and sync are off.  Firefox's profile (`firefox_prefs`, its user.js)
+  sends every request for another address to a proxy on the client's own
+  loopback where nothing listens, so no name is looked up and nothing leaves;
+  HTTP/3, DNS over HTTPS, prefetching, speculative connections, telemetry,
+  safe browsing, updates, remote settings, push, Normandy and captive portal
+  detection are off.  The profile, its cache and the browser's home
   directory are one fresh folder, removed after the load (the session's
   folder, in the run's ledger, if the run is killed).
 - **Metrics** (`BrowserLoad`): `plt_ms`, seed 000's page load time, from the
   HTML's requestStart to the last responseEnd of any resource; `onload_ms`,
   Navigation Timing's loadEventEnd; objects and body bytes; the connections
-  the responses came over (DevTools' connectionId); the protocol each came
+  the responses came over (Chromium: DevTools' connectionId; Firefox, which
+  has no such id and whose Resource Timing misattributes reuse, the client's
+  TCP connections to the server's port open at the load event, counted by `ss`
+  in the client's namespace: `open_connections`); the protocol each came
   over (nextHopProtocol).  The browser's own request for /favicon.ico is
   not the page's: it is left out (it failed 2 of 200 loads of a reference
   run with its 404 before it was).  A load that fails (an error page, a resource not
@@ -51,24 +67,35 @@ from urllib.parse import urlsplit
 from ground.ledger import Ledger
 from ground.proc import Netns, Process, run
 from servers.apache import TLS_PORT
+from servers.bidi import BiDi, BiDiError, listening_url
 from servers.clients import ProtocolMismatch, WorkloadError
 from servers.devtools import DevTools, DevToolsError, pipe_argv
 
 __all__ = [
     "BROWSERS",
     "CHROMIUM",
+    "FIREFOX",
     "H1_MAX_CONNECTIONS",
     "BrowserLoad",
+    "cert_override",
     "chromium_argv",
+    "firefox_argv",
+    "firefox_load",
+    "firefox_prefs",
     "installed_browsers",
     "load_in_browser",
+    "open_connections",
     "page_url",
     "refused",
     "spki_hash",
+    "user_js",
 ]
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
-BROWSERS: dict[str, Path] = {"chromium": CHROMIUM}
+FIREFOX = Path("/usr/lib/firefox-esr/firefox-esr")  # Debian's firefox-esr (/usr/bin/firefox-esr links to it)
+BROWSERS: dict[str, Path] = {"chromium": CHROMIUM, "firefox": FIREFOX}
+# The Debian package of each browser, for the messages that say where to get it.
+PACKAGES = {"chromium": "chromium", "firefox": "firefox-esr"}
 H1_MAX_CONNECTIONS = 6  # a browser's connections per host for HTTP/1.1 (Chromium's and Firefox's default)
 START_TIMEOUT_S = 30.0
 FAVICON = "/favicon.ico"
@@ -118,8 +145,9 @@ def installed_browsers() -> dict[str, str]:
     for name, binary in BROWSERS.items():
         if binary.is_file() and os.access(binary, os.X_OK):
             done = run([str(binary), "--version"], check=False, timeout=30)
-            words = done.stdout.split()
-            found[name] = words[1] if len(words) > 1 and done.returncode == 0 else ""
+            # "Chromium 156.0.8078.108 built on Debian ...", "Mozilla Firefox 153.8.0esr"
+            numbers = [w for w in done.stdout.split() if w[:1].isdigit()]
+            found[name] = numbers[0] if numbers and done.returncode == 0 else ""
     return found
 
 
@@ -168,6 +196,107 @@ def chromium_argv(profile: Path, server: str, protocol: str, spki: str, binary: 
     ]
 
 
+def firefox_argv(profile: Path, binary: Path = FIREFOX) -> list[str]:
+    """Firefox headless with a fresh profile, its WebDriver BiDi on a port it picks on the namespace's loopback.
+
+    What it may reach and what it trusts is in the profile (`firefox_prefs`, `cert_override`)."""
+    return [
+        str(binary),
+        "--headless",
+        "--no-remote",
+        "--profile",
+        str(profile),
+        "--remote-debugging-port",
+        "0",  # a free port, chosen by Firefox and printed on its stderr (servers.bidi.listening_url)
+        "--remote-allow-hosts",
+        "127.0.0.1",
+        "about:blank",
+    ]
+
+
+def firefox_prefs(server: str, protocol: str) -> dict[str, bool | int | str]:
+    """The preferences of a load's fresh Firefox profile: nothing on the wire but the page, HTTP/2 on or off."""
+    if protocol not in NEXT_HOP:
+        raise ValueError(f"protocol {protocol!r}: a browser loads over TLS, {' or '.join(NEXT_HOP)}")
+    return {
+        # Every request but the server's goes to a proxy on the client's loopback where nothing listens:
+        # no name is looked up, nothing else leaves the host.
+        "network.proxy.type": 1,
+        "network.proxy.http": "127.0.0.1",
+        "network.proxy.http_port": 9,
+        "network.proxy.ssl": "127.0.0.1",
+        "network.proxy.ssl_port": 9,
+        "network.proxy.share_proxy_settings": False,
+        "network.proxy.no_proxies_on": server,
+        "network.trr.mode": 5,  # DNS over HTTPS off
+        "network.http.http3.enable": False,  # no QUIC (Chromium: --disable-quic)
+        "network.http.http2.enabled": protocol == "h2",
+        "network.http.max-persistent-connections-per-server": H1_MAX_CONNECTIONS,  # Firefox's default, made sure
+        "network.http.speculative-parallel-limit": 0,  # no connection opened ahead of a request
+        "network.dns.disablePrefetch": True,
+        "network.prefetch-next": False,
+        "network.predictor.enabled": False,
+        "network.captive-portal-service.enabled": False,
+        "network.connectivity-service.enabled": False,
+        "privacy.reduceTimerPrecision": False,  # Resource Timing to the microsecond, not rounded to 1 ms
+        "security.OCSP.enabled": 0,
+        "security.remote_settings.crlite_filters.enabled": False,
+        "security.remote_settings.intermediates.enabled": False,
+        "services.settings.server": "",  # remote settings
+        "app.update.disabledForTesting": True,
+        "app.normandy.enabled": False,
+        "app.shield.optoutstudies.enabled": False,
+        "extensions.update.enabled": False,
+        "extensions.getAddons.cache.enabled": False,
+        "extensions.systemAddon.update.enabled": False,
+        "dom.push.enabled": False,
+        "dom.push.connection.enabled": False,
+        "datareporting.policy.dataSubmissionEnabled": False,
+        "datareporting.healthreport.uploadEnabled": False,
+        "toolkit.telemetry.enabled": False,
+        "toolkit.telemetry.unified": False,
+        "toolkit.telemetry.server": "",
+        "browser.safebrowsing.malware.enabled": False,
+        "browser.safebrowsing.phishing.enabled": False,
+        "browser.safebrowsing.downloads.enabled": False,
+        "browser.safebrowsing.blockedURIs.enabled": False,
+        "browser.safebrowsing.downloads.remote.enabled": False,
+        "browser.region.update.enabled": False,
+        "browser.region.network.url": "",
+        "browser.topsites.contile.enabled": False,
+        "browser.newtabpage.enabled": False,
+        "browser.shell.checkDefaultBrowser": False,
+        "browser.startup.page": 0,
+        "browser.startup.homepage_override.mstone": "ignore",
+        "browser.aboutwelcome.enabled": False,
+        "browser.sessionstore.resume_from_crash": False,
+        "media.gmp-manager.updateEnabled": False,
+        "geo.enabled": False,
+    }
+
+
+def user_js(prefs: Mapping[str, bool | int | str]) -> str:
+    """A profile's user.js setting `prefs` (read at every start, over the profile's own prefs.js)."""
+    return "".join(f"user_pref({json.dumps(name)}, {json.dumps(value)});\n" for name, value in prefs.items())
+
+
+def cert_override(server: str, port: int, cert_pem: bytes) -> str:
+    """A profile's cert_override.txt: Firefox accepts this one certificate (SHA-256) at server:port, nothing else."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+
+    digest = x509.load_pem_x509_certificate(cert_pem).fingerprint(hashes.SHA256())
+    fingerprint = ":".join(f"{b:02X}" for b in digest)
+    host = f"[{server}]" if ":" in server else server
+    # host:port:origin attributes, the hash's OID (SHA-256), the fingerprint, the errors let through
+    # (U: an untrusted issuer), the certificate's database key (none: it is in no database)
+    return (
+        "# PSM Certificate Override Settings file\n"
+        "# This is a generated file!  Do not edit.\n"
+        f"{host}:{port}:\tOID.2.16.840.1.101.3.4.2.1\t{fingerprint}\tU\t\n"
+    )
+
+
 def _environment(home: Path) -> dict[str, str]:
     """The browser's environment: its home, caches and temporary files all inside the load's folder."""
     return {
@@ -203,14 +332,33 @@ def load_in_browser(
     cert_pem: bytes,
     folder: Path,
     *,
+    client: str = "chromium",
     ledger: Ledger | None = None,
     resources: int | None = None,
     timeout: float = 120.0,
 ) -> BrowserLoad:
-    """Load https://server/path in a fresh Chromium in `ns`, its profile made in `folder` and removed after.
+    """Load https://server/path in a fresh `client` (a name in BROWSERS) in `ns`, its profile made in `folder`
+    and removed after.
 
     `resources`: how many objects (the HTML among them) the page has; a load that got another number
     fails.  The load must reach its load event within `timeout` seconds."""
+    if client not in BROWSERS:
+        raise ValueError(f"client {client!r}: the browsers are {', '.join(BROWSERS)}")
+    loader = _load_in_firefox if client == "firefox" else _load_in_chromium
+    return loader(ns, server, path, protocol, cert_pem, folder, ledger, resources, timeout)
+
+
+def _load_in_chromium(
+    ns: Netns,
+    server: str,
+    path: str,
+    protocol: str,
+    cert_pem: bytes,
+    folder: Path,
+    ledger: Ledger | None,
+    resources: int | None,
+    timeout: float,
+) -> BrowserLoad:
     load_dir = folder / f"load-{os.urandom(4).hex()}"
     load_dir.mkdir(mode=0o700)
     commands_r = commands_w = replies_r = replies_w = -1
@@ -254,6 +402,107 @@ def load_in_browser(
         shutil.rmtree(load_dir, ignore_errors=True)
 
 
+def _write_new(path: Path, text: str) -> None:
+    """Write a new file (never through a planted symlink, never over a file already there)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+def _load_in_firefox(
+    ns: Netns,
+    server: str,
+    path: str,
+    protocol: str,
+    cert_pem: bytes,
+    folder: Path,
+    ledger: Ledger | None,
+    resources: int | None,
+    timeout: float,
+) -> BrowserLoad:
+    load_dir = folder / f"load-{os.urandom(4).hex()}"
+    load_dir.mkdir(mode=0o700)
+    browser: Process | None = None
+    bidi: BiDi | None = None
+    try:
+        for sub in ("profile", "home", "home/tmp"):
+            (load_dir / sub).mkdir(mode=0o700)
+        profile = load_dir / "profile"
+        _write_new(profile / "user.js", user_js(firefox_prefs(server, protocol)))
+        _write_new(profile / "cert_override.txt", cert_override(server, TLS_PORT, cert_pem))
+        wait_addresses_settled(ns)
+        log = load_dir / "stderr.log"
+        with open(log, "wb") as stderr:
+            browser = Process(
+                firefox_argv(profile),
+                ns,
+                ledger=ledger,
+                stdout=stderr,
+                stderr=stderr,
+                label="firefox",
+                env={**_environment(load_dir / "home"), "MOZ_CRASHREPORTER_DISABLE": "1"},
+            )
+        try:
+            bidi = BiDi(_wait_listening(log, browser), "firefox", timeout=START_TIMEOUT_S, ns=ns)
+            return _navigate_firefox(bidi, ns, server, page_url(server, path), protocol, resources, timeout)
+        except BiDiError as e:
+            raise WorkloadError(f"{e}{_stderr_tail(log, browser)}") from None
+    finally:
+        if bidi is not None:
+            with contextlib.suppress(BiDiError):  # a polite close first; stop() ends it either way
+                if browser is not None and browser.running():
+                    bidi.call("browser.close", timeout=5)
+            bidi.close()
+        if browser is not None:
+            browser.stop(grace=5)
+        # A profile that cannot be removed now goes with the session's folder, in the run's ledger.
+        shutil.rmtree(load_dir, ignore_errors=True)
+
+
+def _wait_listening(log: Path, browser: Process) -> str:
+    """The URL of Firefox's WebDriver BiDi, once its stderr says it listens."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while (url := listening_url(log.read_text(errors="replace"))) is None:
+        if not browser.running():
+            raise BiDiError("firefox exited before it listened for WebDriver BiDi")
+        if time.monotonic() > deadline:
+            raise BiDiError(f"firefox: WebDriver BiDi not listening within {START_TIMEOUT_S:g} s")
+        time.sleep(0.05)
+    return url
+
+
+def _navigate_firefox(
+    bidi: BiDi, ns: Netns, server: str, url: str, protocol: str, resources: int | None, timeout: float
+) -> BrowserLoad:
+    version = str(bidi.capabilities.get("browserVersion", ""))
+    context = bidi.call("browsingContext.getTree", {"maxDepth": 0})["contexts"][0]["context"]
+    try:  # "complete": the reply comes once the page's load event has fired
+        bidi.call("browsingContext.navigate", {"context": context, "url": url, "wait": "complete"}, timeout=timeout)
+    except BiDiError as e:
+        if "did not come within" in str(e) or "is gone" in str(e):
+            raise
+        raise WorkloadError(f"firefox: {url}: {str(e).partition(' failed: ')[2]}") from None
+    sockets = run(["ss", "-H", "-t", "-n", "state", "established", "dst", f"{server}:{TLS_PORT}"], ns).stdout
+    evaluated = bidi.call(
+        "script.evaluate", {"expression": _TIMING, "target": {"context": context}, "awaitPromise": False}
+    )
+    if evaluated.get("type") != "success":
+        raise WorkloadError(f"firefox: reading the page's timing failed: {evaluated.get('exceptionDetails')}")
+    timing = json.loads(evaluated["result"]["value"])
+    return firefox_load(version, timing, sockets, protocol, resources)
+
+
+def open_connections(ss_output: str) -> int:
+    """How many TCP connections `ss -H -t -n state established dst SERVER:PORT` lists (one a line).
+
+    Firefox has no connection id in what it reports, and its Resource Timing shows a new connection's
+    setup on whichever request waited for it, not on the one that went over it; the sockets the client
+    holds to the server's port when the load event fires are the connections the page used.  Firefox
+    keeps an idle connection 115 s and the server 30 s (servers.apache), so none closes during a load
+    shorter than that, and no connection is opened ahead of a request (firefox_prefs)."""
+    return len({tuple(line.split()[-2:]) for line in ss_output.splitlines() if line.strip()})
+
+
 def _stderr_tail(log: Path, browser: Process, lines: int = 5) -> str:
     if browser.running():
         return ""
@@ -288,8 +537,35 @@ def browser_load(
     protocol: str,
     resources: int | None,
 ) -> BrowserLoad:
-    """The metrics of a load from its Navigation and Resource Timing entries (`timing`: nav, res) and the
-    DevTools responses (`received`); WorkloadError for a load that did not give what was asked."""
+    """The metrics of a Chromium load from its Navigation and Resource Timing entries (`timing`: nav, res) and
+    the DevTools responses (`received`); WorkloadError for a load that did not give what was asked."""
+    entries = _page_entries(browser, timing, protocol, resources)
+    names = {str(e["name"]) for e in entries}
+    connections = {
+        r["response"]["connectionId"]  # type: ignore[index]
+        for r in received
+        if str(r["response"]["url"]) in names  # type: ignore[index]
+    }
+    return _load_of(browser, version, entries, len(connections))
+
+
+def firefox_load(
+    version: str,
+    timing: Mapping[str, Sequence[Mapping[str, object]]],
+    sockets: str,
+    protocol: str,
+    resources: int | None,
+) -> BrowserLoad:
+    """The metrics of a Firefox load from its Navigation and Resource Timing entries (`timing`: nav, res) and
+    the client's connections to the server at the load event (`sockets`, `ss`'s: `open_connections`)."""
+    entries = _page_entries("firefox", timing, protocol, resources)
+    return _load_of("firefox", version, entries, open_connections(sockets))
+
+
+def _page_entries(
+    browser: str, timing: Mapping[str, Sequence[Mapping[str, object]]], protocol: str, resources: int | None
+) -> list[Mapping[str, object]]:
+    """The page's timing entries (the navigation's first), each checked: loaded whole, over `protocol`."""
     if len(timing["nav"]) != 1:
         raise WorkloadError(f"{browser}: {len(timing['nav'])} navigation entries, expected 1")
     nav = timing["nav"][0]
@@ -300,17 +576,16 @@ def browser_load(
         raise WorkloadError(f"{browser}: {len(bad)} objects not loaded with status 200: {', '.join(bad[:3])}")
     if resources is not None and len(entries) != resources:
         raise WorkloadError(f"{browser}: {len(entries)} objects loaded, the page has {resources}")
-    protocols = collections.Counter(str(e["nextHopProtocol"]) for e in entries)
-    if set(protocols) != {NEXT_HOP[protocol]}:
+    protocols = {str(e["nextHopProtocol"]) for e in entries}
+    if protocols != {NEXT_HOP[protocol]}:
         raise ProtocolMismatch(protocol, "+".join(sorted(protocols)), browser)
+    return entries
+
+
+def _load_of(browser: str, version: str, entries: Sequence[Mapping[str, object]], connections: int) -> BrowserLoad:
+    nav = entries[0]
     first = float(nav["requestStart"])  # type: ignore[arg-type]
     last = max(float(e["responseEnd"]) for e in entries)  # type: ignore[arg-type]
-    names = {str(e["name"]) for e in entries}
-    connections = {
-        r["response"]["connectionId"]  # type: ignore[index]
-        for r in received
-        if str(r["response"]["url"]) in names  # type: ignore[index]
-    }
     return BrowserLoad(
         browser=browser,
         version=version,
@@ -319,6 +594,6 @@ def browser_load(
         first_request_ms=round(first, 3),
         objects=len(entries),
         bytes=sum(int(e["encodedBodySize"]) for e in entries),  # type: ignore[call-overload]
-        connections=len(connections),
-        protocols=dict(protocols),
+        connections=connections,
+        protocols=dict(collections.Counter(str(e["nextHopProtocol"]) for e in entries)),
     )

@@ -141,9 +141,10 @@ def check_machine(needs: Needs) -> None:
         binary = browser.BROWSERS[name]
         if not binary.is_file():
             raise SetupError(
-                f"{needs.what}: client={name} runs {binary}, which is not here: Debian's package `{name}` has it "
-                "(run.sh installs it on Debian; Ubuntu ships Chromium as a snap only, whose confinement keeps it "
-                "from a lab's namespace and profile: run browser loads on Debian)"
+                f"{needs.what}: client={name} runs {binary}, which is not here: Debian's package "
+                f"`{browser.PACKAGES[name]}` has it "
+                "(run.sh installs it on Debian; Ubuntu ships Chromium and Firefox as snaps only, whose confinement "
+                "keeps them from a lab's namespace and profile: run browser loads on Debian)"
             )
     for kind in needs.qdiscs:
         if not qdisc_available(kind):

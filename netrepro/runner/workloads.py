@@ -117,6 +117,7 @@ def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
             protocol,
             session.apache.config.cert_file.read_bytes(),
             session.browser_folder(),
+            client=params["client"],
             ledger=session.ledger,
             resources=len(page.resources),
             timeout=BROWSER_LOAD_TIMEOUT_S,
@@ -282,7 +283,7 @@ def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
     )
     senders.append(tcp)
     before = lab.quiet_bottleneck()  # drops counted are this trial's, not an earlier sender's tail
-    with TcpProbe(session.ledger, [LONG_FLOW_PORT]) as probe:
+    with TcpProbe(session.ledger, [LONG_FLOW_PORT], network=lab.subnet) as probe:
         reports = run_together(senders)
     queue = lab.bottleneck_queue(since=before)
     report = reports[-1]
@@ -502,8 +503,8 @@ PAGE = Key(
 CLIENT = Key(
     "client",
     str,
-    "who loads the page: h2load (every request at once) or a real browser (servers/browser.py: over TLS, "
-    "objects found as the page reveals them)",
+    "who loads the page: h2load (every request at once) or a real browser, Chromium or Firefox ESR "
+    "(servers/browser.py: over TLS, objects found as the page reveals them)",
     ("h2load", *browser.BROWSERS),
     default="h2load",
 )
@@ -664,7 +665,7 @@ def iperf3_traces(lab: Lab, ledger: Ledger, cc: str, seconds: int, parallel: int
     server = Process(iperf3_server_argv(lab.ip("server"), IPERF_PORT), lab.server, ledger=ledger)
     try:
         wait_listening(lab.server, lab.ip("server"), IPERF_PORT, server)
-        with TcpProbe(ledger, [IPERF_PORT]) as probe:
+        with TcpProbe(ledger, [IPERF_PORT], network=lab.subnet) as probe:
             argv = [*iperf3_client_argv(lab.ip("server"), IPERF_PORT, seconds, cc=cc), "-P", str(parallel)]
             run(argv, lab.client, timeout=seconds + 60)
     finally:

@@ -1,5 +1,6 @@
 """The browser lane in the lab: Chromium loads pages over HTTP/1.1 and HTTP/2, checked against curl and
-the path's physics; a load the server never answers is a failed load that leaves nothing behind.
+the path's physics; Firefox ESR loads the same page beside it; a load the server never answers is a failed
+load that leaves nothing behind.
 
 Each test brings up its own lab and server and must leave the machine as it found it (the autouse
 fixture in conftest.py checks, Chromium's processes and its files in /tmp and /dev/shm among what it
@@ -62,9 +63,15 @@ def bench(tmp_path: Path) -> Iterator[Bench]:
 
 
 def load(
-    bench: Bench, path: str, protocol: str, resources: int, timeout: float = 60.0, cert: Path | None = None
+    bench: Bench,
+    path: str,
+    protocol: str,
+    resources: int,
+    timeout: float = 60.0,
+    cert: Path | None = None,
+    client: str = "chromium",
 ) -> browser.BrowserLoad:
-    """A load of `path` in a fresh Chromium; it trusts the server's key, or the one of `cert`."""
+    """A load of `path` in a fresh `client`; it trusts the server's key, or the one of `cert`."""
     return browser.load_in_browser(
         bench.lab.client,
         bench.lab.ip("server"),
@@ -72,6 +79,7 @@ def load(
         protocol,
         (cert or bench.server.config.cert_file).read_bytes(),
         bench.folder,
+        client=client,
         ledger=bench.ledger,
         resources=resources,
         timeout=timeout,
@@ -121,6 +129,32 @@ def test_a_browser_loads_over_both_protocols_as_the_physics_and_curl_allow(bench
             print(f"\none object {protocol:8}: browser {shown} ms, curl {curl_ms:.1f} ms")
             assert min(browser_ms) >= rtt_ms + wire_ms(one.size), "faster than the path allows"
             assert abs(min(browser_ms) - curl_ms) <= max(CURL_MARGIN * curl_ms, CURL_MARGIN_MS)
+
+
+def test_chromium_and_firefox_load_the_same_page_side_by_side(bench: Bench) -> None:
+    if not browser.FIREFOX.is_file():
+        pytest.fail(f"no {browser.FIREFOX}: run.sh installs it (Debian's package firefox-esr)")
+    installed = browser.installed_browsers()
+    home = Path(os.path.expanduser("~"))
+    home_before = set(os.listdir(home))
+    rtt_ms = PATH.rtt.seconds * 1e3
+    with bench.server:
+        page = content.write_page(bench.server.docroot, "small+deps")
+        floor = 2 * rtt_ms + wire_ms(page.total_bytes)  # the HTML's round trip, then the objects'
+        for protocol, most in (("h2", 1), ("http/1.1", browser.H1_MAX_CONNECTIONS)):
+            for client in ("chromium", "firefox"):
+                got = load(bench, page.html.path, protocol, len(page.resources), client=client)
+                print(
+                    f"\n{client:8} {got.version:14} {protocol:8} PLT {got.plt_ms:7.1f} ms (floor {floor:.1f}), "
+                    f"onload {got.onload_ms:.1f} ms, {got.objects} objects over {got.connections} connection(s)"
+                )
+                assert got.browser == client and got.version and installed[client].startswith(got.version)
+                assert (got.objects, got.bytes, got.negotiated) == (len(page.resources), page.total_bytes, protocol)
+                assert got.plt_ms >= floor, "faster than the path allows"
+                assert got.onload_ms >= got.first_request_ms + got.plt_ms
+                assert got.connections == 1 if protocol == "h2" else 1 <= got.connections <= most
+                assert os.listdir(bench.folder) == []  # its profile (and the certificate it trusted) is gone
+    assert set(os.listdir(home)) == home_before  # nothing in root's home (.mozilla, .cache) either
 
 
 def test_a_server_that_never_answers_fails_the_load_and_leaves_nothing(bench: Bench, tmp_path: Path) -> None:

@@ -83,7 +83,12 @@ def chosen(tmp_path: Path, os_release: str, release: str, which: str) -> subproc
 @pytest.mark.parametrize(
     ("distro", "release", "main", "vm"),
     [
-        ("debian 12", "6.1.0-28-amd64", ["bpftool", "chromium"], ["linux-image-amd64", "linux-headers-amd64"]),
+        (
+            "debian 12",
+            "6.1.0-28-amd64",
+            ["bpftool", "chromium", "firefox-esr"],
+            ["linux-image-amd64", "linux-headers-amd64"],
+        ),
         # EC2's Ubuntu images run the aws kernel flavour: bpftool is in that release's linux-tools
         ("ubuntu 22.04", "6.8.0-1015-aws", ["linux-tools-common", "linux-tools-6.8.0-1015-aws"],
          ["linux-image-generic", "linux-headers-generic"]),
@@ -102,7 +107,7 @@ def test_the_package_names_of_each_tested_distribution(
 def test_an_untested_version_is_warned_of_and_an_other_distribution_refused(tmp_path: Path) -> None:
     trixie = OS_RELEASE["debian 12"].replace('VERSION_ID="12"', 'VERSION_ID="13"')
     done = chosen(tmp_path, trixie, "6.12.0-1-amd64", "main")
-    assert done.returncode == 0 and done.stdout.split() == ["bpftool", "chromium"]
+    assert done.returncode == 0 and done.stdout.split() == ["bpftool", "chromium", "firefox-esr"]
     assert "tested on Debian 12 and Ubuntu 22.04 and 24.04; this is 'debian 13'" in done.stderr
     fedora = 'NAME="Fedora Linux"\nVERSION_ID=40\nID=fedora\n'
     done = chosen(tmp_path, fedora, "6.8.5-301.fc40.x86_64", "main")
