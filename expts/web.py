@@ -48,11 +48,15 @@ LOSS = ("0%", "1%", "2%", "4%")
 HIGH_LOSS = ("2%", "4%")
 
 
-def _series(protocol: str, page: str, client: str = "chromium") -> Series:
+def _series(protocol: str, page: str, client: str | None = None) -> Series:
+    """A series of page loads: in the figure's browser (its fixed `client`, which `--set client=firefox`
+    changes), or in another client that the series names (h2load)."""
     name = {"http/1.1": "HTTP/1.1", "h2": "HTTP/2"}[protocol]
     what = "many small objects" if page == MANY_SMALL else "few large objects"
-    tool = "" if client == "chromium" else f", {client}"
-    return Series(f"{name}, {what}{tool}", {"protocol": protocol, "page": page, "client": client})
+    tool = f", {client}" if client else ""
+    return Series(
+        f"{name}, {what}{tool}", {"protocol": protocol, "page": page, **({"client": client} if client else {})}
+    )
 
 
 H1_SMALL, H2_SMALL = _series("http/1.1", MANY_SMALL), _series("h2", MANY_SMALL)

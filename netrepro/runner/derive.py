@@ -36,8 +36,9 @@ def typed_value(fig: Figure, option: str, key: str, text: str) -> object:
 
 def overrides(fig: Figure, pairs: list[str], x: str | None = None) -> dict[str, object]:
     """--set KEY=VALUE: any key a trial of the figure takes, but its x factor (`x`, which --vary may move)
-    and the keys its series set."""
-    series_keys = {k for s in fig.series for k in s.params}
+    and the keys every one of its series sets (a series that sets a key keeps its own value: web/plt's
+    h2load series keep their client where `--set client=firefox` moves the browser's)."""
+    series_keys = {k for k in {k for s in fig.series for k in s.params} if all(k in s.params for s in fig.series)}
     allowed = sorted(set(keys_of(fig)) - {x or fig.x, "series", "cc_params"} - series_keys)
     out = {}
     for pair in pairs:
