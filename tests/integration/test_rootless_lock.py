@@ -94,7 +94,8 @@ def test_a_rootless_merge_and_plot_only_wait_for_a_root_run_and_lose_no_row(reac
 
     # The run over: the same merge goes through, every row the run wrote in it, once.
     merged = as_nobody("merge", str(csv_path), "--into", str(out))
-    assert merged.returncode == 0, merged.stdout + merged.stderr
+    # 3: the merged figure has a part of its trials, the rest not run (docs/commands.md, exit status)
+    assert merged.returncode == 3, merged.stdout + merged.stderr
     assert f"{len(expected)} trials, seed 1" in merged.stdout
     assert sorted(r["trial_key"] for r in read_rows(csv_path)) == expected
     before = csv_path.read_bytes()
