@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ground.results import REFERENCE, REPO
-from netrepro.front import docnumbers
+from netrepro.front import docnumbers, docrows
 
 
 def test_every_marked_number_is_its_fact_from_the_stored_rows() -> None:
@@ -77,7 +77,7 @@ def test_a_marked_table_spans_lines() -> None:
 
 @pytest.mark.parametrize(("value", "shown"), [(513.24, "513"), (0.0745, "0.0745"), (18.93, "18.9"), (1248.4, "1248")])
 def test_numbers_are_written_without_exponents(value: float, shown: str) -> None:
-    assert docnumbers.num(value) == shown
+    assert docrows.num(value) == shown
 
 
 def test_readme_stays_under_200_lines() -> None:

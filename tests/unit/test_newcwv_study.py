@@ -11,7 +11,7 @@ import pytest
 
 from expts import newcwv, newcwv_trials
 from ground.results import REFERENCE
-from netrepro.front import docnumbers
+from netrepro.front import docfacts_newcwv, docrows
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import params
 
@@ -217,7 +217,7 @@ def test_the_pages_numbers_follow_the_stored_rows(tmp_path: Path) -> None:
     fig8 trial of newCWV moves fig9's loss count on the page."""
     tree = tmp_path / "reference"
     shutil.copytree(REFERENCE / "newcwv", tree / "newcwv", ignore=shutil.ignore_patterns("*.png", "*.svg", "logs"))
-    before = docnumbers.newcwv_facts(docnumbers.Stored(tree))
+    before = docfacts_newcwv.newcwv_facts(docrows.Stored(tree))
     path = tree / "newcwv" / "fig8.csv"
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
@@ -228,7 +228,7 @@ def test_the_pages_numbers_follow_the_stored_rows(tmp_path: Path) -> None:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    after = docnumbers.newcwv_facts(docnumbers.Stored(tree))
+    after = docfacts_newcwv.newcwv_facts(docrows.Stored(tree))
     assert before["newcwv.fig9.lost"].startswith("NewReno+SACK 0, newCWV 35,")
     assert after["newcwv.fig9.lost"].startswith("NewReno+SACK 0, newCWV 36,")
     assert after["newcwv.fig8.lost_small"] == "1" and before["newcwv.fig8.lost_small"] == "0"
