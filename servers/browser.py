@@ -59,7 +59,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -359,13 +359,24 @@ def _load_in_chromium(
     resources: int | None,
     timeout: float,
 ) -> BrowserLoad:
-    load_dir = folder / f"load-{os.urandom(4).hex()}"
-    load_dir.mkdir(mode=0o700)
+    with _load_folder(folder) as load_dir:
+        return _chromium_in(load_dir, ns, server, path, protocol, cert_pem, ledger, resources, timeout)
+
+
+def _chromium_in(
+    load_dir: Path,
+    ns: Netns,
+    server: str,
+    path: str,
+    protocol: str,
+    cert_pem: bytes,
+    ledger: Ledger | None,
+    resources: int | None,
+    timeout: float,
+) -> BrowserLoad:
     commands_r = commands_w = replies_r = replies_w = -1
     browser: Process | None = None
     try:
-        for sub in ("profile", "home", "home/tmp"):
-            (load_dir / sub).mkdir(mode=0o700)
         argv = chromium_argv(load_dir / "profile", server, protocol, spki_hash(cert_pem))
         wait_addresses_settled(ns)
         commands_r, commands_w = os.pipe()
@@ -398,7 +409,19 @@ def _load_in_chromium(
         for fd in (commands_r, commands_w, replies_r, replies_w):
             if fd >= 0:
                 os.close(fd)
-        # A profile that cannot be removed now goes with the session's folder, in the run's ledger.
+
+
+@contextlib.contextmanager
+def _load_folder(folder: Path) -> Iterator[Path]:
+    """A fresh folder for one load in `folder` (the session's): its profile, home and home/tmp, removed after
+    the load; one that cannot be removed now goes with the session's folder, in the run's ledger."""
+    load_dir = folder / f"load-{os.urandom(4).hex()}"
+    load_dir.mkdir(mode=0o700)
+    try:
+        for sub in ("profile", "home", "home/tmp"):
+            (load_dir / sub).mkdir(mode=0o700)
+        yield load_dir
+    finally:
         shutil.rmtree(load_dir, ignore_errors=True)
 
 
@@ -420,13 +443,24 @@ def _load_in_firefox(
     resources: int | None,
     timeout: float,
 ) -> BrowserLoad:
-    load_dir = folder / f"load-{os.urandom(4).hex()}"
-    load_dir.mkdir(mode=0o700)
+    with _load_folder(folder) as load_dir:
+        return _firefox_in(load_dir, ns, server, path, protocol, cert_pem, ledger, resources, timeout)
+
+
+def _firefox_in(
+    load_dir: Path,
+    ns: Netns,
+    server: str,
+    path: str,
+    protocol: str,
+    cert_pem: bytes,
+    ledger: Ledger | None,
+    resources: int | None,
+    timeout: float,
+) -> BrowserLoad:
     browser: Process | None = None
     bidi: BiDi | None = None
     try:
-        for sub in ("profile", "home", "home/tmp"):
-            (load_dir / sub).mkdir(mode=0o700)
         profile = load_dir / "profile"
         _write_new(profile / "user.js", user_js(firefox_prefs(server, protocol)))
         _write_new(profile / "cert_override.txt", cert_override(server, TLS_PORT, cert_pem))
@@ -455,8 +489,6 @@ def _load_in_firefox(
             bidi.close()
         if browser is not None:
             browser.stop(grace=5)
-        # A profile that cannot be removed now goes with the session's folder, in the run's ledger.
-        shutil.rmtree(load_dir, ignore_errors=True)
 
 
 def _wait_listening(log: Path, browser: Process) -> str:
