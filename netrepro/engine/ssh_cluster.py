@@ -126,14 +126,19 @@ class _Node:
 
     async def close(self) -> None:
         if self.proc is not None:
-            with contextlib.suppress(Exception):
+            try:
                 self.proc.stdin.write_eof()  # the node's end
-            with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.proc.wait_closed(), 30)
+            except Exception as e:  # a session already gone, or one that does not end: the connection goes anyway
+                log.warning(
+                    "%s %s: its session did not end cleanly (%r): its connection is closed", self.host, self.role, e
+                )
         if self.connection is not None:
             self.connection.close()
-            with contextlib.suppress(Exception):
+            try:
                 await self.connection.wait_closed()
+            except Exception as e:
+                log.warning("%s %s: its SSH connection did not close cleanly (%r)", self.host, self.role, e)
         if self.drain is not None:
             self.drain.cancel()
         await super().close()  # type: ignore[misc]
@@ -145,17 +150,21 @@ def node_class(role: str) -> type:
 
 
 async def _drain(stream: Any) -> str:
+    """What a stream holds within 5 s, for a message; "" (and a debug line saying why) where it cannot be read."""
     try:
         return str(await asyncio.wait_for(stream.read(), 5))
-    except Exception:
+    except Exception as e:
+        log.debug("a node's stream could not be read for the message (%r)", e)
         return ""
 
 
 async def _log_lines(stream: Any, where: str) -> None:
     """A node's log, read as it comes (an unread SSH channel would stop the node once its window fills)."""
-    with contextlib.suppress(Exception):
+    try:
         async for line in stream:
             log.debug("%s: %s", where, str(line).rstrip())
+    except Exception as e:  # the session ended under it: what the node said is in the lines before
+        log.debug("%s: its log ended (%r)", where, e)
 
 
 @contextlib.contextmanager
