@@ -25,8 +25,9 @@ from typing import Any
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS
 from netrepro.studykit import decisions, intervals
+from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
-from netrepro.studykit.decisions import AllOf, Better, ByDesign, Computed, Finding, Group, Same, Trend
+from netrepro.studykit.decisions import AllOf, Better, ByDesign, Computed, Finding, Same, Trend
 from netrepro.studykit.evidence import rows_beside
 from netrepro.studykit.spec import Figure, Params, Point, Rows, Series
 

@@ -26,8 +26,9 @@ from ground.cwnd import slow_start_rounds
 from ground.path import MSS, TCP_OVERHEAD
 from ground.trials import numbers
 from ground.units import numeric
+from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
-from netrepro.studykit.decisions import Better, ByDesign, Group, Regrouped, Same, Trend, Within
+from netrepro.studykit.decisions import Better, ByDesign, Regrouped, Same, Trend, Within
 from netrepro.studykit.plot import legend_beside, quartiles
 from netrepro.studykit.spec import Figure, Params, Point, Rows, Series, trial_path
 

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from expts.linuxcc_trials import ALGORITHMS, SCENARIOS, drop_rate, drops_per_reduction, first_10s, mean_window
 from netrepro.studykit import decisions
+from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
-from netrepro.studykit.decisions import Better, ByDesign, Computed, Finding, Group, Same
+from netrepro.studykit.decisions import Better, ByDesign, Computed, Finding, Same
 from netrepro.studykit.spec import Figure, Rows
 
 # -- the seed's claims --------------------------------------------------------------------------

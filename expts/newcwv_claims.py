@@ -33,7 +33,8 @@ from expts.newcwv_trials import (
     trial_first_flight_ms,
     trial_retransmitted,
 )
-from netrepro.studykit import decisions, intervals
+from netrepro.studykit import cells, decisions, intervals
+from netrepro.studykit.cells import Cell, timer_noise
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import (
     DIFFERS,
@@ -41,11 +42,9 @@ from netrepro.studykit.decisions import (
     UNDECIDED,
     Better,
     ByDesign,
-    Cell,
     Finding,
     Same,
     Trend,
-    timer_noise,
 )
 from netrepro.studykit.spec import Figure, Rows
 
@@ -134,7 +133,7 @@ def idle_trend(
     together): above 0 holds, wholly below (widened for the steps) differs, else undecided with the trials
     that would decide it.  With `rise` (lo, hi points), also the fitted line's rise from the shortest idle
     period to the longest inside that range (its 90 % interval, as an equivalence).  Where no cell of arm,
-    burst size and idle period varies (decisions.Cell.fixed) the estimates are read (deterministic)."""
+    burst size and idle period varies (cells.Cell.fixed) the estimates are read (deterministic)."""
     way = "rises" if rises else "falls"
     what = (
         f"the gain of {arm} over {BASELINE.label} in points {way} with the idle period, averaged over "
@@ -236,7 +235,7 @@ def _idle_trend(
 
     point = gains([(b.mean(axis=0), a.mean(axis=0)) for b, a in arrays])
     n = min(len(side) for cell in arrays for side in cell)
-    fixed = decisions.all_fixed(*noise)
+    fixed = cells.all_fixed(*noise)
     steps = len(ts) - 1
     found = []
     for i in range(steps):
@@ -286,7 +285,7 @@ def _idle_trend(
 def first_flight_within(arm: str, low_rtts: float, high_rtts: float) -> decisions.Computed:
     """The time `arm`'s first flights take to leave, a trial's mean over its bursts, inside low..high RTTs:
     the 90 % one-sample t interval of the mean over trials (scipy's ttest_1samp) inside holds (two one-sided
-    tests at 5 %), wholly outside differs; trials that do not vary (decisions.Cell.fixed) are read by their
+    tests at 5 %), wholly outside differs; trials that do not vary (cells.Cell.fixed) are read by their
     mean (deterministic)."""
     what = (
         f"{arm}'s first flight leaves over {low_rtts:g} to {high_rtts:g} RTTs ({trial_first_flight_ms.__doc__}; "

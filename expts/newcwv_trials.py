@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ground.path import MSS
-from netrepro.studykit.decisions import Cell, time_ms, timer_noise
+from netrepro.studykit.cells import Cell, time_ms, timer_noise
 from netrepro.studykit.spec import Rows, Series
 from servers.burst_trace import gain_pct
 
@@ -101,7 +101,7 @@ def trial_values(rows: Rows, arm: str, kb: Any, idle: float | None = None) -> li
 
 def trial_cell(rows: Rows, arm: str, kb: Any, idle: float | None = None) -> Cell:
     """`trial_values` as a cell: each trial's burst time with the delay line's timer noise on it
-    (decisions.timer_noise), so that trials that do not vary are recognised from their values."""
+    (cells.timer_noise), so that trials that do not vary are recognised from their values."""
     values, noise = [], []
     for r in arm_trials(rows, arm, kb):
         value = trial_burst_ms(r) if idle is None else burst_ms_by_idle(r).get(idle)

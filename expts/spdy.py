@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
-from netrepro.studykit.decisions import AllOf, Better, Exact, Group, Regrouped, Same, Trend, Within
+from netrepro.studykit.decisions import AllOf, Better, Exact, Regrouped, Same, Trend, Within
 from netrepro.studykit.plot import legend_beside, point_at
 from netrepro.studykit.spec import Figure, Point, Rows, Series
 

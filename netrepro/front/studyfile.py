@@ -52,7 +52,7 @@ else:  # Ubuntu 22.04's Python 3.10: the same parser, from PyPI
 
 from ground.errors import UserError
 from ground.units import QuantityError
-from netrepro.studykit import claims, decisions, params, plot
+from netrepro.studykit import cells, claims, decisions, params, plot
 from netrepro.studykit.spec import Figure, Series, file_keys, trial_path
 from topologies.topology import Topology
 
@@ -269,13 +269,13 @@ def _claim(where: str, path: Path, fig: Figure, metrics: Any, table: Mapping[str
     labels = {s.label for s in fig.series}
     regrouped = False
 
-    def grouped(key: str, value: Any) -> decisions.Group:
+    def grouped(key: str, value: Any) -> cells.Group:
         nonlocal regrouped
         if isinstance(value, str) and value in labels:
-            return decisions.Group(series=value)
+            return cells.Group(series=value)
         if isinstance(value, dict) and value and all(isinstance(v, str | int | float) for v in value.values()):
             regrouped = regrouped or fig.x in value
-            return decisions.Group(where={k: str(v) for k, v in value.items()})
+            return cells.Group(where={k: str(v) for k, v in value.items()})
         raise StudyFileError(
             f"{where}: {key} = {value!r}: give a series' label ({', '.join(map(repr, sorted(labels)))}) "
             "or a table of parameters, e.g. { initcwnd = 10 }"

@@ -32,7 +32,7 @@ A claim (netrepro.studykit.claims) is a source's sentence and one of these:
   `Regrouped`: one of them on another view of the trials (levels of the x
   factor compared as groups, or another parameter as the levels).
 
-Cells that do not vary.  A cell whose trials spread by no more than their
+Cells that do not vary (netrepro.studykit.cells).  A cell whose trials spread by no more than their
 own measured timer noise (`Cell.fixed`: for a time on a path without random
 loss or jitter, each trial's delay-line lateness over the holds its round
 trips took; for anything else only exact equality) is a deterministic reading of the emulation, not a sample of a
@@ -53,11 +53,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from ground.units import numeric, parse_duration
+from ground.units import numeric
+from netrepro.studykit.cells import Cell, Group, Metric, all_fixed, group
 from netrepro.studykit.intervals import (
     CONFIDENCE,
     Interval,
@@ -91,116 +92,6 @@ class Finding:
     estimate: str  # our numbers: the statistic, its interval, the trials it rests on
     trials_needed: int | None = None  # undecided: trials per series that would decide it (80 % power)
     deterministic: bool = False  # decided by its point estimate: the cells it compares do not vary
-
-
-Metric = str | Callable[[Mapping[str, str]], float | None]
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One group's trials at one level: a value each, and each trial's own timer noise in the value's unit
-    (0 where only exact equality says the trial could not have come out otherwise)."""
-
-    values: tuple[float, ...]
-    noise: tuple[float, ...] = ()
-
-    @property
-    def fixed(self) -> bool:
-        """Whether the trials do not vary: two or more, whose spread is within the noise of the two that
-        bound it (the delay line's lateness can move each of them that far)."""
-        if len(self.values) < 2:
-            return False
-        noise = self.noise or (0.0,) * len(self.values)
-        hi = max(range(len(self.values)), key=lambda i: self.values[i])
-        lo = min(range(len(self.values)), key=lambda i: self.values[i])
-        return self.values[hi] - self.values[lo] <= noise[hi] + noise[lo]
-
-
-def cell(values: Sequence[float], noise: Sequence[float] = ()) -> Cell:
-    return Cell(tuple(values), tuple(noise))
-
-
-def all_fixed(*cells: Cell | Sequence[float]) -> bool:
-    """Whether every cell is without spread (plain values: only exact equality)."""
-    return all((c if isinstance(c, Cell) else cell(c)).fixed for c in cells)
-
-
-RowMetric = TypeVar("RowMetric", bound=Callable[[Mapping[str, str]], float | None])
-
-
-def time_ms(metric: RowMetric) -> RowMetric:
-    """Marks a metric computed from a row as a time in milliseconds of the emulated path (`timer_noise`)."""
-    metric.__dict__["time_ms"] = True
-    return metric
-
-
-def is_time(metric: Metric) -> bool:
-    """A metric measured in milliseconds of the emulated path's time (named *_ms, or a function so marked)."""
-    return metric.endswith("_ms") if isinstance(metric, str) else bool(getattr(metric, "time_ms", False))
-
-
-RANDOM = ("loss", "loss_down", "loss_up", "jitter")  # a path that draws these moves a trial by its draw
-
-
-def timer_noise(row: Mapping[str, str], metric: Metric, value: float) -> float:
-    """How far the delay line's timer alone could move a trial's time: its measured lateness (`late_p99_ms`)
-    at each hold on the way, two a round trip (one each way) over the round trips the time spans.  0 for
-    anything but a time, where the row has no lateness (netem) or no RTT, and on a path that drops or
-    jitters at random: there each trial's own draw moves it, and only equal values are alike."""
-    if not is_time(metric) or any(_number(str(row.get(k) or "0").rstrip("%ms")) for k in RANDOM):
-        return 0.0
-    late = _number(row.get("late_p99_ms"))
-    try:
-        rtt = parse_duration(str(row.get("rtt") or "")).ms
-    except ValueError:
-        return 0.0
-    if late is None or rtt <= 0:
-        return 0.0
-    return 2 * math.ceil(max(value, 0.0) / rtt) * late
-
-
-@dataclass(frozen=True)
-class Group:
-    """The trials a test reads: one series (its label), or rows whose parameters match, at a level."""
-
-    series: str | None = None
-    where: Mapping[str, str] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return self.series if self.series is not None else ", ".join(f"{k}={v}" for k, v in self.where.items())
-
-    def cell(self, fig: Figure, rows: Rows, level: Any, metric: Metric) -> Cell:
-        """The metric of each successful trial of this group at `level`, with each trial's timer noise."""
-        values, noise = [], []
-        for r in rows:
-            if r.get("status") != "ok" or str(r.get(fig.x)) != str(level):
-                continue
-            if self.series is not None and r.get("series", "") != self.series:
-                continue
-            if any(str(r.get(k)) != str(v) for k, v in self.where.items()):
-                continue
-            value = metric(r) if callable(metric) else _number(r.get(metric))
-            if value is not None and math.isfinite(value):
-                values.append(value)
-                noise.append(timer_noise(r, metric, value))
-        return Cell(tuple(values), tuple(noise))
-
-    def values(self, fig: Figure, rows: Rows, level: Any, metric: Metric) -> list[float]:
-        """The metric of each successful trial of this group at `level` (one value a trial)."""
-        return list(self.cell(fig, rows, level, metric).values)
-
-
-def _number(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def group(g: str | Group) -> Group:
-    return g if isinstance(g, Group) else Group(series=g)
 
 
 def _levels(fig: Figure, levels: Sequence[Any] | None) -> list[Any]:

@@ -9,7 +9,7 @@ between two levels: no library has it, tests/unit/test_claims.py checks it
 against scipy and a textbook value); `trials_for_power` is statsmodels'
 power of a t test, for the trials that would decide; `differs_confidence`
 widens an interval for a claim over many levels.  Which cells vary at all
-is the caller's question (netrepro.studykit.decisions.Cell).
+is the caller's question (netrepro.studykit.cells.Cell).
 """
 
 from __future__ import annotations

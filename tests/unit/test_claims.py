@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from netrepro.studykit import claims, decisions, intervals
+from netrepro.studykit import cells, claims, decisions, intervals
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Same, Trend
 from netrepro.studykit.spec import Figure, Series
@@ -149,13 +149,13 @@ def test_a_time_varying_within_its_trials_timer_noise_is_deterministic() -> None
     assert outcome(LOWER, noisy, ("0%",)).deterministic
     quiet = rows("A", (1000.0, 1000.6, 1001.1), "") + rows("B", (700.0, 700.9, 700.3), "")
     assert not outcome(LOWER, quiet, ("0%",)).deterministic
-    cell = decisions.Group(series="A").cell(figure(("0%",)), noisy, "0%", "plt_ms")
+    cell = cells.Group(series="A").cell(figure(("0%",)), noisy, "0%", "plt_ms")
     assert cell.fixed and cell.noise == pytest.approx((4.0, 4.4, 4.4))
     # on a path that drops at random, each trial's draw moves it: only equal values are alike
     lossy = [{**r, "loss": "2%"} for r in noisy]
     assert not outcome(LOWER, lossy, ("2%",)).deterministic
     # a count (not a time) is deterministic only where its values are equal
-    assert not decisions.Group(series="A").cell(figure(("0%",)), noisy, "0%", "retransmits").values
+    assert not cells.Group(series="A").cell(figure(("0%",)), noisy, "0%", "retransmits").values
 
 
 def test_too_few_trials_are_undecided_not_an_error() -> None:

@@ -17,7 +17,7 @@ import expts
 from expts import iw
 from ground.results import REFERENCE
 from ground.trials import latest_rows, read_rows
-from netrepro.studykit import claims, decisions
+from netrepro.studykit import cells, claims, decisions
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, Same
 from netrepro.studykit.spec import Figure
@@ -83,10 +83,10 @@ def test_regrouped_with_another_x_runs_the_test_over_that_parameter() -> None:
     for n in range(1, 7):
         for r in download("loss", "0.1%", 40 + 10 * n, 1, 5, n, series=f"n={n}"):
             rows.append({**r, "n": str(n), "throughput_mbit": r["download_time_ms"]})
-    rising = decisions.Trend("throughput_mbit", decisions.Group(where={"loss": "0.1%"}), rises=True)
+    rising = decisions.Trend("throughput_mbit", cells.Group(where={"loss": "0.1%"}), rises=True)
     found = judged(decisions.Regrouped(rising, "0.1%, over n", "n", (1, 2, 3, 4, 5, 6)), fig, rows)
     assert found.outcome == HOLDS and found.findings[0].at == "0.1%, over n"
-    falling = decisions.Trend("throughput_mbit", decisions.Group(where={"loss": "0.1%"}), rises=False)
+    falling = decisions.Trend("throughput_mbit", cells.Group(where={"loss": "0.1%"}), rises=False)
     assert judged(decisions.Regrouped(falling, "x", "n", (1, 2, 3, 4, 5, 6)), fig, rows).outcome == DIFFERS
 
 

@@ -167,12 +167,12 @@ def test_a_trend_averages_the_burst_sizes_it_names() -> None:
 
 
 def timed(row: dict[str, str], late_ms: float) -> dict[str, str]:
-    """A trial on the delay line whose timer was up to `late_ms` late at a hold (decisions.timer_noise)."""
+    """A trial on the delay line whose timer was up to `late_ms` late at a hold (cells.timer_noise)."""
     return {**row, "rtt": "200ms", "late_p99_ms": f"{late_ms:g}"}
 
 
 def test_trials_within_their_timer_noise_decide_a_trend_by_its_estimate() -> None:
-    """Cells that vary by less than the delay line's lateness do not vary (decisions.Cell.fixed): the steps are
+    """Cells that vary by less than the delay line's lateness do not vary (cells.Cell.fixed): the steps are
     read by their estimate and marked deterministic, as the judge reads every other cell."""
     rows = [timed(r, 0.5) for r in trials(BASE, 40, flat(1000), 0.05, 4, 1) + trials(NEW, 40, RISING, 0.05, 4, 2)]
     judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), rows)
