@@ -78,6 +78,11 @@ class Manifest:
         return int(self.doc.get("rows") or 0)
 
     @property
+    def trials_missing(self) -> int:
+        """The grid's trials without an ok row when the manifest was written."""
+        return int(self.doc.get("trials_missing") or 0)
+
+    @property
     def quick(self) -> bool:
         return bool(self.doc.get("quick"))
 

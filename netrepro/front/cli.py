@@ -220,7 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument("--control", action="store_true", help="ports: each module against itself, for the noise floor")
     b.add_argument("--out", type=Path, default=None)
-    b.add_argument("--kills", type=int, default=100, help="soak: SIGKILLed runs (then SIGINT, SIGTERM, SIGHUP)")
+    b.add_argument(
+        "--kills",
+        type=int,
+        default=100,
+        help="soak: SIGKILLed runs, each then cleaned and resumed to its end (then SIGINT, SIGTERM, SIGHUP)",
+    )
     b.add_argument("--seed", type=int, default=1, help="soak: seed of the kill moments")
     b.add_argument(
         "--cluster",
@@ -228,6 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="soak: each run with --hosts root@127.0.0.1, through an sshd of the soak's own on a loopback port",
     )
     b.add_argument("--jobs", default=None, metavar="N", help="soak: each run with N labs side by side")
+    b.add_argument(
+        "--lose-host",
+        action="store_true",
+        help="soak: N --hosts runs over two loopback hosts (127.0.0.1, 127.0.0.2), the second host's SSH session "
+        "killed mid-trial; its trials must finish on the first",
+    )
 
     t = sub.add_parser(
         "test", parents=[common], help="the whole test suite (lint, types, layers, unit and root integration tests)"

@@ -80,8 +80,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         jobs = admission.parse_jobs(args.jobs) if args.jobs else 0
         if jobs is None:
             raise QuantityError("--jobs", args.jobs, "soak: a number of labs side by side (auto is for a figure's run)")
-        if jobs and args.cluster:
-            raise UserError(f"--jobs {args.jobs} and --cluster: the soak runs one or the other; give one")
+        if jobs and (args.cluster or args.lose_host):
+            given = "--cluster" if args.cluster else "--lose-host"
+            raise UserError(f"--jobs {args.jobs} and {given}: the soak runs one or the other; give one")
+        if args.lose_host:
+            return 0 if bench.lose_host(rounds=args.kills, out=args.out) else 1
         return 0 if bench.soak(kills=args.kills, seed=args.seed, out=args.out, cluster=args.cluster, jobs=jobs) else 1
     else:
         bench.runner(out=args.out)

@@ -44,11 +44,13 @@ congestion controls (kmod/README.md): its rate per flow-minute, for each algorit
 
 `soak`: `cubicplus/fig3 --quick` killed (SIGKILL, then `clean`) at N seeded
 random moments, then interrupted by SIGINT, SIGTERM and SIGHUP; per round,
-whether the machine came back as it was and the CSV stayed whole
+whether the machine came back as it was and the CSV stayed whole, and
+each killed run resumed to its end with every trial ok once
 (netrepro.lanes.soak).  The suite runs five rounds of the same.  With `--cluster`,
 each run a `--hosts root@127.0.0.1` run through an sshd of the soak's own:
 what the SSH launcher started must end too; with `--jobs N`, each run has
-N labs side by side.
+N labs side by side.  With `--lose-host`, each of N runs is a `--hosts` run
+over two loopback hosts whose second host's SSH session is killed mid-trial.
 """
 
 from __future__ import annotations
@@ -457,7 +459,7 @@ def soak(kills: int, seed: int, out: Path | None = None, cluster: bool = False, 
     with tempfile.TemporaryDirectory(prefix="netrepro-soak-") as work, contextlib.ExitStack() as stack:
         sshd = stack.enter_context(loopback_sshd(Path(work) / "ssh")) if cluster else None
         results = soak_rounds.soak(
-            kills, seed, Path(work), report=lambda r: print(r.line(), flush=True), sshd=sshd, jobs=jobs
+            kills, seed, Path(work), report=lambda r: print(r.line(), flush=True), sshd=sshd, jobs=jobs, again=True
         )
     survived = sum(1 for r in results if r.survived)
     summary = {
@@ -476,4 +478,41 @@ def soak(kills: int, seed: int, out: Path | None = None, cluster: bool = False, 
     if out is not None:
         name = "soak-cluster.json" if cluster else (f"soak-jobs{jobs}.json" if jobs else "soak.json")
         write_json(out / name, summary, out)
+    return survived == len(results)
+
+
+def lose_host(rounds: int, out: Path | None = None) -> bool:
+    """`rounds` --hosts runs over two loopback hosts, each losing its second host's SSH session mid-trial
+    (netrepro.lanes.soak.session_round), one line per round; True if every run completed on the other
+    host, each trial once, and left nothing."""
+    import tempfile
+
+    from netrepro.lanes import soak as soak_rounds
+    from netrepro.lanes.loopback_sshd import loopback_sshd
+
+    began = time.monotonic()
+    results = []
+    with (
+        tempfile.TemporaryDirectory(prefix="netrepro-soak-") as work,
+        loopback_sshd(Path(work) / "ssh", soak_rounds.HOSTS) as sshd,
+    ):
+        for i in range(rounds):
+            results.append(soak_rounds.session_round(Path(work) / f"round-{i:03d}", sshd))
+            print(results[-1].line(), flush=True)
+    survived = sum(1 for r in results if r.survived)
+    summary = {
+        **provenance(),
+        "figure": " ".join(soak_rounds.HOSTS_FIGURE),
+        "on": "a Dask cluster launched over SSH on two loopback hosts (--hosts "
+        + ",".join(f"root@{a}" for a in soak_rounds.HOSTS)
+        + "), the second's session SIGKILLed once a trial of its own was home",
+        "rounds": [r.__dict__ for r in results],
+        "survived": survived,
+        "of": len(results),
+        "wall_seconds": round(time.monotonic() - began, 1),
+    }
+    print(f"lose-host soak: {survived} of {len(results)} runs completed on the other host and left nothing "
+          f"({summary['wall_seconds']} s)")  # fmt: skip
+    if out is not None:
+        write_json(out / "soak-lose-host.json", summary, out)
     return survived == len(results)

@@ -1,8 +1,9 @@
 """An sshd of its own on a loopback port, for Dask's SSH launcher on one machine.
 
 `--hosts root@127.0.0.1` needs an SSH server that lets root in; the suite's
-test of the launcher and `run.sh bench soak --hosts` start this one rather
-than rely on the machine's: it listens on 127.0.0.1 only, on a free port,
+test of the launcher and `run.sh bench soak --cluster` start this one rather
+than rely on the machine's: it listens on 127.0.0.1 only (or on the loopback
+addresses given: two of them are two "hosts" of one machine), on a free port,
 with a host key and a client key made for it in a private directory the
 caller gives (its `config` is an OpenSSH client configuration for
 `--ssh-config`), lets in only that client key, and stops when the block
@@ -13,6 +14,7 @@ it by parentage, named by pid and start time.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import shutil
 import socket
@@ -29,6 +31,7 @@ from ground.proc import start_time
 class Sshd:
     config: Path  # an OpenSSH client config for it (`--ssh-config`)
     pid: int  # the daemon: what the launcher starts runs under it
+    addresses: tuple[str, ...] = ("127.0.0.1",)  # where it listens, each a host of `--hosts`
 
 
 def free_port() -> int:
@@ -38,10 +41,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def loopback_sshd(where: Path) -> Iterator[Sshd]:
-    """An sshd on a loopback port that lets in root with a key made here, under `where` (a new
-    directory, made private); stopped, and Debian's privilege separation directory removed if it
-    made it, when the block ends."""
+def loopback_sshd(where: Path, addresses: tuple[str, ...] = ("127.0.0.1",)) -> Iterator[Sshd]:
+    """An sshd on a loopback port of each of `addresses` that lets in root with a key made here, under
+    `where` (a new directory, made private); stopped, and Debian's privilege separation directory
+    removed if it made it, when the block ends."""
+    if not addresses or not all(ipaddress.ip_address(a).is_loopback for a in addresses):
+        raise ValueError(f"loopback_sshd: {addresses}: loopback addresses only (127.0.0.0/8)")
     sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
     if not os.path.exists(sshd_bin):
         raise FileNotFoundError("no sshd: run.sh installs openssh-server")
@@ -50,15 +55,16 @@ def loopback_sshd(where: Path) -> Iterator[Sshd]:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(where / name)], check=True)
     (where / "authorized_keys").write_text((where / "client.pub").read_text())
     port = free_port()
+    listen = "".join(f"ListenAddress {a}\n" for a in addresses)
     (where / "sshd_config").write_text(
-        f"ListenAddress 127.0.0.1\nPort {port}\nHostKey {where / 'host'}\nPidFile {where / 'sshd.pid'}\n"
+        f"{listen}Port {port}\nHostKey {where / 'host'}\nPidFile {where / 'sshd.pid'}\n"
         f"AuthorizedKeysFile {where / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
     )
     host_key = (where / "host.pub").read_text().split()
-    (where / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
+    (where / "known_hosts").write_text("".join(f"[{a}]:{port} {host_key[0]} {host_key[1]}\n" for a in addresses))
     (where / "config").write_text(
-        f"Host 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {where / 'client'}\n"
+        f"Host {' '.join(addresses)}\n  Port {port}\n  User root\n  IdentityFile {where / 'client'}\n"
         f"  UserKnownHostsFile {where / 'known_hosts'}\n"
     )
     privsep = Path("/run/sshd")  # sshd's privilege separation directory; Debian's service makes it
@@ -71,10 +77,10 @@ def loopback_sshd(where: Path) -> Iterator[Sshd]:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
+                if s.connect_ex((addresses[-1], port)) == 0:
                     break
             time.sleep(0.2)
-        yield Sshd(where / "config", daemon.pid)
+        yield Sshd(where / "config", daemon.pid, tuple(addresses))
     finally:
         daemon.terminate()
         daemon.wait(30)

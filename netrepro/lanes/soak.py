@@ -18,6 +18,15 @@ minute of the kill, and the host's copy of the run's certificate with them.
 With `jobs` (`run.sh bench soak --jobs N`) each run is JOBS_FIGURE with N
 labs side by side on a local Dask cluster: its scheduler and nannies die with the run, its
 workers when their parent does, their labs by their ledgers and `clean`.
+
+With `resume`, a SIGKILLed round then runs the same command again, to its
+end: it must exit 0 with every trial of the grid ok exactly once (none
+lost, none doubled: the CSV and the manifest's `trials_missing`), and leave
+the machine as before.  `session_round` is the cluster's other failure: a
+`--hosts` run over two loopback "hosts" of one machine (two addresses of one
+sshd), in which the second host's SSH session is SIGKILLed once a trial of
+its own has come home; its trials must be handed to the first host and the
+run complete by itself, nothing left, and a resume find nothing to do.
 """
 
 from __future__ import annotations
@@ -29,14 +38,20 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ground.machinestate import snapshot, wait_until_as_before
+from ground.errors import SetupError, UserError
+from ground.machinestate import MachineState, snapshot, wait_until_as_before
+from ground.manifests import read_manifest
+from ground.proc import start_time
 from ground.results import REPO
+from ground.trials import read_rows
 from netrepro.engine.ssh_cluster import remote_certificate_copies
 from netrepro.lanes.loopback_sshd import Sshd, descendants, still_running
+from netrepro.runner import shards
 
 FIGURE = ("run", "cubicplus/fig3", "--quick")
 # --jobs: a figure of one path split between the labs, with a congestion control the run holds for them (a
@@ -47,6 +62,10 @@ KILL_WINDOW_S = (0.5, 40.0)
 SIGNALLED_EXIT_S = 120.0  # a signalled run stops its trial and undoes its lab within this
 SETTLE_S = 150.0  # a struct_ops held by closing sockets is freed by the kernel within about two minutes
 LAUNCHED_END_S = 60.0  # what the SSH launcher started ends within this of the coordinator's death
+RESUME_S = 900.0  # a resumed run, or a cluster run that lost a host, ends within this (twice the slowest seen)
+# Two "hosts" of one machine: the scheduler and a worker on the first, a worker on the second, one lab each.
+HOSTS = ("127.0.0.1", "127.0.0.2")
+HOSTS_FIGURE = ("run", "iw/fig5b", "--quick")  # three path settings of six trials: two run while one waits
 
 
 @dataclass
@@ -60,14 +79,20 @@ class Round:
     rows: int = 0
     settle_s: float = 0.0
     launched: int = 0  # with a cluster: the processes the SSH launcher started
+    resumed: str = ""  # the same command again after the kill: how it ended ("" where not asked)
+    resume_problems: list[str] = field(default_factory=list)
+    handed: int = 0  # a killed host's settings: their trials the other host ran
 
     @property
     def survived(self) -> bool:
-        return not self.left and not self.csv_problems
+        return not self.left and not self.csv_problems and not self.resume_problems
 
     def line(self) -> str:
-        verdict = "clean" if self.survived else "LEFT: " + "; ".join(self.left + self.csv_problems)
+        problems = self.left + self.csv_problems + self.resume_problems
+        verdict = "clean" if self.survived else "LEFT: " + "; ".join(problems)
         rows = f"{self.rows} rows" + (f", {self.launched} launched" if self.launched else "")
+        rows += f", {self.handed} handed over" if self.how == "SIGKILL session" else ""
+        rows += f", resumed: {self.resumed}" if self.resumed else ""
         return f"{self.how:<16} after {self.after_s:5.1f} s: exit {self.exit_code}, {rows}, {verdict}"
 
 
@@ -88,15 +113,72 @@ def csv_problems(path: Path) -> tuple[int, list[str]]:
     return len(rows), problems
 
 
+def completed(out: Path) -> tuple[list[dict[str, str]], list[str]]:
+    """(ok rows, problems) of a run that was to end complete in `out`: its CSV read whole, each trial ok once,
+    and its manifest missing none of the grid."""
+    written = sorted(p for p in out.rglob("*.csv") if p.is_file())
+    manifests = sorted(out.rglob("*.manifest.json"))
+    if not written or not manifests:
+        return [], [f"no CSV and manifest in {out}"]
+    try:
+        rows = read_rows(written[0])
+        missing = read_manifest(manifests[0]).trials_missing
+    except (SetupError, UserError, OSError) as e:  # a manifest unreadable, rows refused
+        return [], [str(e)]
+    ok = [r for r in rows if r.get("status") == "ok"]
+    problems = []
+    doubled = sorted(k for k, n in Counter(r["trial_key"] for r in ok).items() if n > 1)
+    if doubled:
+        problems.append(f"{len(doubled)} trials ok more than once ({doubled[0]} first)")
+    if missing:
+        problems.append(f"{missing} trials missing")
+    return ok, problems
+
+
 def _netrepro(*args: str) -> list[str]:
     return [sys.executable, "-m", "netrepro", *args]
 
 
+def _to_the_end(argv: list[str], log: Path, timeout: float) -> int | None:
+    """Run `argv` in a process group of its own, its output to `log`; its exit status, or None (and the group
+    SIGKILLed, and `clean` run) if it had not ended within `timeout`."""
+    with open(log, "wb") as sink:
+        run = subprocess.Popen(
+            argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            return run.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+            subprocess.run(_netrepro("clean"), cwd=REPO, capture_output=True, check=False)
+            return None
+
+
+def resume(result: Round, argv: list[str], out: Path, before: MachineState, settle: float) -> None:
+    """The killed round's command again, to its end: it must exit 0 with every trial ok once and none
+    missing, and leave the machine as it was before the round."""
+    code = _to_the_end(argv, out / "resume.log", RESUME_S)
+    ok, problems = completed(out)
+    result.resumed = f"exit {code}, {len(ok)} trials ok"
+    if code != 0:
+        problems.insert(0, "resume did not end in time" if code is None else f"resume exited {code}")
+    left, _ = wait_until_as_before(before, settle, step_s=0.5)
+    result.resume_problems += problems + [f"after the resume: {x}" for x in left]
+
+
 def one_round(
-    how: str, after_s: float, out: Path, settle: float = SETTLE_S, sshd: Sshd | None = None, jobs: int = 0
+    how: str,
+    after_s: float,
+    out: Path,
+    settle: float = SETTLE_S,
+    sshd: Sshd | None = None,
+    jobs: int = 0,
+    again: bool = False,
 ) -> Round:
     """Run the figure into `out` (on a cluster launched through `sshd`, or with `jobs` labs side by side,
-    if given), interrupt it `after_s` seconds in, clean up if killed, compare."""
+    if given), interrupt it `after_s` seconds in, clean up if killed, compare; with `again`, a killed run
+    is then resumed to its end (`resume`)."""
     before = snapshot()
     certificates = remote_certificate_copies()
     result = Round(how, after_s)
@@ -105,10 +187,11 @@ def one_round(
     on_cluster = ["--hosts", "root@127.0.0.1", "--ssh-config", str(sshd.config)] if sshd else []
     on_cluster += ["--jobs", str(jobs)] if jobs else []
     figure = JOBS_FIGURE if jobs else FIGURE
+    argv = _netrepro(*figure, "--out", str(out), *on_cluster)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "run.log", "wb") as log:
         run = subprocess.Popen(
-            _netrepro(*figure, "--out", str(out), *on_cluster),
+            argv,
             cwd=REPO,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -156,6 +239,113 @@ def one_round(
         )
     written = sorted(p for p in out.rglob("*.csv") if p.is_file())  # the figure's, a derived one's directory
     result.rows, result.csv_problems = csv_problems(written[0]) if written else (0, [])
+    if again and killed and not result.left:
+        resume(result, argv, out, before, settle)
+    return result
+
+
+def _server_address(pid: int) -> str:
+    """The address a process's SSH session reached its host on (SSH_CONNECTION's third field), or ""."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    found = [e for e in environ if e.startswith(b"SSH_CONNECTION=")]
+    fields = found[0].split(b"=", 1)[1].split() if found else []
+    return fields[2].decode() if len(fields) == 4 else ""
+
+
+def _parent_and_name(pid: int) -> tuple[int, str]:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0, ""
+    return int(stat.rsplit(")", 1)[1].split()[1]), stat.split("(", 1)[1].rsplit(")", 1)[0]
+
+
+def kill_session(sshd: Sshd, address: str) -> list[int]:
+    """SIGKILL the SSH sessions to `address` that run a node of the cluster: each session's sshd processes,
+    between the daemon and the node.  The pids killed."""
+    nodes = [
+        pid
+        for pid, (_, line) in descendants(sshd.pid).items()
+        if "netrepro.engine.node" in line and _server_address(pid) == address
+    ]
+    sessions = set()
+    for node in nodes:
+        up, _ = _parent_and_name(node)
+        while up > 1 and up != sshd.pid:
+            parent, name = _parent_and_name(up)
+            if name.startswith("sshd"):
+                sessions.add((up, start_time(up)))
+            up = parent
+    for pid, started in sessions:
+        if start_time(pid) == started:
+            os.kill(pid, signal.SIGKILL)
+    return sorted(pid for pid, _ in sessions)
+
+
+def session_round(out: Path, sshd: Sshd, settle: float = SETTLE_S) -> Round:
+    """A `--hosts` run over `sshd`'s two addresses whose second host's SSH session is SIGKILLed once a trial
+    of its own is home: the run must end by itself with every trial ok once, its launched processes and
+    labs gone, `clean` find nothing of it, and a resume of it nothing to do."""
+    before = snapshot()
+    certificates = remote_certificate_copies()
+    victim = sshd.addresses[-1]
+    result = Round("SIGKILL session", 0.0)
+    hosts = ",".join(f"root@{a}" for a in sshd.addresses)
+    argv = _netrepro(*HOSTS_FIGURE, "--out", str(out), "--hosts", hosts, "--ssh-config", str(sshd.config))
+    out.mkdir(parents=True, exist_ok=True)
+    launched: dict[int, tuple[int | None, str]] = {}
+    theirs: set[str] = set()  # the killed host's settings, as its rows name them
+    began = time.monotonic()
+    with open(out / "run.log", "wb") as log:
+        run = subprocess.Popen(
+            argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        while run.poll() is None and not theirs and time.monotonic() - began < RESUME_S:
+            launched.update(descendants(sshd.pid))
+            written = sorted(p for p in out.rglob("*.csv") if p.is_file())
+            try:
+                rows = read_rows(written[0]) if written else []
+            except (SetupError, UserError):  # a row being written
+                rows = []
+            theirs = {shards.setting(r) for r in rows if f"//{victim}:" in r.get("worker", "") and r["status"] == "ok"}
+            time.sleep(0.2)
+        if theirs:
+            result.after_s = time.monotonic() - began
+            launched.update(descendants(sshd.pid))
+            if not kill_session(sshd, victim):
+                result.left.append(f"no SSH session to {victim} running a node was found to kill")
+        else:
+            result.left.append(f"no row from {victim} came home before the run ended")
+        try:
+            result.exit_code = run.wait(timeout=RESUME_S)
+        except subprocess.TimeoutExpired:
+            result.left.append(f"the run had not ended {RESUME_S:.0f} s after the session was killed")
+            os.killpg(run.pid, signal.SIGKILL)
+            result.exit_code = run.wait()
+    result.launched = len(launched)
+    if result.exit_code != 0:
+        result.left.append(f"the run exited {result.exit_code}, not 0")
+    ok, problems = completed(out)
+    result.rows = len(ok)
+    result.csv_problems = problems
+    result.handed = sum(1 for r in ok if shards.setting(r) in theirs and f"//{victim}:" not in r.get("worker", ""))
+    if theirs and not result.handed:
+        result.left.append(f"none of the trials of {victim}'s settings was run by another host")
+    ended = time.monotonic()
+    while still_running(launched) and time.monotonic() - ended < LAUNCHED_END_S:
+        time.sleep(0.5)
+    if still_running(launched):
+        result.left.append(f"launched over SSH, still running {LAUNCHED_END_S:.0f} s after: {still_running(launched)}")
+    done = subprocess.run(_netrepro("clean"), cwd=REPO, capture_output=True, text=True, check=False)
+    result.clean_output = (done.stdout + done.stderr).strip()
+    left, result.settle_s = wait_until_as_before(before, settle, step_s=0.5)
+    result.left += left
+    if remote_certificate_copies() != certificates:
+        result.left.append("the host's copy of the run's certificate is left")
+    resume(result, argv, out, before, settle)
     return result
 
 
@@ -175,12 +365,13 @@ def soak(
     report: Callable[[Round], None] | None = None,
     sshd: Sshd | None = None,
     jobs: int = 0,
+    again: bool = False,
 ) -> list[Round]:
     """The seeded plan's rounds, each reported as it ends; on a cluster launched through `sshd`, or with
-    `jobs` labs side by side, if given."""
+    `jobs` labs side by side, if given; with `again`, each killed run resumed to its end."""
     results = []
     for i, (how, after_s) in enumerate(plan(rounds, seed, signals)):
-        result = one_round(how, after_s, work / f"round-{i:03d}", sshd=sshd, jobs=jobs)
+        result = one_round(how, after_s, work / f"round-{i:03d}", sshd=sshd, jobs=jobs, again=again)
         results.append(result)
         if report is not None:
             report(result)
