@@ -432,7 +432,8 @@ def run_trials(
         labs = _wait_for_lab_slots(client, engine)
         agreed = agree_on_setup(client, engine, labs, fig, todo, opts, code)
         if isinstance(trial_log, resume.ResumeGuard):  # a resumed figure: its earlier rows, against the agreed setup
-            resume.check_resume(fig, trial_log.csv_path, trial_log.earlier, agreed.setup(), trial_log.columns)
+            setup = dataclasses.replace(agreed.setup(), topology=fig.topology.label)
+            resume.check_resume(fig, trial_log.csv_path, trial_log.earlier, setup, trial_log.columns)
         rows = Queue(f"netrepro-rows-{run}")  # every row, on its way to the one writer: here
         done = Variable(f"netrepro-done-{run}")  # the keys with a successful row here: a worker skips them
         stop = Event(f"netrepro-stop-{run}")  # set: every worker stops and unwinds its lab

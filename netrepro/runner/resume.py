@@ -1,7 +1,7 @@
 """A resume that cannot mix: a figure's rows must agree on what changes the measurement.
 
-Every row records the backend, the switch, the congestion control's
-implementation and the kernel it ran with.  Before a run resumes a figure,
+Every row records the topology, the backend, the switch, the congestion
+control's implementation and the kernel it ran with.  Before a run resumes a figure,
 `check_resume` compares the setup it will use (`planned_setup`, decided by
 the same functions that will decide it when the lab comes up) with the
 figure's successful rows of the same seed (`resumed_rows`), and refuses,
@@ -26,10 +26,11 @@ from netrepro.studykit.spec import Figure, Params, trial_path
 
 log = logging.getLogger("netrepro.runner.resume")
 
-# What changes the measurement, as each row records it: a figure's rows must agree on them.  The topology
-# is in the resume key already (a figure on another topology is a derived figure, with its own directory
-# and CSV: spec.Figure.on), the seed in each row's (trial key, seed), the host may differ (shards).
-RESUME_COLUMNS = ("backend", "switch", "cc_impl", "kernel")
+# What changes the measurement, as each row records it: a figure's rows must agree on them.  A figure on
+# another topology by --topo is a derived figure with its own directory and CSV (spec.Figure.on), but a
+# study file's figure keeps its name when its `topology` table changes: the rows say which they ran on.
+# The seed is in each row's (trial key, seed); the host may differ (shards).
+RESUME_COLUMNS = ("topology", "backend", "switch", "cc_impl", "kernel")
 # The option that chooses each, for the message that names the way on.
 RESUME_OPTIONS = {"backend": "--shaper", "switch": "--switch", "cc_impl": "--impl"}
 
@@ -42,7 +43,7 @@ class RowSink(Protocol):
 
 
 class ResumeMismatch(UserError):
-    """The figure's rows ran with another backend, switch, implementation or kernel than this run would."""
+    """The figure's rows ran with another topology, backend, switch, implementation or kernel than this run would."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Setup:
     switch: str
     kernel: str
     impls: Mapping[str | None, str]
+    topology: str = ""  # its label (topologies.topology.Topology.label); "": not checked
 
     def value(self, column: str, row: Mapping[str, str]) -> str:
         if column == "cc_impl":
@@ -78,7 +80,7 @@ def planned_setup(fig: Figure, grid: list[Params], shaper: str, switch: str, cc_
         name = str(cc) if cc is not None else None
         if name not in impls:
             impls[name] = loader.choose_impl(name, cc_impl) if name in loader.ALGORITHMS else "kernel"
-    return Setup(backend=backend, switch=chosen, kernel=kernel.release(), impls=impls)
+    return Setup(backend=backend, switch=chosen, kernel=kernel.release(), impls=impls, topology=fig.topology.label)
 
 
 def resumed_rows(trial_log: TrialLog, grid: list[Params], trials: int, seed: int) -> list[dict[str, str]]:

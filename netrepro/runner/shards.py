@@ -158,6 +158,17 @@ def merge_rows(
             f"merge: the rows ran with {len(seeds)} seeds: {listed}; a figure is drawn from one "
             "seed's trials: merge one seed's CSVs at a time"
         )
+    topologies: dict[str, set[str]] = {}
+    for name, rows in files:
+        for row in rows:
+            if row.get("topology"):  # a row older than the column is on none in particular
+                topologies.setdefault(row["topology"], set()).add(name)
+    if len(topologies) > 1:  # another experiment, not another machine's variance: --allow-mixed does not take it
+        listed = "; ".join(f"{t} ({', '.join(sorted(names))})" for t, names in sorted(topologies.items()))
+        raise UserError(
+            f"merge: the rows ran on {len(topologies)} topologies: {listed}; a figure is drawn on one: "
+            "merge one topology's CSVs at a time"
+        )
     if any(row_seed(r) is None for _, rows in files for r in rows):
         raise UserError(f"merge: a row's seed is not a number ({', '.join(sorted(seeds))})")
     failed: list[dict[str, str]] = []

@@ -342,6 +342,7 @@ def _run_one_trial(
         "figure": fig.full_name,
         "trial": index,
         **_cell_params(params),
+        "topology": fig.topology.label,  # a study file's topology may change under one figure's name
         "backend": lab.backend,
         "switch": lab.switch_kind,
         "code": code,

@@ -4,7 +4,9 @@ Tried as a user would have it: a row with two fields more than its header
 used to merge with exit 0 (the header gained an unnamed column, the cell
 became "['JUNK1', 'JUNK2']"), and a row cut to 12 of its fields merged as
 a failed trial.  Now merge and resume (a run opening the CSV to append)
-refuse each in one line naming the file and the line, and write nothing.
+refuse each in one line naming the file and the line, and write nothing;
+rows of another topology (a study file's figure whose `topology` changed)
+are refused too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ground.errors import UserError
 from ground.trials import CSV_FORMAT, RowsRefused, TrialLog, read_rows, write_rows
 from netrepro.runner import shards
 
@@ -64,3 +67,19 @@ def test_rows_of_the_format_before_are_read_and_new_rows_name_theirs(tmp_path: P
     assert [r.get("csv_format") for r in rows] == ["", str(CSV_FORMAT)]
     write_rows(rows, tmp_path / "copy.csv")
     assert read_rows(tmp_path / "copy.csv") == rows
+
+
+def test_merge_refuses_rows_of_another_topology_even_when_mixing_is_allowed(tmp_path: Path) -> None:
+    """A study file's figure keeps its name when its topology changes: the rows say which they ran on."""
+    header = HEADER + ",seed,topology"
+    near = tmp_path / "near.csv"
+    far = tmp_path / "far.csv"
+    near.write_text(f'{header}\n{good(1)},1,"topo=dumbbell+rtts=40ms,120ms"\n')
+    far.write_text(f'{header}\n{good(2)},1,"topo=dumbbell+rtts=40ms,400ms"\n')
+    for allow_mixed in (False, True):
+        with pytest.raises(UserError) as refused:
+            shards.merge_files([near, far], allow_mixed=allow_mixed)
+        said = str(refused.value)
+        assert "ran on 2 topologies" in said and "40ms,120ms (" in said and "40ms,400ms (" in said, said
+        assert "\n" not in said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["far.csv", "near.csv"]

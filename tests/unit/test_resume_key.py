@@ -165,3 +165,38 @@ def test_a_figure_on_another_topology_has_a_csv_of_its_own() -> None:
 
     other = FIG.on(Topology(shape="dumbbell", pairs=2))
     assert other.directory != FIG.directory and other.csv_name == FIG.csv_name
+
+
+STUDY = """study = "mystudy"
+[[figure]]
+name = "iw50"
+title = "Download time vs initial window"
+workload = "download"
+y = "download_time_ms"
+x = { factor = "initcwnd", levels = [3, 10], quick = [3, 10] }
+fixed = { rtt = "50ms", rate = "3mbit", cc = "cubic", protocol = "http/1.1", object_bytes = 37000 }
+topology = { shape = "dumbbell", rtts = "RTTS" }
+"""
+
+
+def test_rows_of_a_study_files_earlier_topology_are_refused(tmp_path: Path) -> None:
+    """A study file's figure keeps its name (and its CSV) when its per-pair RTTs change: its rows say which
+    topology they ran on, and a resume on the other is refused, naming both."""
+    from netrepro.front import studyfile
+
+    def figure(rtts: str) -> Any:
+        path = tmp_path / f"{rtts.replace(',', '_')}.toml"
+        path.write_text(STUDY.replace("RTTS", rtts))
+        return studyfile.load(path)[0]
+
+    before, after = figure("40ms,120ms"), figure("40ms,400ms")
+    assert before.full_name == after.full_name and before.csv_name == after.csv_name
+    earlier = rows(cc="cubic", topology=before.topology.label)
+    check_resume(before, CSV, earlier, Setup("delayline", "bridge", "6.1.0-test", {"cubic": "kernel"},
+                                            topology=before.topology.label))  # fmt: skip
+    with pytest.raises(ResumeMismatch) as refused:
+        check_resume(after, CSV, earlier, Setup("delayline", "bridge", "6.1.0-test", {"cubic": "kernel"},
+                                               topology=after.topology.label))  # fmt: skip
+    said = str(refused.value)
+    assert "\n" not in said and "rtts=40ms,120ms; this run would use topology" in said and "40ms,400ms" in said, said
+    assert "--fresh starts it over" in said
