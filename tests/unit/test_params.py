@@ -145,3 +145,15 @@ def test_a_workload_reads_its_keys_typed_and_with_the_defaults_declared_beside_t
     assert WORKLOADS["long_flow"].trial({})["duration_s"] == 120
     bursts = WORKLOADS["http_bursts"].trial({"burst_kb": 80, "bulk": 0})
     assert (bursts["idle_s"], bursts["repeats"], bursts["bulk"]) == ("1", 1, 0)
+
+
+def test_a_declared_figure_with_a_bad_value_is_refused_when_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only in this suite: `run` checks a declared figure's grid as it checks a study file's."""
+    from netrepro.front import figure_commands
+
+    fig = expts.find("cubicplus/fig3")
+    bad = dataclasses.replace(fig, fixed={**fig.fixed, "initcwnd": 2000})
+    monkeypatch.setattr(expts, "find", lambda name: bad if name == fig.full_name else None)
+    args = cli.build_parser().parse_args(["run", fig.full_name, "--dry-run"])
+    with pytest.raises(UserError, match=r"cubicplus/fig3: .*initcwnd"):
+        figure_commands.cmd_run(args)
