@@ -29,7 +29,8 @@ from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import AllOf, Better, ByDesign, Computed, Finding, Same, Trend
 from netrepro.studykit.evidence import rows_beside
-from netrepro.studykit.spec import Figure, Params, Point, Rows, Series
+from netrepro.studykit.spec import Figure, Point, Rows, Series
+from netrepro.studykit.trial import Trial
 
 # The source, cited as far as its text gives authors, title and venue.
 SOURCE = (
@@ -104,8 +105,8 @@ NO_LOSS_WHY = (
 COULD_FAIL = "a path with losses would let it fail: --set loss=2% (or a queue slow start overflows: --set queue=20p)"
 
 
-def timeout(params: Params) -> float:
-    return 240.0 if params.get("page") == "large" else 120.0
+def timeout(trial: Trial) -> float:
+    return 240.0 if trial.workload.page == "large" else 120.0
 
 
 def _mean_se(fig: Figure, rows: Rows, label: str, level: Any) -> tuple[float, float, int] | None:

@@ -30,7 +30,8 @@ from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import Better, ByDesign, Regrouped, Same, Trend, Within
 from netrepro.studykit.plot import legend_beside, quartiles
-from netrepro.studykit.spec import Figure, Params, Point, Rows, Series, trial_path
+from netrepro.studykit.spec import Figure, Point, Rows, Series
+from netrepro.studykit.trial import Trial
 
 # The source, cited as far as its text gives authors, title and venue.
 SOURCE = (
@@ -80,10 +81,9 @@ def model_ms(initcwnd: int, rtt_ms: float, rate_bps: float, object_bytes: int = 
     return (1 + slow_start_rounds(initcwnd, segs)) * rtt_ms + wire * 8 / rate_bps * 1e3
 
 
-def timeout(params: Params) -> float:
-    path = trial_path(params)
-    rtt, rate = path.rtt.ms, path.rate_down.bps
-    return 30 + 5 * model_ms(int(params.get("initcwnd", 3)), rtt, rate) / 1e3
+def timeout(trial: Trial) -> float:
+    rtt, rate = trial.path.rtt.ms, trial.path.rate_down.bps
+    return 30 + 5 * model_ms(trial.hosts.initcwnd or 3, rtt, rate) / 1e3
 
 
 def reference_fig2() -> list[tuple[int, float]]:

@@ -311,7 +311,7 @@ def _figure(name: str, title: str, y: str, y_label: str, finding: str, **kw: Any
         quick_note=QUICK_NOTE,
         finding=finding,
         deviations=DEVIATIONS,
-        trial_timeout=lambda params: float(params.get("duration_s", DURATION_S)) + 90,
+        trial_timeout=lambda trial: float(trial.workload.duration_s) + 90,
         topology=TOPOLOGY,
         **kw,
     )

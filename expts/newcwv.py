@@ -79,7 +79,8 @@ from expts.newcwv_trials import (
 )
 from ground.path import MSS
 from netrepro.studykit import plot
-from netrepro.studykit.spec import Figure, Params, Point, Rows
+from netrepro.studykit.spec import Figure, Point, Rows
+from netrepro.studykit.trial import Trial
 from servers.burst_trace import burst_rounds, gain_pct
 from topologies.topology import Topology
 
@@ -458,10 +459,10 @@ def annotate_bulk(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
 # -- the figures -----------------------------------------------------------------------
 
 
-def timeout(params: Params) -> float:
-    idles = [float(t) for t in str(params.get("idle_s", IDLES)).split(",")]
-    bursts = len(idles) * int(params.get("repeats", 1))
-    return 120 + sum(idles) * int(params.get("repeats", 1)) + 20 * bursts
+def timeout(trial: Trial) -> float:
+    keys = trial.workload
+    idles = [float(t) for t in keys.idle_s.split(",")]
+    return float(120 + sum(idles) * keys.repeats + 20 * len(idles) * keys.repeats)
 
 
 def _bursts_figure(name: str, **kw: Any) -> Figure:

@@ -302,7 +302,7 @@ CONNS = Figure(
     deviations=DEVIATIONS,
     annotate=annotate_conns,
     claims=CONNS_CLAIMS,
-    trial_timeout=lambda params: 120.0,
+    trial_timeout=lambda trial: 120.0,
 )
 
 NS = (1, 2, 3, 4, 5, 6)
@@ -357,7 +357,7 @@ BACKOFF = Figure(
     deviations=DEVIATIONS,
     annotate=annotate_backoff,
     claims=BACKOFF_CLAIMS,
-    trial_timeout=lambda params: 120.0,
+    trial_timeout=lambda trial: 120.0,
 )
 
 FIGURES = (BETATABLE, CONNS, BACKOFF)

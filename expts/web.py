@@ -31,7 +31,8 @@ from typing import Any
 
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import AllOf, Better, Trend, Within
-from netrepro.studykit.spec import Figure, Params, Series
+from netrepro.studykit.spec import Figure, Series
+from netrepro.studykit.trial import Trial
 
 WANG = "wang2014-how-speedy-is-spdy.txt"  # the source's text, as the claims' folder names it
 VARVELLO = "varvello2016-is-the-web-http2-yet.txt"
@@ -124,7 +125,7 @@ LOSS_HURTS = _claim(
 )
 
 
-def timeout(params: Params) -> float:
+def timeout(trial: Trial) -> float:
     """A trial's limit: the longest trial of the reference runs took 12.2 s (the few-large page at 4 % loss)."""
     return 180.0
 

@@ -492,14 +492,13 @@ def load_kernel_own(name: str, ledger: Ledger, module: str | None = None) -> Non
         ledger.allow_congestion_control(name)
 
 
-def tuning(name: str, params: Mapping[str, Any]) -> dict[str, int]:
-    """Every parameter of variant `name` as a trial sets it: its defaults, then what the trial names
-    (a factor such as n, or its cc_params), checked.  A trial must not inherit the last one's tuning."""
+def tuning(name: str, given: Mapping[str, Any]) -> dict[str, int]:
+    """Every parameter of variant `name` as a trial sets it: its defaults, then what the trial gives (a
+    factor such as n, or its cc_params: netrepro.studykit.trial reads them), checked.  A trial must not
+    inherit the last one's tuning."""
     variant = algorithm(name)
-    given: dict[str, Any] = {p.name: params[p.name] for p in variant.params if p.name in params}
-    given.update(params.get("cc_params") or {})
     wanted = {p.name: p.default for p in variant.params}
-    wanted.update(parse_params(variant, given))
+    wanted.update(parse_params(variant, dict(given)))
     return wanted
 
 

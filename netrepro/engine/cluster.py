@@ -52,7 +52,6 @@ from typing import Any
 from ground import results
 from ground.errors import SetupError, UserError
 from ground.progress import Progress
-from ground.trials import trial_key
 from netrepro.engine import agree
 from netrepro.engine.agree import is_loopback, unsafe_workers
 from netrepro.engine.local import local_client
@@ -61,7 +60,8 @@ from netrepro.engine.worker import Job, WorkerFailed, WorkerRefused, run_setting
 from netrepro.runner import resume, session, shards
 from netrepro.runner.resume import RowSink
 from netrepro.runner.sweep import Options
-from netrepro.studykit.spec import Figure, Params
+from netrepro.studykit.spec import Figure
+from netrepro.studykit.trial import Trial
 
 log = logging.getLogger("netrepro.engine.cluster")
 
@@ -166,7 +166,7 @@ class Engine:
             raise UserError("--ssh-config is for --hosts")
         return None
 
-    def run_trials(self, fig: Figure, todo: list[tuple[Params, int]], opts: Options, sink: RowSink) -> Writer:
+    def run_trials(self, fig: Figure, todo: list[Trial], opts: Options, sink: RowSink) -> Writer:
         """The trials on this cluster's workers (sweep.Engine)."""
         return run_trials(self, fig, todo, opts, sink)
 
@@ -398,11 +398,11 @@ def _wait_for_lab_slots(client: Any, engine: Engine) -> list[str]:
 
 
 def agree_on_setup(
-    client: Any, engine: Engine, labs: list[str], fig: Figure, todo: list[tuple[Params, int]], opts: Options, code: str
+    client: Any, engine: Engine, labs: list[str], fig: Figure, todo: list[Trial], opts: Options, code: str
 ) -> agree.Agreed:
     """Every lab worker's setup, asked before anything is handed out, and the one the run takes
     (netrepro.engine.agree.decide: a refusal names the hosts that differ)."""
-    grid = list({json.dumps(p, sort_keys=True, default=str): p for p, _ in todo}.values())  # each setting once
+    grid = list({json.dumps(t.setting, sort_keys=True, default=str): t.setting for t in todo}.values())  # once each
     answers = client.run(
         agree.probe, fig, grid, opts.shaper, opts.switch, opts.cc_impl, workers=labs, on_error="return"
     )
@@ -413,9 +413,7 @@ def agree_on_setup(
     return agreed
 
 
-def run_trials(
-    engine: Engine, fig: Figure, todo: list[tuple[Params, int]], opts: Options, trial_log: RowSink
-) -> Writer:
+def run_trials(engine: Engine, fig: Figure, todo: list[Trial], opts: Options, trial_log: RowSink) -> Writer:
     """The todo's trials on the engine's workers, a task per path setting; every row into trial_log.
 
     --jobs: the labs share this machine's congestion controls, so each netrepro variant they use is
@@ -453,7 +451,7 @@ def run_trials(
             expected=agreed.expected(),
             plain_tcp_ok=engine.insecure or not engine.scheduler,
         )
-        settings = len({shards.setting(p) for p, _ in todo})
+        settings = len({shards.setting(t.setting) for t in todo})
         # a task per path setting; a setting split where there are more labs than settings (shards.tasks)
         dealt = [shards.tasks(phase, slots) for phase in phases]
         in_phases = f" in {len(phases)} phases, one tuning each" if len(phases) > 1 else ""
@@ -469,13 +467,13 @@ def run_trials(
             engine.allow_mixed,
             progress,
             on_done=done.set,
-            expected={trial_key(params, index) for params, index in todo},
+            expected={t.key for t in todo},
             launcher=engine.describe(),
             agreed=agreed,
         )
         try:
             for n, (phase, tasks) in enumerate(zip(phases, dealt, strict=True)):
-                hold = session.hold_algorithms([p for p, _ in phase], agreed.cc_impl) if engine.jobs else None
+                hold = session.hold_algorithms(phase, agreed.cc_impl) if engine.jobs else None
                 with hold or contextlib.nullcontext({}) as held:
                     job = dataclasses.replace(every, held=held)
                     _run_tasks(client, job, tasks, f"{fig.name}-{n}-{run}", stop, rows, writer)
@@ -490,7 +488,7 @@ def run_trials(
 def _run_tasks(
     client: Any,
     every: Job,
-    tasks: list[list[tuple[Params, int]]],
+    tasks: list[list[Trial]],
     prefix: str,
     stop: Any,
     rows: Any,
@@ -536,10 +534,10 @@ def _run_tasks(
             writer.take(rows.get(batch=True))
 
 
-def _task_name(task: list[tuple[Params, int]], tasks: list[list[tuple[Params, int]]]) -> str:
+def _task_name(task: list[Trial], tasks: list[list[Trial]]) -> str:
     """A task as its path setting, and which part of it where the setting is split."""
-    name = shards.setting(task[0][0])
-    parts = [t for t in tasks if shards.setting(t[0][0]) == name]
+    name = shards.setting(task[0].setting)
+    parts = [t for t in tasks if shards.setting(t[0].setting) == name]
     return name if len(parts) == 1 else f"{name} (part {parts.index(task) + 1} of {len(parts)})"
 
 

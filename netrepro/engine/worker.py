@@ -53,7 +53,8 @@ from ground.errors import NetreproError, SetupError, UserError
 from ground.ledger import Ledger
 from ground.results import REPO
 from netrepro.runner import preflight, sweep
-from netrepro.studykit.spec import Figure, Params
+from netrepro.studykit.spec import Figure
+from netrepro.studykit.trial import Trial
 
 PROTOCOL_FD = 3
 PR_SET_PDEATHSIG = 1
@@ -73,7 +74,7 @@ class Job:
     """One path setting's trials, and what the worker must match."""
 
     figure: Figure
-    todo: list[tuple[Params, int]]
+    todo: list[Trial]
     quick: bool
     overrides: dict[str, Any]
     seed: int
@@ -256,7 +257,7 @@ def main() -> int:
         say(refused=f"it runs code {here}, the coordinator {job.code}; check out the coordinator's commit there")
         return 2
     try:
-        grid = [p for p, _ in job.todo]
+        grid = [t.setting for t in job.todo]
         preflight.check_machine(
             preflight.figure_needs(fig, grid, {**fig.overrides, **job.overrides}, job.shaper, job.cc_impl, job.held)
         )

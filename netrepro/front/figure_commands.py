@@ -34,7 +34,8 @@ from netrepro.runner.plan import Plan
 from netrepro.runner.shards import Shard
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import evidence, params, plot
-from netrepro.studykit.spec import Figure, trial_path
+from netrepro.studykit.spec import Figure
+from netrepro.studykit.trial import trial_path
 
 log = logging.getLogger("netrepro")
 

@@ -52,8 +52,9 @@ else:  # Ubuntu 22.04's Python 3.10: the same parser, from PyPI
 
 from ground.errors import UserError
 from ground.units import QuantityError
-from netrepro.studykit import cells, claims, decisions, params, plot
-from netrepro.studykit.spec import Figure, Series, file_keys, trial_path
+from netrepro.studykit import cells, claims, decisions, params, plot, trial
+from netrepro.studykit.spec import Figure, Series, file_keys
+from netrepro.studykit.trial import trial_path
 from topologies.topology import Topology
 
 FIGURE_KEYS = file_keys()  # declared with Figure's fields (netrepro.studykit.spec.in_file)
@@ -223,7 +224,7 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
                 f"{where}: {e.option.removeprefix('--').replace('-', '_')} {e.value!r}: {e.why}"
             ) from None
     try:
-        params.check_grid(where, grid, params.trial_keys(WORKLOADS[workload].keys))
+        trial.check_grid(where, grid, params.trial_keys(WORKLOADS[workload].keys))
     except UserError as e:
         raise StudyFileError(str(e)) from None
     drawn = plot.drawn_text_problem(figure)  # matplotlib parses its mathtext only when it draws: after the trials
@@ -370,7 +371,7 @@ def _topology(where: str, table: Any) -> Topology:
 
 
 def _timeout(seconds: float) -> Any:
-    return lambda params: seconds
+    return lambda trial: seconds
 
 
 def _text(where: str, table: Mapping[str, Any], key: str, shown: str = "") -> str:

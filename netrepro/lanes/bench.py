@@ -76,6 +76,7 @@ from ground.results import RESULTS, hand_back, provenance, replace_file, write_j
 from ground.tcpprobe import ProbeSample, delivery_rate, reductions
 from kmod import loader
 from netrepro.runner.verify import measure_goodput, ping_rtts, rtt_check
+from netrepro.studykit import trial
 from topologies.emulation import DelayLineStage
 from topologies.lab import Lab
 
@@ -163,7 +164,9 @@ def delayline_links(rates_mbit: tuple[int, ...] = LINK_RATES_MBIT, out: Path | N
                 cpu0, wall0 = sum(map(_cpu_seconds, pids)), time.monotonic()
                 try:
                     udp = f"{mbit / 5:g}mbit"
-                    m = WORKLOADS["competing"](session, {"duration_s": 20, "cross_rate": udp})
+                    competing = WORKLOADS["competing"]
+                    setting = {"duration_s": 20, "cross_rate": udp}
+                    m = competing(session, trial.build(setting, 0, "duration_s", competing.keys_type, lab.topology))
                 finally:
                     session.stop()
                 cpu = (sum(map(_cpu_seconds, pids)) - cpu0) / (time.monotonic() - wall0)

@@ -37,14 +37,13 @@ INTERVAL_S = 0.1  # half the RTT of seed 002's paths: every per-RTT value of pip
 UNDEFINED = 0xFFFFFFFF  # pipeACK before its first sample and after a recovery (RFC 7661 4.1)
 
 
-def refused(params: Mapping[str, Any], held: Iterable[str]) -> str | None:
-    """Why a trial with pipeack_trace=1 cannot trace newcwv's pipeACK, or None (and None without it): only
-    newcwv publishes one, a single value for the machine, which labs side by side (`held`: the variants a
-    run holds loaded for its labs) would share."""
-    if str(params.get("pipeack_trace")) != "1":
-        return None
-    if params.get("cc") != "newcwv":
-        return f"pipeack_trace=1 reads newcwv's own pipeACK; a trial has cc={params.get('cc')} (allowed: newcwv)"
+def refused(cc: str | None, held: Iterable[str]) -> str | None:
+    """Why a trial with pipeack_trace=1 and congestion control `cc` cannot trace newcwv's pipeACK, or None:
+    only newcwv publishes one, a single value for the machine, which labs side by side (`held`: the
+    variants a run holds loaded for its labs) would share.  (A setting of another cc is refused with the
+    grid's check, netrepro.studykit.trial.problems.)"""
+    if cc != "newcwv":
+        return f"pipeack_trace=1 reads newcwv's own pipeACK; a trial has cc={cc} (allowed: newcwv)"
     if "newcwv" in held:
         return (
             "pipeack_trace=1 reads the one pipeACK newcwv publishes, which labs side by side would share: "

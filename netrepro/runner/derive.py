@@ -14,7 +14,7 @@ import argparse
 from ground.errors import UserError
 from ground.units import QuantityError
 from netrepro.runner.workloads import WORKLOADS
-from netrepro.studykit import params
+from netrepro.studykit import params, trial
 from netrepro.studykit.spec import Figure
 from topologies.topology import Topology
 
@@ -75,5 +75,5 @@ def derived_figure(fig: Figure, args: argparse.Namespace, topo: Topology | None 
     derived = fig.derive(overrides(fig, args.set, x), vary=vary, series=series)
     if topo is not None:
         derived = derived.on(topo)
-    params.check_grid(derived.full_name, [*derived.grid(), *derived.grid(quick=True)], keys_of(derived))
+    trial.check_grid(derived.full_name, [*derived.grid(), *derived.grid(quick=True)], keys_of(derived))
     return derived

@@ -24,8 +24,11 @@ from ground import results
 from ground.manifests import ManifestUnreadable, read_manifest
 from netrepro.runner import shards
 from netrepro.runner.session import tuning_phases
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit import trial
 from netrepro.studykit.claims import MANY_TRIALS, needs_text
-from netrepro.studykit.spec import Figure, Params, path_params
+from netrepro.studykit.spec import Figure, Params
+from netrepro.studykit.trial import Trial
 
 LAB_SECONDS = 10.0
 CLUSTER_SECONDS = 5.0  # --jobs: the local Dask cluster up, its workers connected
@@ -124,10 +127,11 @@ class Plan:
             makespan([len(t) * per + LAB_SECONDS for t in tasks], self.jobs) for tasks in self.phases()
         )
 
-    def phases(self) -> list[list[list[tuple[Params, int]]]]:
+    def phases(self) -> list[list[list[Trial]]]:
         """The trials as the engine would deal them to `jobs` labs: in phases of one tuning of each
         netrepro variant (session.tuning_phases), each phase's trials in tasks (shards.tasks)."""
-        todo = [(p, i) for p in self.grid for i in range(self.trials_per_setting)]
+        keys_type = WORKLOADS[self.fig.workload].keys_type
+        todo = trial.build_all(self.grid, self.trials_per_setting, self.fig.x, keys_type, self.fig.topology)
         return [shards.tasks(phase, self.jobs) for phase in tuning_phases(todo)]
 
     def time(self) -> str:
@@ -146,11 +150,12 @@ class Plan:
         """What --dry-run prints: the figure, the grid cell by cell, the counts, the estimate."""
         fig = self.fig
         lines = [f"{fig.full_name}: {fig.heading}" + (" (--quick)" if self.quick else "")]
-        series = [str(s) for s in dict.fromkeys(p.get("series", "") for p in self.grid) if s]
+        cells = trial.build_all(self.grid, 1, fig.x, WORKLOADS[fig.workload].keys_type, fig.topology)
+        series = [s for s in dict.fromkeys(t.series for t in cells) if s]
         lines.append(f"  x: {fig.x}" + (f"; series: {', '.join(series)}" if series else ""))
-        for p in self.grid:
-            path = ", ".join(f"{k}={v}" for k, v in sorted(path_params(p).items()))
-            lines.append(f"    {fig.x}={p[fig.x]}  {p.get('series', '')}  [{path}]")
+        for t in cells:
+            path = ", ".join(f"{k}={v}" for k, v in sorted(t.path_setting.items()))
+            lines.append(f"    {fig.x}={t.level}  {t.series}  [{path}]")
         lines.append(
             f"  {len(self.grid)} settings x {self.trials_per_setting} trials = {self.trials} trials "
             f"on {self.settings} path settings; estimated time {self.time()}"

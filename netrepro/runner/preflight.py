@@ -19,7 +19,8 @@ from ground import kernel
 from ground.errors import SetupError, UserError
 from kmod import loader
 from netrepro.runner import countertrace
-from netrepro.runner.workloads import WORKLOADS
+from netrepro.runner.workloads import WORKLOADS, HttpBurstsKeys, PageLoadKeys
+from netrepro.studykit import trial
 from netrepro.studykit.spec import Figure
 from servers import browser
 from topologies import emulation, shaping
@@ -60,23 +61,30 @@ def figure_needs(
     held: Iterable[str] = (),
 ) -> Needs:
     """A figure run: the lab's tools, the server's, its workload's, and every congestion control its grid names."""
-    named = [str(p["cc"]) for p in grid if p.get("cc") is not None]
+    workload = WORKLOADS[fig.workload]
+    trials = [trial.build(p, 0, fig.x, workload.keys_type, fig.topology) for p in grid]
+    named = [t.cc.name for t in trials if t.cc.name is not None]
     held = tuple(held)
-    for p in grid:
-        if (why := browser.refused(str(p.get("client")), str(p.get("protocol")))) is not None:
-            raise UserError(f"{fig.full_name}: {why}")
-        if (why := countertrace.refused(p, held)) is not None:
+    browsers = set()
+    for t in trials:
+        keys = t.workload
+        if isinstance(keys, PageLoadKeys):
+            if (why := browser.refused(keys.client, keys.protocol)) is not None:
+                raise UserError(f"{fig.full_name}: {why}")
+            browsers |= {keys.client} & set(browser.BROWSERS)
+        traced = isinstance(keys, HttpBurstsKeys) and keys.pipeack_trace
+        if traced and (why := countertrace.refused(t.cc.name, held)) is not None:
             raise UserError(f"{fig.full_name}: {why}")
     return Needs(
         what=f"run {fig.full_name}",
-        tools=(*LAB_TOOLS, *FIGURE_TOOLS, *WORKLOADS[fig.workload].tools),
-        browsers=tuple(sorted({str(p["client"]) for p in grid if p.get("client") in browser.BROWSERS})),
+        tools=(*LAB_TOOLS, *FIGURE_TOOLS, *workload.tools),
+        browsers=tuple(sorted(browsers)),
         # the lab's hosts start with CUBIC before each trial sets its own
         congestion_controls=tuple(dict.fromkeys(["cubic", *named])),
         shaper=shaper,
         cc_impl=cc_impl,
         named_by="--set cc=" if "cc" in overrides else f"{fig.full_name}: cc ",
-        qdiscs=("fq",) if any(p.get("pacer") == "fq" for p in grid) else (),
+        qdiscs=("fq",) if any(t.hosts.pacer == "fq" for t in trials) else (),
         held=held,
     )
 

@@ -14,7 +14,7 @@ that differs.  Rows older than a column are accepted, and said so.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,7 +22,8 @@ from typing import Any, Protocol
 from ground import kernel
 from ground.errors import UserError
 from ground.trials import TrialLog, row_seed, trial_key
-from netrepro.studykit.spec import Figure, Params, trial_path
+from netrepro.studykit.spec import Figure, Params
+from netrepro.studykit.trial import congestion_control, trial_path
 
 log = logging.getLogger("netrepro.runner.resume")
 
@@ -63,7 +64,9 @@ class Setup:
         return str(getattr(self, column))
 
 
-def planned_setup(fig: Figure, grid: list[Params], shaper: str, switch: str, cc_impl: str | None) -> Setup:
+def planned_setup(
+    fig: Figure, grid: Sequence[Mapping[str, Any]], shaper: str, switch: str, cc_impl: str | None
+) -> Setup:
     """What this run's lab and session will use, decided by the functions that will decide it when they come
     up (topologies.emulation.choose_backend, topologies.ovs.choose_switch, kmod.loader.choose_impl), before
     anything is built.  Probes the machine as the preflight does (check_machine first: its errors come first)."""
@@ -75,9 +78,8 @@ def planned_setup(fig: Figure, grid: list[Params], shaper: str, switch: str, cc_
     has_switches = any(n.kind == SWITCH for n in fig.topology.place(trial_path(grid[0])).nodes) if grid else True
     chosen = ovs.choose_switch(switch, backend) if has_switches else "none"
     impls: dict[str | None, str] = {}
-    for params in grid:
-        cc = params.get("cc")
-        name = str(cc) if cc is not None else None
+    for setting in grid:
+        name = congestion_control(setting).name
         if name not in impls:
             impls[name] = loader.choose_impl(name, cc_impl) if name in loader.ALGORITHMS else "kernel"
     return Setup(backend=backend, switch=chosen, kernel=kernel.release(), impls=impls, topology=fig.topology.label)

@@ -21,7 +21,7 @@ from ground.errors import UserError
 from ground.ledger import Ledger
 from ground.tcpprobe import TcpProbe
 from kmod import loader
-from netrepro.studykit.spec import Params
+from netrepro.studykit.trial import Trial
 from servers import content
 from servers.apache import HTTP_PORT, TLS_PORT, Apache
 from servers.hosttcp import HostTcp, apply_host_tcp
@@ -60,7 +60,6 @@ class Session:
         self._probe: TcpProbe | None = None
         self._fq_on = False
         self._fq_available: bool | None = None
-        self.trial_key = ""  # the trial being run (sweep.run_trials): seeds what a workload shuffles
 
     def probe(self, port: int | None = None) -> TcpProbe:
         """One tcp_probe capture for the whole session, filtered to Apache's two ports (`port` is one of them)."""
@@ -91,21 +90,22 @@ class Session:
 
     # -- hosts --------------------------------------------------------------------
 
-    def congestion_control(self, params: Mapping[str, Any]) -> Metrics:
+    def congestion_control(self, trial: Trial) -> Metrics:
         """Load and tune the variant or port the trial names (once loaded, only re-tuned); report it."""
-        name = params.get("cc")
-        if name not in loader.ALGORITHMS:
-            if name is not None:  # the kernel's own (bbr): its module loaded through the ledger where it is not
-                loader.load_kernel_own(str(name), self.ledger)
+        if not trial.cc.ours:
+            if (
+                trial.cc.name is not None
+            ):  # the kernel's own (bbr): its module loaded through the ledger where it is not
+                loader.load_kernel_own(trial.cc.name, self.ledger)
             return {"cc_impl": "kernel"}
+        name = str(trial.cc.name)
         if name in self.held:
             return dict(self.held[name])
         if name not in self._algorithms:
             self._algorithms[name] = loader.load(name, self.ledger, self.cc_impl)
         algorithm = self._algorithms[name]
         # Every parameter, defaults included: a trial must not inherit the last one's tuning.
-        # A parameter may be a trial parameter of its own (a factor such as n) or sit in cc_params.
-        wanted = loader.tuning(name, params)
+        wanted = dict(trial.cc.tuning)
         if name not in self._tuned or self._tuned[name][0] != wanted:
             self._tuned[name] = (wanted, algorithm.set(**wanted))
         return ran_as(algorithm, self._tuned[name][1])
@@ -121,11 +121,11 @@ class Session:
         algorithm = self._algorithms.get(str(name))
         return algorithm.registered if algorithm is not None else name
 
-    def ss_repairs(self, params: Mapping[str, Any]) -> int | None:
+    def ss_repairs(self, trial: Trial) -> int | None:
         """How often the BPF program has repaired a corrupted ssthresh so far (see kmod/README.md); None
         for the kernel's own algorithms and modules.  An algorithm held for the run's labs (--jobs) has
         one counter for every lab's flows: a repair in any lab then counts in each trial running."""
-        name = str(params.get("cc"))
+        name = str(trial.cc.name)
         algorithm = self._algorithms.get(name)
         if algorithm is None and name in self.held and self.held[name].get("cc_impl") == "bpf":
             algorithm = loader.attach(name)
@@ -133,22 +133,22 @@ class Session:
             return None
         return algorithm.counters().get("ss_repairs")
 
-    def apply_hosts(self, params: Mapping[str, Any]) -> None:
+    def apply_hosts(self, trial: Trial) -> None:
         """Put every pair's hosts' TCP into the trial's settings (congestion control, windows)."""
-        initcwnd = params.get("initcwnd")
-        cc = self.registered(params.get("cc"))
+        initcwnd = trial.hosts.initcwnd
+        cc = self.registered(trial.cc.name)
         server = HostTcp(
             congestion_control=cc,
             initcwnd=initcwnd,
-            slow_start_after_idle=params.get("slow_start_after_idle"),
+            slow_start_after_idle=trial.hosts.slow_start_after_idle,
         )
         # The client's route carries initrwnd, so that its SYN advertises a
         # window the server's initial window can fill (docs/studies/iw.md).
         client = HostTcp(
             congestion_control=cc,
             initrwnd=max(initcwnd, 10) if initcwnd is not None else None,
-            slow_start_after_idle=params.get("slow_start_after_idle"),
-            receive_buffer=params.get("receive_buffer"),
+            slow_start_after_idle=trial.hosts.slow_start_after_idle,
+            receive_buffer=trial.hosts.receive_buffer,
         )
         routed = self.lab.network.shape != "path"
         for pair in self.lab.pairs:
@@ -184,16 +184,15 @@ class Session:
             self.apache.stop()
 
 
-def shared_tunings(grid: Iterable[Mapping[str, Any]]) -> tuple[dict[str, dict[str, int]], list[str]]:
-    """The one tuning each netrepro variant or port of the grid runs with, and the variants whose trials
+def shared_tunings(trials: Iterable[Trial]) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """The one tuning each netrepro variant or port of the trials runs with, and the variants whose trials
     tune them differently (a variant's parameters are the machine's: those cannot be shared by labs)."""
     tunings: dict[str, list[dict[str, int]]] = {}
-    for params in grid:
-        name = params.get("cc")
-        if name in loader.ALGORITHMS:
-            wanted = loader.tuning(str(name), params)
-            if wanted not in tunings.setdefault(str(name), []):
-                tunings[str(name)].append(wanted)
+    for t in trials:
+        if t.cc.ours:
+            wanted = dict(t.cc.tuning)
+            if wanted not in tunings.setdefault(str(t.cc.name), []):
+                tunings[str(t.cc.name)].append(wanted)
     differ = [
         f"{name} ({'; '.join(', '.join(f'{k}={v}' for k, v in t.items()) for t in found)})"
         for name, found in tunings.items()
@@ -215,32 +214,31 @@ def ran_as(algorithm: loader.LoadedAlgorithm, reported: Mapping[str, int]) -> Me
     return {**ran, **{f"cc_{k}": v for k, v in reported.items() if k in keep}}
 
 
-def tuning_phases(todo: list[tuple[Params, int]]) -> list[list[tuple[Params, int]]]:
+def tuning_phases(todo: list[Trial]) -> list[list[Trial]]:
     """A run's trials in phases within which each netrepro variant has one tuning (labs side by side
     share it): each trial to the first phase whose tunings it agrees with, the run's order kept within
     each; a trial without a variant to the first phase.  One phase where the tunings all agree."""
-    phases: list[tuple[dict[str, dict[str, int]], list[tuple[Params, int]]]] = []
-    for params, index in todo:
-        name = params.get("cc")
-        wanted = {str(name): loader.tuning(str(name), params)} if name in loader.ALGORITHMS else {}
+    phases: list[tuple[dict[str, dict[str, int]], list[Trial]]] = []
+    for t in todo:
+        wanted = {str(t.cc.name): dict(t.cc.tuning)} if t.cc.ours else {}
         for tunings, trials in phases:
             if all(tunings.get(k, v) == v for k, v in wanted.items()):
                 tunings.update(wanted)
-                trials.append((params, index))
+                trials.append(t)
                 break
         else:
-            phases.append((dict(wanted), [(params, index)]))
+            phases.append((dict(wanted), [t]))
     return [trials for _, trials in phases]
 
 
 @contextlib.contextmanager
-def hold_algorithms(grid: Iterable[Mapping[str, Any]], cc_impl: str | None) -> Iterator[dict[str, Metrics]]:
-    """Load and tune, once for every lab of a run on this machine, each netrepro variant and port the grid
-    names that a lab would register (a module of ours, a BPF program): under the machine lock, recorded in a
+def hold_algorithms(trials: Iterable[Trial], cc_impl: str | None) -> Iterator[dict[str, Metrics]]:
+    """Load and tune, once for every lab of a run on this machine, each netrepro variant and port the trials
+    name that a lab would register (a module of ours, a BPF program): under the machine lock, recorded in a
     ledger of this process's (unloaded at the end, or by `clean`).  Yields name: (impl, registered name)
     for the labs' sessions (Session(held=...)).  A port the kernel has itself is loaded by each lab as
     always (a module any number of runs may share).  UserError where trials tune a variant differently."""
-    tunings, differ = shared_tunings(grid)
+    tunings, differ = shared_tunings(trials)
     if differ:
         raise UserError(
             "labs side by side share each congestion control, and these are tuned per trial: " + "; ".join(differ)

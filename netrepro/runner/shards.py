@@ -40,7 +40,8 @@ from ground import figurelock
 from ground.errors import UserError
 from ground.trials import DEFAULT_SEED, read_rows, row_seed, trial_key
 from ground.units import QuantityError
-from netrepro.studykit.spec import Params, path_params
+from netrepro.studykit.spec import Params
+from netrepro.studykit.trial import Trial, path_params
 
 MAX_SHARDS = 1000
 MIXED = ("kernel", "backend", "switch")  # what one figure's rows must share, unless mixing is asked for
@@ -90,22 +91,22 @@ def assign(grid: Sequence[Params], trials: int, count: int) -> dict[str, int]:
     return {key: by_setting[s] for s, key in keys}
 
 
-def tasks(todo: Sequence[tuple[Params, int]], labs: int) -> list[list[tuple[Params, int]]]:
+def tasks(todo: Sequence[Trial], labs: int) -> list[list[Trial]]:
     """A run's trials as tasks for `labs` labs side by side, largest first: one task per path setting
     (a lab built and verified once for its trials); where there are fewer settings than labs, a
     setting's trials are split into near-equal tasks (each a lab of its own, verified again), the
     labs to spare going one by one to the setting whose tasks are longest.  A task keeps its trials in
     the run's (shuffled) order."""
-    groups: dict[str, list[tuple[Params, int]]] = {}
-    for params, index in todo:
-        groups.setdefault(setting(params), []).append((params, index))
+    groups: dict[str, list[Trial]] = {}
+    for trial in todo:
+        groups.setdefault(setting(trial.setting), []).append(trial)
     pieces = dict.fromkeys(groups, 1)
     while sum(pieces.values()) < labs:
         longest = max(groups, key=lambda s: (-(-len(groups[s]) // pieces[s]), s))
         if len(groups[longest]) <= pieces[longest]:
             break  # every task holds one trial
         pieces[longest] += 1
-    made: list[list[tuple[Params, int]]] = []
+    made: list[list[Trial]] = []
     for name in sorted(groups):
         trials, k = groups[name], pieces[name]
         size, extra = divmod(len(trials), k)

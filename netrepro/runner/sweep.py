@@ -59,7 +59,9 @@ from netrepro.runner.shards import Shard
 from netrepro.runner.verify import rtt_tolerance_ms, verify
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import plot
-from netrepro.studykit.spec import Figure, Params, trial_path
+from netrepro.studykit.spec import Figure, Params
+from netrepro.studykit.trial import Trial
+from netrepro.studykit.trial import build as build_trial
 from topologies.lab import Lab
 
 log = logging.getLogger("netrepro.runner.sweep")
@@ -154,7 +156,7 @@ class Engine(Protocol):
     @property
     def allow_mixed(self) -> bool: ...
 
-    def run_trials(self, fig: Figure, todo: list[tuple[Params, int]], opts: Options, sink: RowSink) -> EngineRun: ...
+    def run_trials(self, fig: Figure, todo: list[Trial], opts: Options, sink: RowSink) -> EngineRun: ...
 
 
 @dataclass
@@ -240,7 +242,7 @@ def trial_outcome(exc: BaseException) -> str | None:
 
 def run_trials(
     fig: Figure,
-    todo: list[tuple[Params, int]],
+    todo: list[Trial],
     opts: Options,
     trial_log: RowSink,
     claim: Callable[[str], bool] | None = None,
@@ -257,7 +259,7 @@ def run_trials(
     workload = WORKLOADS[fig.workload]
     code = results.code_version()
     machine = {"host": platform.node(), "kernel": kernel.release()}
-    first = trial_path(todo[0][0])
+    first = todo[0].path
     with (
         Ledger() as ledger,
         # the hosts start with CUBIC; each trial then sets its own congestion control
@@ -270,11 +272,11 @@ def run_trials(
             lab, ledger, work, results_dir=opts.out / fig.directory / "logs", cc_impl=opts.cc_impl, held=opts.held_ccs
         )
         try:
-            for params, index in todo:
-                if claim is not None and not claim(trial_key(params, index)):
+            for trial in todo:
+                if claim is not None and not claim(trial.key):
                     progress.step("ran elsewhere")
                     continue
-                path = trial_path(params)
+                path = trial.path
                 if path != lab.path:
                     lab.reconfigure(path)
                 if str(path) not in verifications:
@@ -295,7 +297,7 @@ def run_trials(
                 v_cols = _verification_columns_from(verifications[str(path)])
                 late_attempts = repaired_attempts = 0
                 while True:  # bounded: attempt_again stops at ATTEMPTS_AT_ONCE late or SSTHRESH_ATTEMPTS repaired
-                    row = _run_one_trial(fig, params, index, opts, lab, ledger, session, workload, code, machine)
+                    row = _run_one_trial(fig, trial, opts, lab, ledger, session, workload, code, machine)
                     row.update(v_cols)
                     late = bool(row.get("late_over_bound"))
                     late_attempts += late
@@ -311,7 +313,7 @@ def run_trials(
                     if not again:
                         break
                     time.sleep(pause)
-                progress.step(f"{fig.x}={params[fig.x]} {params.get('series', '')}".rstrip())
+                progress.step(f"{fig.x}={trial.level} {trial.series}".rstrip())
         finally:
             progress.close()
             session.stop()
@@ -320,8 +322,7 @@ def run_trials(
 
 def _run_one_trial(
     fig: Figure,
-    params: Params,
-    index: int,
+    trial: Trial,
     opts: Options,
     lab: Lab,
     ledger: Ledger,
@@ -332,16 +333,16 @@ def _run_one_trial(
 ) -> dict[str, Any]:
     """One trial on the lab as it is set for its path: its row, with its metrics or its failure, the CPU
     its lab spent and how late its delay lines released packets (a trial past LATE_BOUND is failed)."""
-    path = trial_path(params)
-    key = trial_key(params, index)
+    path = trial.path
+    key = trial.key
     # The trial's own draw (a re-run of it draws the same): its loss and jitter seed, its start.
     draw = trial_draw(key, opts.seed)
     offset_s = draw.start_offset_s(path.rtt.seconds)
     row: dict[str, Any] = {
         "trial_key": key,
         "figure": fig.full_name,
-        "trial": index,
-        **_cell_params(params),
+        "trial": trial.index,
+        **_cell_params(trial.setting),
         "topology": fig.topology.label,  # a study file's topology may change under one figure's name
         "backend": lab.backend,
         "switch": lab.switch_kind,
@@ -355,24 +356,23 @@ def _run_one_trial(
         "start_offset_ms": round(offset_s * 1e3, 3),
     }
     began = time.monotonic()
-    session.trial_key = row["trial_key"]
     # The trial's host set-up: a failure here is the machine's, not the trial's, and stops the run.
-    row.update(session.congestion_control(params))
-    session.apply_hosts(params)
-    repairs_before = session.ss_repairs(params)
+    row.update(session.congestion_control(trial))
+    session.apply_hosts(trial)
+    repairs_before = session.ss_repairs(trial)
     lab.reseed(draw.loss_seed)
     lab.lateness()  # the trial's window of the delay lines' lateness starts here
     cpu_before = cgroups.cpu_seconds(ledger.cgroup)
     try:
         # The workload starts at the trial's phase of a round trip: before any of its timers,
         # outside what it measures, and on top of its time limit, not out of it.
-        with time_limit(fig.trial_timeout(params) + offset_s):
+        with time_limit(fig.trial_timeout(trial) + offset_s):
             time.sleep(offset_s)
-            metrics = workload(session, params)
+            metrics = workload(session, trial)
         row.update(metrics, status="ok", error="")
-        row.update(_initcwnd_check(params, metrics))
+        row.update(_initcwnd_check(trial, metrics))
         if repairs_before is not None:
-            row["cc_ss_repairs_in_trial"] = (session.ss_repairs(params) or 0) - repairs_before
+            row["cc_ss_repairs_in_trial"] = (session.ss_repairs(trial) or 0) - repairs_before
             if row["cc_ss_repairs_in_trial"] > 0:
                 # The kernel stored a value no code computed as ssthresh, and the program's guard put its
                 # own back: the trial ran on a window TCP did not choose for a moment, so it is not kept.
@@ -419,13 +419,14 @@ def late_bound_ms(rtt_ms: float) -> float:
     return round(LATE_TOLERANCES * rtt_tolerance_ms(rtt_ms), 3)
 
 
-def _initcwnd_check(params: Mapping[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
+def _initcwnd_check(trial: Trial, metrics: Mapping[str, Any]) -> dict[str, Any]:
     """Did the server start with the initial window the trial set (read from tcp_probe)?"""
-    if "initcwnd" not in params or "initcwnd_measured" not in metrics:
+    initcwnd = trial.hosts.initcwnd
+    if initcwnd is None or "initcwnd_measured" not in metrics:
         return {}
-    ok = metrics["initcwnd_measured"] == params["initcwnd"]
+    ok = metrics["initcwnd_measured"] == initcwnd
     if not ok:
-        log.warning("initial window: set %s, tcp_probe saw %s", params["initcwnd"], metrics["initcwnd_measured"])
+        log.warning("initial window: set %s, tcp_probe saw %s", initcwnd, metrics["initcwnd_measured"])
     return {"verify_initcwnd_ok": ok}
 
 
@@ -437,14 +438,16 @@ def _verification_columns_from(doc: Mapping[str, Any]) -> dict[str, Any]:
     return cols
 
 
-def trials_to_run(grid: list[Params], trials: int, trial_log: TrialLog, opts: Options) -> list[tuple[Params, int]]:
-    """The (setting, trial index) pairs the CSV lacks for this run's seed, in the order the seed shuffles them.
+def trials_to_run(fig: Figure, grid: list[Params], trials: int, trial_log: TrialLog, opts: Options) -> list[Trial]:
+    """The trials the CSV lacks for this run's seed, each read once from its setting (netrepro.studykit.trial),
+    in the order the seed shuffles them.
 
     A failed or timed-out trial is run again unless opts.retry_failed is false."""
     done = trial_log.done(opts.seed, opts.retry_failed)
     todo = [(p, i) for p in grid for i in range(trials) if trial_key(p, i) not in done]
     random.Random(opts.seed).shuffle(todo)
-    return todo
+    keys_type = WORKLOADS[fig.workload].keys_type
+    return [build_trial(p, i, fig.x, keys_type, fig.topology) for p, i in todo]
 
 
 def run_figure(fig: Figure, opts: Options, locked: bool = False) -> Outcome:
@@ -486,18 +489,18 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     trial_log = TrialLog(csv_path, fresh=opts.fresh, tree=opts.out, read_only=opts.plot_only)
     trials = fig.trial_count(opts.quick, opts.trials)
     grid = fig.grid(opts.quick, opts.overrides)
-    todo = trials_to_run(grid, trials, trial_log, opts)
+    todo = trials_to_run(fig, grid, trials, trial_log, opts)
     planned = len(grid) * trials
     mine: set[str] | None = None  # with --shard, the shard's trials: the only ones this run answers for
     if opts.shard is not None:
         mine = shards.keys_of(grid, trials, opts.shard)
-        todo = [(p, i) for p, i in todo if trial_key(p, i) in mine]
+        todo = [t for t in todo if t.key in mine]
         planned = len(mine)
         print(f"  --shard {opts.shard}: {planned} of the {len(grid) * trials} trials are this shard's", flush=True)
     skipped = planned - len(todo)
     earlier = resume.resumed_rows(trial_log, grid, trials, opts.seed)  # what this run's rows must not differ from
     tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
-    retried = sum(1 for p, i in todo if trial_key(p, i) in tried)
+    retried = sum(1 for t in todo if t.key in tried)
     again = f", {retried} failed before, run again (--no-retry-failed: keep them)" if retried else ""
     print(
         f"{fig.full_name}: {fig.heading}\n  {len(grid)} settings x {trials} trials"
@@ -523,7 +526,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         engine = home.manifest()
         # a setting Dask gave up on (its workers kept dying): its trials without a row are missing, and said so
         tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
-        missing = sum(1 for p, i in todo if trial_key(p, i) not in tried)
+        missing = sum(1 for t in todo if t.key not in tried)
         if missing:
             print(
                 f"  {missing} trials not run: their settings were lost with their workers "

@@ -1,12 +1,14 @@
 """Trials: one workload run on a lab with one parameter setting, as a result row.
 
 Each workload takes the session (netrepro.runner.session: the servers and host
-settings a figure's trials share) and the trial's parameters and returns the
-trial's metrics; a TrialError (a client or parser that did not get what it
-needed) or a failed tool fails the trial, anything else stops the run
-(sweep.trial_outcome).  A workload declares itself (`Workload`): the keys
-it takes (netrepro.studykit.params.Key), the metrics it reports and the tools it
-runs, registered by name in WORKLOADS; `run.sh workloads` lists them.
+settings a figure's trials share), the trial (netrepro.studykit.trial.Trial)
+and the trial's workload parameters, typed (its own dataclass, each field a
+`key(...)` declaration: one per key, one default), and returns the trial's
+metrics; a TrialError (a client or parser that did not get what it needed)
+or a failed tool fails the trial, anything else stops the run
+(sweep.trial_outcome).  A workload declares itself (`Workload`): its
+parameters' dataclass, the metrics it reports and the tools it runs,
+registered by name in WORKLOADS; `run.sh workloads` lists them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from ground import flows
@@ -32,6 +33,7 @@ from ground.units import parse_rate
 from netrepro.runner import countertrace
 from netrepro.runner.session import Metrics, Session
 from netrepro.studykit.params import RATE, Key
+from netrepro.studykit.trial import Trial, key, keys_of
 from servers import browser, burst_trace, clients, content
 from servers.apache import HTTP_PORT, TLS_PORT
 from servers.bursts import run_bursts
@@ -60,10 +62,10 @@ def first_flight(samples: list[ProbeSample], server: str, port: int) -> dict[str
     return {"initcwnd_measured": first.snd_cwnd, "first_flight_segments": math.ceil(in_flight / MSS)}
 
 
-def download(session: Session, params: Mapping[str, Any]) -> Metrics:
+def download(session: Session, trial: Trial, keys: DownloadKeys) -> Metrics:
     """One object over one new connection, timed by curl; the first flight read from tcp_probe."""
-    protocol = params["protocol"]
-    obj = session.web_object(params["object_bytes"])
+    protocol = keys.protocol
+    obj = session.web_object(keys.object_bytes)
     lab = session.lab
     server_ip = lab.ip("server")
     probe = session.probe(_port(protocol))
@@ -92,23 +94,23 @@ def download(session: Session, params: Mapping[str, Any]) -> Metrics:
     }
 
 
-def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
+def page_load(session: Session, trial: Trial, keys: PageLoadKeys) -> Metrics:
     """A page (HTML and all its objects) loaded by h2load or a real browser: PLT, throughput, connections.
 
     The initial window comes from tcp_probe; so does the server's count of connections, beside the client's."""
-    protocol = params["protocol"]
+    protocol = keys.protocol
     lab = session.lab
-    page = session.page(params["page"])
+    page = session.page(keys.page)
     server = lab.ip("server")
     probe = session.probe()
     old = {s.flow for s in probe.take()}  # the samples of earlier trials are let go
-    if params["client"] == "h2load":
+    if keys.client == "h2load":
         result = clients.load_page(lab.client, server, page, protocol, session.work_dir, ledger=session.ledger)
         measured: Metrics = {"connections": result.connections}
         plt_ms = result.page_load_time * 1e3
         negotiated, port = result.negotiated, _port(protocol)
     else:
-        if (why := browser.refused(params["client"], protocol)) is not None:  # preflight refuses it first
+        if (why := browser.refused(keys.client, protocol)) is not None:  # preflight refuses it first
             raise UserError(why)
         load = browser.load_in_browser(
             lab.client,
@@ -117,7 +119,7 @@ def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
             protocol,
             session.apache.config.cert_file.read_bytes(),
             session.browser_folder(),
-            client=params["client"],
+            client=keys.client,
             ledger=session.ledger,
             resources=len(page.resources),
             timeout=BROWSER_LOAD_TIMEOUT_S,
@@ -145,19 +147,19 @@ def page_load(session: Session, params: Mapping[str, Any]) -> Metrics:
     }
 
 
-def bulk(session: Session, params: Mapping[str, Any]) -> Metrics:
+def bulk(session: Session, trial: Trial, keys: BulkKeys) -> Metrics:
     """A fixed-duration bulk download over one HTTP/2 or six HTTP/1.1 connections."""
-    protocol = params["protocol"]
+    protocol = keys.protocol
     # Fixed duration: the object is requested again and again for duration_s.
-    obj = session.web_object(params["object_bytes"])
+    obj = session.web_object(keys.object_bytes)
     lab = session.lab
     result = clients.run_bulk(
         lab.client,
         lab.ip("server"),
         obj.path,
         protocol,
-        connections=params.get("connections"),
-        duration_s=params["duration_s"],
+        connections=keys.connections,
+        duration_s=keys.duration_s,
     )
     return {
         "throughput_mbit": round(result.throughput_bps / 1e6, 4),
@@ -202,17 +204,17 @@ def run_together(senders: Sequence[CrossTraffic]) -> list[str]:
             sender.stop()
 
 
-def competing(session: Session, params: Mapping[str, Any]) -> Metrics:
+def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
     """A bulk iperf3 flow on every client/server pair at once, beside UDP cross traffic at cross_rate (if
     given), for duration_s: each flow's goodput over the run and its first window_s, Jain's index, drops."""
-    lab, seconds = session.lab, params["duration_s"]
-    window = params["window_s"]
+    lab, seconds = session.lab, keys.duration_s
+    window = keys.window_s
     if window > seconds:
         raise flows.FlowDataError(f"window_s {window:g} is longer than the run's duration_s {seconds}")
-    cc = session.registered(params.get("cc"))  # a port's registered name, as every workload uses it
+    cc = session.registered(trial.cc.name)  # a port's registered name, as every workload uses it
     if cc is not None:
         session.ledger.allow_congestion_control(cc)
-    cross_rate = params.get("cross_rate")
+    cross_rate = keys.cross_rate
     senders = [
         CrossTraffic(
             lab.ns(p.client),
@@ -254,12 +256,12 @@ LONG_FLOW_WINDOWS_S = (10, 15)  # seed 004's Figures 6 and 7: throughput over th
 WINDOW_STEP_S = 0.5  # the window is kept in the row at this step (tcp_probe saw every ACK)
 
 
-def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
+def long_flow(session: Session, trial: Trial, keys: LongFlowKeys) -> Metrics:
     """One bulk TCP flow server -> client for duration_s, beside UDP at cross_rate (if given): its
     throughput over its first 10 s, 15 s and the whole run, its window every 0.5 s (tcp_probe, every
     ACK), its retransmissions, the bottleneck queue's drops, what the UDP flow delivered."""
-    lab, seconds = session.lab, params["duration_s"]
-    cross_rate = params.get("cross_rate")
+    lab, seconds = session.lab, keys.duration_s
+    cross_rate = keys.cross_rate
     pair = lab.pairs[0]
     address = lab.ip(pair.server)
     senders = []
@@ -277,7 +279,7 @@ def long_flow(session: Session, params: Mapping[str, Any]) -> Metrics:
         session.work_dir,
         duration_s=seconds,
         port=LONG_FLOW_PORT,
-        cc=session.registered(params.get("cc")),
+        cc=session.registered(trial.cc.name),
         interval_s=0.1,
         rtt_s=lab.network.rtt(pair).seconds,
     )
@@ -348,27 +350,27 @@ def _joined(values: Sequence[float | int], fmt: str = "{}") -> str:
     return ";".join(fmt.format(v) for v in values)
 
 
-def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
+def http_bursts(session: Session, trial: Trial, keys: HttpBurstsKeys) -> Metrics:
     """Bursts of burst_kb over one persistent HTTP/1.1 connection, one after each idle period (idle_s,
     each `repeats` times, shuffled per trial) following two that set the window up, beside a bulk TCP
     flow on the second pair (bulk=1): each burst's time, window and first flight, its retransmissions,
     the bulk flow's goodput; with pipeack_trace=1, newcwv's own pipeACK and cwnd every 0.1 s
     (netrepro.runner.countertrace)."""
     lab = session.lab
-    size = params["burst_kb"] * 1000
-    order = idle_periods(params["idle_s"]) * params["repeats"]
-    random.Random(session.trial_key or str(sorted(params.items()))).shuffle(order)
+    size = keys.burst_kb * 1000
+    order = idle_periods(keys.idle_s) * keys.repeats
+    random.Random(trial.key).shuffle(order)
     obj = session.web_object(size)
     # Two responses before the counted bursts: the first opens the window from the initial window, the
     # second (after SETTLE_IDLE_S) leaves it as a burst after idle does, so that every counted burst
     # follows a burst of its own size after idle, whatever arm runs.
     plan = [(obj.path, 0.0), (obj.path, SETTLE_IDLE_S)] + [(obj.path, t) for t in order]
-    pacer = session.pace(params.get("pacer"))
+    pacer = session.pace(trial.hosts.pacer)
     server_ip = lab.ip("server")
     probe = session.probe(HTTP_PORT)
     old = {s.flow for s in probe.take()}  # the samples of earlier trials are let go
     bulk = None
-    if params.get("bulk"):
+    if keys.bulk:
         if len(lab.pairs) < 2:
             raise UserError(f"bulk=1: the bulk flow runs on a second client/server pair; this lab has {len(lab.pairs)}")
         pair = lab.pairs[1]
@@ -385,7 +387,7 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
             cc="reno",
             interval_s=0.5,
         )
-    counters = _pipeack_reader(session, params) if params.get("pipeack_trace") else None
+    counters = _pipeack_reader(session, trial) if keys.pipeack_trace else None
     drops_before = lab.bottleneck_reading()
     report = None
     trace = None
@@ -441,44 +443,40 @@ def http_bursts(session: Session, params: Mapping[str, Any]) -> Metrics:
     return metrics
 
 
-def _pipeack_reader(session: Session, params: Mapping[str, Any]) -> Callable[[], Mapping[str, int]]:
+def _pipeack_reader(session: Session, trial: Trial) -> Callable[[], Mapping[str, int]]:
     """newcwv's own counters, to read often (pipeack_trace=1): refused as preflight refuses them
     (countertrace.refused), for a trial started some other way."""
     algorithm = session.algorithm("newcwv")
-    why = countertrace.refused(params, session.held)
+    why = countertrace.refused(trial.cc.name, session.held)
     if why is not None or algorithm is None:
         raise UserError(why or "pipeack_trace=1: newcwv is not loaded by this lab's session")
     return algorithm.counter_reader()
 
 
-def readback(session: Session, params: Mapping[str, Any]) -> Metrics:
+def readback(session: Session, trial: Trial, keys: NoKeys) -> Metrics:
     """No traffic: the variant's effective values as the kernel reports them for the trial's parameters."""
-    reported = session.congestion_control(params)
+    reported = session.congestion_control(trial)
     return {k.removeprefix("cc_"): v for k, v in reported.items() if k != "cc_impl"}
 
 
 @dataclass(frozen=True)
 class Workload:
-    """One kind of trial: what it runs, the keys it takes, what it reports, the tools it needs."""
+    """One kind of trial: what it runs, its parameters (a dataclass of `key` fields), what it reports, the
+    tools it needs."""
 
     name: str
-    run: Callable[[Session, Mapping[str, Any]], Metrics]
-    keys: tuple[Key, ...]
+    run: Callable[[Session, Trial, Any], Metrics]
+    keys_type: type
     metrics: tuple[str, ...]
     tools: tuple[str, ...]
 
-    def __call__(self, session: Session, params: Mapping[str, Any]) -> Metrics:
-        return self.run(session, self.trial(params))
+    def __call__(self, session: Session, trial: Trial) -> Metrics:
+        return self.run(session, trial, trial.workload)
 
-    def trial(self, params: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The trial's parameters as the workload reads them, frozen: each of its keys in the key's type,
-        its declared default where the trial has none (the row keeps what the figure gave)."""
-        typed = dict(params)
-        for key in self.keys:
-            value = params.get(key.name, key.default)
-            if value is not None:
-                typed[key.name] = key.typed(value)
-        return MappingProxyType(typed)
+    @property
+    def keys(self) -> tuple[Key, ...]:
+        """The keys it takes, each declared once (its parameters' fields)."""
+        return keys_of(self.keys_type)
 
     @property
     def doc(self) -> str:
@@ -513,21 +511,112 @@ BROWSER_METRICS = ("plt_ms", "onload_ms", "objects", "browser", "browser_version
 
 CROSS_RATE = Key("cross_rate", str, "UDP cross traffic, xsender to xreceiver (topology with --cross)", form=RATE)
 
+
+# -- each workload's parameters: one declaration per key ------------------------------------
+
+
+@dataclass(frozen=True)
+class NoKeys:
+    """A workload that takes no keys of its own."""
+
+
+@dataclass(frozen=True)
+class DownloadKeys:
+    protocol: str = key(dataclasses.replace(PROTOCOL, default="http/1.1"))
+    object_bytes: int = key(OBJECT_BYTES)
+
+
+@dataclass(frozen=True)
+class PageLoadKeys:
+    protocol: str = key(H2C)
+    page: str = key(PAGE)
+    client: str = key(CLIENT)
+
+
+@dataclass(frozen=True)
+class BulkKeys:
+    protocol: str = key(H2C)
+    object_bytes: int = key(dataclasses.replace(OBJECT_BYTES, default="20000000"))
+    connections: int | None = key(
+        Key("connections", int, "HTTP/1.1 connections (default six; HTTP/2 uses one)", low=1, high=64)
+    )
+    duration_s: float = key(
+        Key("duration_s", float, "how long the download lasts, seconds", low=1, high=3600, default="10")
+    )
+
+
+@dataclass(frozen=True)
+class HttpBurstsKeys:
+    burst_kb: int = key(
+        Key("burst_kb", int, "the size of each burst (HTTP response body), KB of 1000 bytes", low=1, high=100_000)
+    )
+    idle_s: str = key(
+        Key(
+            "idle_s",
+            str,
+            "idle periods before the bursts, seconds, e.g. 1,3,5 (each once per repeat)",
+            form=(idle_text, "idle periods in seconds separated by commas, e.g. 1,3,5"),
+            default="1",
+        )
+    )
+    repeats: int = key(Key("repeats", int, "bursts after each idle period per trial", low=1, high=100, default="1"))
+    bulk: int | None = key(Key("bulk", int, "1: a bulk TCP flow (Reno) on the second pair throughout", choices=(0, 1)))
+    pipeack_trace: int | None = key(
+        Key(
+            "pipeack_trace",
+            int,
+            "1: newcwv's own pipeACK and cwnd every 0.1 s beside tcp_probe's window (cc=newcwv)",
+            choices=(0, 1),
+        )
+    )
+
+
+@dataclass(frozen=True)
+class CompetingKeys:
+    duration_s: int = key(Key("duration_s", int, "how long the flows last, seconds", low=1, high=3600, default="30"))
+    window_s: float = key(
+        Key(
+            "window_s",
+            float,
+            "each flow's goodput is also taken over its first window_s seconds",
+            low=0.1,
+            high=3600,
+            default="10",
+        )
+    )
+    cross_rate: str | None = key(CROSS_RATE)
+
+
+@dataclass(frozen=True)
+class LongFlowKeys:
+    duration_s: int = key(
+        Key(
+            "duration_s",
+            int,
+            "how long the flow lasts, seconds (its first 15 s are measured apart)",
+            low=max(LONG_FLOW_WINDOWS_S),
+            high=3600,
+            default="120",
+        )
+    )
+    cross_rate: str | None = key(CROSS_RATE)
+
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
-        Workload("readback", readback, (), ("beta_effective", "backoff_pct"), ()),
+        Workload("readback", readback, NoKeys, ("beta_effective", "backoff_pct"), ()),
         Workload(
             "download",
             download,
-            (dataclasses.replace(PROTOCOL, default="http/1.1"), OBJECT_BYTES),
+            DownloadKeys,
             ("download_time_ms", "connect_ms", "first_byte_ms", "bytes", *FIRST_FLIGHT),
             ("curl",),
         ),
         Workload(
             "page_load",
             page_load,
-            (H2C, PAGE, CLIENT),
+            PageLoadKeys,
             (
                 "page_load_time_ms",
                 "throughput_mbit",
@@ -543,42 +632,14 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "bulk",
             bulk,
-            (
-                H2C,
-                dataclasses.replace(OBJECT_BYTES, default="20000000"),
-                Key("connections", int, "HTTP/1.1 connections (default six; HTTP/2 uses one)", low=1, high=64),
-                Key("duration_s", float, "how long the download lasts, seconds", low=1, high=3600, default="10"),
-            ),
+            BulkKeys,
             ("throughput_mbit", "bytes", "seconds", "connections"),
             ("h2load",),
         ),
         Workload(
             "http_bursts",
             http_bursts,
-            (
-                Key(
-                    "burst_kb",
-                    int,
-                    "the size of each burst (HTTP response body), KB of 1000 bytes",
-                    low=1,
-                    high=100_000,
-                ),
-                Key(
-                    "idle_s",
-                    str,
-                    "idle periods before the bursts, seconds, e.g. 1,3,5 (each once per repeat)",
-                    form=(idle_text, "idle periods in seconds separated by commas, e.g. 1,3,5"),
-                    default="1",
-                ),
-                Key("repeats", int, "bursts after each idle period per trial", low=1, high=100, default="1"),
-                Key("bulk", int, "1: a bulk TCP flow (Reno) on the second pair throughout", choices=(0, 1)),
-                Key(
-                    "pipeack_trace",
-                    int,
-                    "1: newcwv's own pipeACK and cwnd every 0.1 s beside tcp_probe's window (cc=newcwv)",
-                    choices=(0, 1),
-                ),
-            ),
+            HttpBurstsKeys,
             (
                 "bursts",
                 "idle_s",
@@ -601,18 +662,7 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "competing",
             competing,
-            (
-                Key("duration_s", int, "how long the flows last, seconds", low=1, high=3600, default="30"),
-                Key(
-                    "window_s",
-                    float,
-                    "each flow's goodput is also taken over its first window_s seconds",
-                    low=0.1,
-                    high=3600,
-                    default="10",
-                ),
-                CROSS_RATE,
-            ),
+            CompetingKeys,
             (
                 "goodput_mbit",
                 "flow_goodputs_mbit",
@@ -627,17 +677,7 @@ WORKLOADS: dict[str, Workload] = {
         Workload(
             "long_flow",
             long_flow,
-            (
-                Key(
-                    "duration_s",
-                    int,
-                    "how long the flow lasts, seconds (its first 15 s are measured apart)",
-                    low=max(LONG_FLOW_WINDOWS_S),
-                    high=3600,
-                    default="120",
-                ),
-                CROSS_RATE,
-            ),
+            LongFlowKeys,
             (
                 "goodput_mbit",
                 *(f"first_{w}s_mbit" for w in LONG_FLOW_WINDOWS_S),

@@ -5,23 +5,22 @@ consumes it: the path (`rtt`, `rate`, ...: ground.path parses them), the
 hosts' TCP settings (`cc`, `initcwnd`, ...: Session.apply_hosts), a netrepro
 congestion-control variant's parameters (`n`, `beta`, `r`, ..., or all of
 them in `cc_params`: kmod.loader), and the workload (`protocol`, `page`,
-...: each workload in netrepro.runner.workloads declares its own).  `check`
-refuses a key no consumer takes (a misspelt key in a figure spec too), and
-a value of the wrong type or outside what is allowed, naming the key and
-listing what is allowed; `Key.parse` turns command-line text into the key's
-type.  Congestion-control names are the preflight's to check: what this
-kernel offers depends on the machine.
+...: each workload in netrepro.runner.workloads declares its own).  Each
+`Key` says what values it allows and why one is not (`Key.problem`), and
+turns command-line text into its type (`Key.parse`); netrepro.studykit.trial
+checks a setting against them and reads it into a typed trial.
+Congestion-control names are the preflight's to check: what this kernel
+offers depends on the machine.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ground.errors import UserError
 from ground.path import DEFAULT_MTU, DEFAULT_QUEUE, MAX_MTU, MIN_MTU
 from ground.units import Duration, QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from kmod import loader
@@ -240,52 +239,3 @@ def trial_keys(workload_keys: Iterable[Key]) -> dict[str, Key]:
     keys.update(variant_keys())
     keys.update({k.name: k for k in workload_keys})
     return keys
-
-
-def problems(params: Mapping[str, Any], keys: Mapping[str, Key]) -> list[str]:
-    """What is wrong with one trial's parameters: unknown keys, bad values, a variant's key without it."""
-    out = []
-    for name, value in params.items():
-        key = keys.get(name)
-        if key is None:
-            out.append(f"{name!r} is not a key any part of a trial takes; the keys are {', '.join(sorted(keys))}")
-            continue
-        why = key.problem(value)
-        if why:
-            out.append(f"{name}={value!r}: {why}")
-    cc = params.get("cc")
-    for name in params:
-        owners = [v.name for v in loader.ALGORITHMS.values() if any(p.name == name for p in v.params)]
-        if owners and cc not in owners:
-            out.append(f"{name} is a parameter of {' and '.join(owners)}, and the trial's cc is {cc!r}")
-    variant = loader.ALGORITHMS.get(str(cc))
-    if params.get("pacer") in ("tcp", "auto") and not _asks_for_pacing(params, variant):
-        out.append(
-            f"pacer={params['pacer']}: TCP paces only where the congestion control asks it to (newcwv with "
-            f"pacing=1), and the trial's cc is {cc!r}" + (" without pacing=1" if variant is not None else "")
-        )
-    if isinstance(params.get("cc_params"), dict):
-        if variant is None:
-            out.append(f"cc_params is for a netrepro variant or port, and the trial's cc is {cc!r}")
-        else:
-            try:
-                loader.parse_params(variant, dict(params["cc_params"]))
-            except loader.CongestionControlInputError as e:
-                out.append(f"cc_params: {e}")
-    return out
-
-
-def _asks_for_pacing(params: Mapping[str, Any], variant: loader.Variant | None) -> bool:
-    if variant is None or not any(p.name == "pacing" for p in variant.params):
-        return False
-    given = params.get("cc_params")
-    table = given if isinstance(given, dict) else {}
-    return str(params.get("pacing", table.get("pacing", 0))) == "1"
-
-
-def check_grid(where: str, grid: Sequence[Mapping[str, Any]], keys: Mapping[str, Key]) -> None:
-    """Refuse a figure whose trials have a problem (UserError naming `where`, e.g. the figure or --set)."""
-    for params in grid:
-        found = problems(params, keys)
-        if found:
-            raise UserError(f"{where}: " + "; ".join(dict.fromkeys(found)))

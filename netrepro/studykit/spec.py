@@ -35,7 +35,7 @@ from ground.errors import UserError
 from ground.path import PathSpec
 from ground.units import parse_duration, parse_rate
 from netrepro.studykit.claims import Claim, as_derived
-from netrepro.studykit.params import PATH_KEYS
+from netrepro.studykit.trial import Trial, trial_path
 from topologies.topology import Topology
 
 Params = dict[str, Any]
@@ -131,9 +131,9 @@ class Figure:
     # netrepro.studykit.plot.draw, with the same arguments (figure, points, rows, png, quick, reference), and
     # returns its notes; its points still make the table and the manifest.
     drawing: Callable[..., list[str]] | None = None
-    # Trial time limit in seconds, from the trial's parameters.
-    trial_timeout: Callable[[Params], float] = field(
-        default=lambda params: 120.0, metadata=in_file("a trial's time limit in seconds (default 120)", "timeout_s")
+    # Trial time limit in seconds, from the trial (netrepro.studykit.trial.Trial).
+    trial_timeout: Callable[[Trial], float] = field(
+        default=lambda trial: 120.0, metadata=in_file("a trial's time limit in seconds (default 120)", "timeout_s")
     )
     # Another figure of the study with the same grid whose trials this one
     # plots (another metric of the same page loads): its CSV is shared, and
@@ -324,13 +324,3 @@ def variant_name(description: str, limit: int = 60) -> str:
         return safe
     digest = hashlib.sha256(description.encode()).hexdigest()[:8]
     return f"{safe[: limit - 9]}~{digest}"
-
-
-def path_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: params[k] for k in PATH_KEYS if k in params}
-
-
-def trial_path(params: Mapping[str, Any]) -> PathSpec:
-    """A trial's path, parsed once from its parameters into typed units (ground.path's defaults
-    for the keys it lacks); a value it cannot parse raises QuantityError naming the key."""
-    return PathSpec.parse(**path_params(params))

@@ -24,6 +24,8 @@ from ground.path import PathSpec
 from ground.proc import Process
 from ground.tcpprobe import UNSET_SSTHRESH, ProbeSample
 from netrepro.runner.session import Session
+from netrepro.runner.workloads import NoKeys
+from netrepro.studykit.trial import build
 from servers.apache import HTTP_PORT
 from servers.bursts import burst_client_argv, run_bursts
 from topologies.lab import Lab
@@ -47,8 +49,9 @@ def session() -> Iterator[Session]:
 
 def window_across_idle(session: Session, params: dict[str, Any]) -> tuple[int, int]:
     """(cwnd before the idle period, cwnd the server resumed with)."""
-    session.congestion_control(params)
-    session.apply_hosts({**params, "initcwnd": INITCWND})
+    trial = build({**params, "initcwnd": INITCWND}, 0, "cc", NoKeys)
+    session.congestion_control(trial)
+    session.apply_hosts(trial)
     obj = session.web_object(600_000)
     probe = session.probe(HTTP_PORT)
     seen = len(probe.flush())
@@ -102,8 +105,9 @@ def bursts_after_idle(trace: list[ProbeSample]) -> int:
 def first_reduction_when_limited(session: Session, params: dict[str, Any]) -> tuple[int, int, int]:
     """(cwnd before, ssthresh after, lowest cwnd in the next second) at the
     first reduction once the connection is application-limited and lossy."""
-    session.congestion_control(params)
-    session.apply_hosts({**params, "initcwnd": INITCWND})
+    trial = build({**params, "initcwnd": INITCWND}, 0, "cc", NoKeys)
+    session.congestion_control(trial)
+    session.apply_hosts(trial)
     big, small = session.web_object(600_000), session.web_object(SMALL)
     lab = session.lab
     probe = session.probe(HTTP_PORT)

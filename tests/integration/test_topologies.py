@@ -24,6 +24,7 @@ from ground.units import Rate
 from netrepro.runner import verify
 from netrepro.runner.session import Session
 from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit.trial import build
 from topologies.lab import Lab
 from topologies.topology import Topology, ideal_goodput
 
@@ -40,8 +41,9 @@ def competing(lab: Lab, ledger: Ledger, work: Path, **params: object) -> dict[st
     """The `competing` workload, as a figure's trial runs it."""
     session = Session(lab, ledger, work, results_dir=None)
     try:
-        session.apply_hosts(params)
-        return WORKLOADS["competing"](session, params)
+        trial = build(params, 0, "duration_s", WORKLOADS["competing"].keys_type, lab.topology)
+        session.apply_hosts(trial)
+        return WORKLOADS["competing"](session, trial)
     finally:
         session.stop()
 

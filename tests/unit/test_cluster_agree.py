@@ -18,6 +18,8 @@ from netrepro.engine.agree import HostSetup
 from netrepro.engine.cluster import Engine, Writer, _wait_for_lab_slots
 from netrepro.runner.resume import Setup
 from netrepro.runner.sweep import Options
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit.trial import build_all
 
 FIG = expts.find("cubicplus/fig3")  # CUBIC (the kernel's) against cubic_plus (a module or a BPF program)
 CODE = "0123456789ab"
@@ -92,7 +94,7 @@ def test_a_two_host_plan_with_different_implementations_is_refused_before_a_lab_
     monkeypatch.setattr(results, "code_fingerprint", lambda: CODE)  # the hosts run this checkout
     engine = Engine.parse("vmA,vmB", None)
     assert engine is not None
-    todo = [(p, 0) for p in FIG.grid(quick=True)]
+    todo = build_all(FIG.grid(quick=True), 1, FIG.x, WORKLOADS[FIG.workload].keys_type, FIG.topology)
     with pytest.raises(UserError) as refused:
         cluster.run_trials(engine, FIG, todo, Options(out=tmp_path, quick=True), [])  # type: ignore[arg-type]
     said = str(refused.value)

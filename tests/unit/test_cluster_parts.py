@@ -24,13 +24,14 @@ import pytest
 import expts
 from ground.errors import UserError
 from ground.progress import Progress
-from ground.trials import trial_key
 from netrepro.engine import tls
 from netrepro.engine.cluster import Engine, Writer
 from netrepro.engine.node import bind_address, job_line
 from netrepro.engine.ssh_cluster import node_command
 from netrepro.engine.tls import RunCertificates, make_certificates
 from netrepro.engine.worker import Job, start_trial_process
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit.trial import build
 
 FIG = expts.find("iw/fig2")
 
@@ -186,9 +187,9 @@ def test_the_writer_refuses_a_second_kernel_or_backend_unless_mixing_is_allowed(
 
 
 def test_a_worker_that_runs_other_code_refuses_before_any_trial() -> None:
-    params = FIG.grid(quick=True)[0]
+    first = build(FIG.grid(quick=True)[0], 0, FIG.x, WORKLOADS[FIG.workload].keys_type)
     job = Job(
-        figure=FIG, todo=[(params, 0)], quick=True, overrides={}, seed=1, strict=False, shaper="auto",
+        figure=FIG, todo=[first], quick=True, overrides={}, seed=1, strict=False, shaper="auto",
         switch="auto", cc_impl=None, code="0123456789ab", rows="r", done="d", stop="s",
     )  # fmt: skip
     with tempfile.TemporaryFile("w+") as log_file:
@@ -211,7 +212,7 @@ def test_a_worker_that_runs_other_code_refuses_before_any_trial() -> None:
     messages = [json.loads(line) for line in said.splitlines()]
     assert len(messages) == 1 and "refused" in messages[0], messages
     assert "the coordinator 0123456789ab" in messages[0]["refused"]
-    assert trial_key(params, 0) not in said.decode()  # it asked for no trial
+    assert first.key not in said.decode()  # it asked for no trial
 
 
 def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> tuple[str, str]:

@@ -18,7 +18,8 @@ from ground.units import QuantityError
 from netrepro.front import cli
 from netrepro.runner import derive, manifest, sweep
 from netrepro.studykit import plot
-from netrepro.studykit.spec import Figure, Point, trial_path, variant_name
+from netrepro.studykit.spec import Figure, Point, variant_name
+from netrepro.studykit.trial import trial_path
 
 
 def run_args(*argv: str) -> argparse.Namespace:
@@ -178,7 +179,7 @@ def test_a_run_in_a_fresh_results_directory_runs_every_trial(tmp_path: Path) -> 
 
     opts = sweep.Options(out=tmp_path)
     log = TrialLog(tmp_path / "iw" / iw.FIG2.csv_name, tree=tmp_path)
-    assert len(sweep.trials_to_run(iw.FIG2.grid(), iw.FIG2.trials, log, opts)) == 120
+    assert len(sweep.trials_to_run(iw.FIG2, iw.FIG2.grid(), iw.FIG2.trials, log, opts)) == 120
 
 
 def test_reference_points_are_those_of_the_stored_rows() -> None:

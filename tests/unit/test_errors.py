@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,8 +25,9 @@ from kmod import loader
 from netrepro.front import cli, figure_commands
 from netrepro.lanes.vm import VmError
 from netrepro.runner import sweep
-from netrepro.runner.workloads import WORKLOADS
+from netrepro.runner.workloads import WORKLOADS, NoKeys, Workload
 from netrepro.studykit.spec import Figure
+from netrepro.studykit.trial import Trial, build_all
 from servers.apache import ApacheError
 from servers.clients import ProtocolMismatch, WorkloadError
 from topologies.delayline import DelayLineError, Lateness
@@ -158,13 +159,13 @@ class _Session:
         self.repairs_read = 0
         self.repairs = 0
 
-    def congestion_control(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    def congestion_control(self, trial: Trial) -> dict[str, Any]:
         return {"cc_impl": "kernel"}
 
-    def apply_hosts(self, params: Mapping[str, Any]) -> None:
+    def apply_hosts(self, trial: Trial) -> None:
         pass
 
-    def ss_repairs(self, params: Mapping[str, Any]) -> int | None:
+    def ss_repairs(self, trial: Trial) -> int | None:
         if not self.repaired:
             return None
         self.repairs_read += 1
@@ -189,8 +190,8 @@ def _fake_lab(monkeypatch: pytest.MonkeyPatch, raises: list[BaseException | None
     """run_trials on a lab of stand-ins whose workload raises, trial by trial, what `raises` lists."""
     calls: list[int] = []
 
-    def workload(session: Any, params: Mapping[str, Any]) -> dict[str, Any]:
-        calls.append(params["level"])
+    def workload(session: Any, trial: Trial, keys: NoKeys) -> dict[str, Any]:
+        calls.append(trial.level)
         exc = raises[len(calls) - 1]
         if exc is not None:
             raise exc
@@ -201,7 +202,7 @@ def _fake_lab(monkeypatch: pytest.MonkeyPatch, raises: list[BaseException | None
     monkeypatch.setattr(sweep, "Session", _Session)
     monkeypatch.setattr(sweep, "verify", lambda lab: _Verification())
     monkeypatch.setattr(results, "code_version", lambda: "test")
-    monkeypatch.setitem(WORKLOADS, "stand_in", workload)
+    monkeypatch.setitem(WORKLOADS, "stand_in", Workload("stand_in", workload, NoKeys, ("metric",), ()))
     yield calls
 
 
@@ -211,7 +212,7 @@ def _figure(levels: int) -> Figure:
 
 def _run(fig: Figure, tmp_path: Path) -> list[dict[str, str]]:
     csv_path = tmp_path / "fig.csv"
-    todo = [(p, 0) for p in fig.grid()]
+    todo = build_all(fig.grid(), 1, fig.x, NoKeys)
     sweep.run_trials(fig, todo, sweep.Options(out=tmp_path), TrialLog(csv_path))
     return read_rows(csv_path) if csv_path.exists() else []
 

@@ -13,12 +13,12 @@ import pytest
 
 import expts
 from ground.results import REFERENCE
-from ground.trials import trial_key
 from netrepro.front import cli, figure_commands
 from netrepro.runner import preflight, resume, sweep
 from netrepro.runner.resume import RowSink
 from netrepro.runner.sweep import Outcome
-from netrepro.studykit.spec import Figure, Params
+from netrepro.studykit.spec import Figure
+from netrepro.studykit.trial import Trial
 
 
 def _lab_free(monkeypatch: pytest.MonkeyPatch, failing: int) -> list[str]:
@@ -26,11 +26,11 @@ def _lab_free(monkeypatch: pytest.MonkeyPatch, failing: int) -> list[str]:
     row itself, the first `failing` of them failed; returns the trial keys it ran."""
     ran: list[str] = []
 
-    def run_trials(fig: Figure, todo: list[tuple[Params, int]], opts: sweep.Options, sink: RowSink) -> dict[str, Any]:
-        for n, (params, index) in enumerate(todo):
-            key = trial_key(params, index)
-            ran.append(key)
-            row = {"trial_key": key, "figure": fig.full_name, "trial": index, **params, "seed": opts.seed}
+    def run_trials(fig: Figure, todo: list[Trial], opts: sweep.Options, sink: RowSink) -> dict[str, Any]:
+        for n, trial in enumerate(todo):
+            ran.append(trial.key)
+            row = {"trial_key": trial.key, "figure": fig.full_name, "trial": trial.index, **trial.setting}
+            row["seed"] = opts.seed
             if n < failing:
                 row.update(status="timeout", error="no result within 5 s")
             else:

@@ -9,7 +9,7 @@ import pytest
 
 from expts import linuxcc, linuxcc_claims, linuxcc_trials
 from netrepro.runner.workloads import WORKLOADS
-from netrepro.studykit import claims, params, plot
+from netrepro.studykit import claims, params, plot, trial
 from netrepro.studykit.decisions import ByDesign
 
 matplotlib.use("Agg")
@@ -47,7 +47,7 @@ def test_the_quick_grid_is_seed_004s_path_at_3500_byte_frames() -> None:
     assert all(p.get("cross_rate") == ("10mbit" if p["series"] == "WrFl-2" else None) for p in grid)
     assert grid[0]["receive_buffer"] == 9000 * 3500
     keys = params.trial_keys(WORKLOADS["long_flow"].keys)
-    params.check_grid("linuxcc/fig6", linuxcc.FIG6.grid(), keys)  # every key known, every value allowed
+    trial.check_grid("linuxcc/fig6", linuxcc.FIG6.grid(), keys)  # every key known, every value allowed
     assert len(linuxcc.FIG6.grid()) == 13 * 4
 
 

@@ -13,7 +13,7 @@ from expts import newcwv, newcwv_trials
 from ground.results import REFERENCE
 from netrepro.front import docfacts_newcwv, docrows
 from netrepro.runner.workloads import WORKLOADS
-from netrepro.studykit import params
+from netrepro.studykit import params, trial
 
 matplotlib.use("Agg")
 
@@ -135,20 +135,20 @@ def test_the_study_declares_only_keys_its_consumers_take() -> None:
     keys = params.trial_keys(WORKLOADS["http_bursts"].keys)
     for fig in newcwv.FIGURES:
         for quick in (False, True):
-            params.check_grid(fig.full_name, fig.grid(quick), keys)
+            trial.check_grid(fig.full_name, fig.grid(quick), keys)
     grid = newcwv.FIG7.grid(True)
     assert {p["idle_s"] for p in grid} == {"1,5"} and {p["burst_kb"] for p in grid} == {5, 80}
 
 
 def test_pacing_by_tcp_needs_a_congestion_control_that_asks_for_it() -> None:
     keys = params.trial_keys(WORKLOADS["http_bursts"].keys)
-    found = params.problems({"cc": "reno", "pacer": "tcp", "burst_kb": 5}, keys)
+    found = trial.problems({"cc": "reno", "pacer": "tcp", "burst_kb": 5}, keys)
     assert any("pacer=tcp: TCP paces only where the congestion control asks" in p for p in found)
-    found = params.problems({"cc": "newcwv", "pacer": "auto", "burst_kb": 5}, keys)
+    found = trial.problems({"cc": "newcwv", "pacer": "auto", "burst_kb": 5}, keys)
     assert any("without pacing=1" in p for p in found)
-    assert not params.problems({"cc": "newcwv", "pacing": 1, "pacer": "auto", "burst_kb": 5}, keys)
-    assert not params.problems({"cc": "reno", "pacer": "fq", "burst_kb": 5}, keys)
-    found = params.problems({"cc": "reno", "idle_s": "1,x", "burst_kb": 5}, keys)
+    assert not trial.problems({"cc": "newcwv", "pacing": 1, "pacer": "auto", "burst_kb": 5}, keys)
+    assert not trial.problems({"cc": "reno", "pacer": "fq", "burst_kb": 5}, keys)
+    found = trial.problems({"cc": "reno", "idle_s": "1,x", "burst_kb": 5}, keys)
     assert any("idle periods in seconds separated by commas" in p for p in found)
 
 
@@ -209,7 +209,7 @@ def test_the_pacing_figure_runs_thirty_bursts_a_trial_after_a_second_of_idle_tim
     grid = newcwv.PACING.grid()
     assert {(p["idle_s"], p["repeats"], p["burst_kb"], p["bulk"]) for p in grid} == {("1", 30, 80, 1)}
     keys = params.trial_keys(WORKLOADS["http_bursts"].keys)
-    assert not any(params.problems(p, keys) for p in grid)
+    assert not any(trial.problems(p, keys) for p in grid)
 
 
 def test_the_pages_numbers_follow_the_stored_rows(tmp_path: Path) -> None:

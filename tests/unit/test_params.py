@@ -1,17 +1,20 @@
 """Each key a trial may have is declared once; a trial is checked against them before anything runs."""
 
 import dataclasses
+from typing import Any
 
 import pytest
 
 import expts
 from ground.errors import UserError
 from ground.path import PathSpec
+from ground.trials import trial_key
 from netrepro.front import cli, options
 from netrepro.runner import derive
-from netrepro.runner.workloads import WORKLOADS
-from netrepro.studykit import params
-from netrepro.studykit.spec import Figure, path_params
+from netrepro.runner.workloads import WORKLOADS, NoKeys
+from netrepro.studykit import params, trial
+from netrepro.studykit.spec import Figure
+from netrepro.studykit.trial import path_params
 
 
 def keys_of(name: str) -> dict[str, params.Key]:
@@ -27,14 +30,14 @@ def test_every_declared_figure_has_only_keys_its_consumers_take() -> None:
     for fig in expts.all_figures():
         keys = params.trial_keys(WORKLOADS[fig.workload].keys)
         for setting in [*fig.grid(), *fig.grid(quick=True)]:
-            assert params.problems(setting, keys) == [], fig.full_name
+            assert trial.problems(setting, keys) == [], fig.full_name
 
 
 def test_a_misspelt_key_in_a_figure_spec_is_refused() -> None:
     fig = expts.find("cubicplus/fig3")
     misspelt = dataclasses.replace(fig, fixed={**fig.fixed, "pgae": "small"})
     with pytest.raises(UserError, match="'pgae' is not a key any part of a trial takes"):
-        params.check_grid(misspelt.full_name, misspelt.grid(), keys_of("cubicplus/fig3"))
+        trial.check_grid(misspelt.full_name, misspelt.grid(), keys_of("cubicplus/fig3"))
 
 
 @pytest.mark.parametrize(
@@ -129,22 +132,43 @@ def test_the_path_keys_are_declared_once_and_the_path_takes_exactly_them() -> No
 
 
 def test_a_workload_reads_its_keys_typed_and_with_the_defaults_declared_beside_them() -> None:
-    """Each workload's defaults are declared with its keys (before: at the point of use, duration_s 10,
-    30 or 120 and protocol http/1.1 or h2c, unseen by `run.sh workloads`); the trial it reads is frozen,
-    each of its keys in the key's type, the others as the figure gave them."""
-    bulk = WORKLOADS["bulk"].trial({"duration_s": "20", "rtt": "20ms"})
-    assert bulk["duration_s"] == 20.0 and isinstance(bulk["duration_s"], float)
-    assert (bulk["protocol"], bulk["object_bytes"], bulk["rtt"]) == ("h2c", 20_000_000, "20ms")
-    assert "connections" not in bulk  # no default: the client's own (six for HTTP/1.1)
-    with pytest.raises(TypeError):
-        bulk["duration_s"] = 1  # type: ignore[index]
-    assert WORKLOADS["download"].trial({"object_bytes": "37000"}) == {"protocol": "http/1.1", "object_bytes": 37000}
-    assert WORKLOADS["page_load"].trial({"page": "small"})["protocol"] == "h2c"
-    competing = WORKLOADS["competing"].trial({})
-    assert (competing["duration_s"], competing["window_s"]) == (30, 10.0)
-    assert WORKLOADS["long_flow"].trial({})["duration_s"] == 120
-    bursts = WORKLOADS["http_bursts"].trial({"burst_kb": 80, "bulk": 0})
-    assert (bursts["idle_s"], bursts["repeats"], bursts["bulk"]) == ("1", 1, 0)
+    """Each workload's parameters are a dataclass of its keys, each field one declaration with its default
+    (before: defaults at the point of use, duration_s 10, 30 or 120 and protocol http/1.1 or h2c, unseen by
+    `run.sh workloads`); a trial reads them once, each in the key's type."""
+
+    def keys(workload: str, setting: dict[str, object]) -> Any:
+        return trial.build(setting, 0, "rtt", WORKLOADS[workload].keys_type).workload
+
+    bulk = keys("bulk", {"duration_s": "20", "rtt": "20ms"})
+    assert bulk.duration_s == 20.0 and isinstance(bulk.duration_s, float)
+    assert (bulk.protocol, bulk.object_bytes) == ("h2c", 20_000_000)
+    assert bulk.connections is None  # no default: the client's own (six for HTTP/1.1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bulk.duration_s = 1
+    download = keys("download", {"object_bytes": "37000"})
+    assert (download.protocol, download.object_bytes) == ("http/1.1", 37000)
+    assert keys("page_load", {"page": "small"}).protocol == "h2c"
+    competing = keys("competing", {})
+    assert (competing.duration_s, competing.window_s) == (30, 10.0)
+    assert keys("long_flow", {}).duration_s == 120
+    bursts = keys("http_bursts", {"burst_kb": 80, "bulk": 0})
+    assert (bursts.idle_s, bursts.repeats, bursts.bulk) == ("1", 1, 0)
+    for w in WORKLOADS.values():  # one declaration per key: the fields are the keys, by name
+        assert [f.name for f in dataclasses.fields(w.keys_type)] == [k.name for k in w.keys], w.name
+
+
+def test_a_trial_is_read_once_into_typed_parts() -> None:
+    """Path, hosts, congestion control (a variant's tuning resolved from its own keys and cc_params),
+    series and level: read here, and nowhere below by a key's name."""
+    setting = {"rtt": "100ms", "rate": "3000kbit", "cc": "cubic_plus", "n": 6, "initcwnd": "10",
+               "slow_start_after_idle": 0, "series": "n=6", "page": "small"}  # fmt: skip
+    made = trial.build(setting, 2, "initcwnd", WORKLOADS["page_load"].keys_type)
+    assert made.key == trial_key(setting, 2) and made.index == 2 and made.setting == setting
+    assert made.path == PathSpec.parse(rtt="100ms", rate="3mbit")
+    assert (made.hosts.initcwnd, made.hosts.slow_start_after_idle, made.hosts.pacer) == (10, False, None)
+    assert made.cc.name == "cubic_plus" and made.cc.ours and made.cc.tuning["n"] == 6
+    assert (made.series, made.level, made.workload.page) == ("n=6", "10", "small")
+    assert trial.build({"cc": "bbr"}, 0, "cc", NoKeys).cc == trial.CongestionControl("bbr")
 
 
 def test_a_declared_figure_with_a_bad_value_is_refused_when_run(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,7 +24,8 @@ from netrepro.front import cli, report
 from netrepro.lanes import vm
 from netrepro.runner import sweep
 from netrepro.runner.session import Session
-from netrepro.studykit import params
+from netrepro.runner.workloads import NoKeys
+from netrepro.studykit import params, trial
 
 GOOD_STUDY = """
 study = "mine"
@@ -277,7 +278,7 @@ def test_a_kernel_cc_that_is_an_unloaded_module_is_loaded_through_the_ledger(
     ledger = _Ledger(tmp_path)
     session = object.__new__(Session)
     session.ledger = ledger  # type: ignore[assignment]
-    assert session.congestion_control({"cc": "bbr"}) == {"cc_impl": "kernel"}
+    assert session.congestion_control(trial.build({"cc": "bbr"}, 0, "cc", NoKeys)) == {"cc_impl": "kernel"}
     assert ledger.did == did
 
 

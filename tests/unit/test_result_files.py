@@ -21,6 +21,7 @@ from ground.figurelock import FigureBusy
 from ground.trials import TrialLog, complete_length, latest_rows, trial_key
 from netrepro.front import cli
 from netrepro.runner.sweep import FailureStreak, Options, trials_to_run
+from netrepro.studykit.spec import Figure
 
 
 def row(a: int, index: int, status: str = "ok", **more: Any) -> dict[str, Any]:
@@ -108,6 +109,9 @@ def test_a_widened_header_keeps_every_row_parsing(tmp_path: Path) -> None:
 # -- resuming: failures run again, seeds apart, the latest row counts ---------------
 
 
+_FIG = Figure("t", "fig", "a test", "readback", "a", (1,), "metric", {})  # a workload of no keys of its own
+
+
 def test_a_failed_trial_runs_again_on_resume_unless_told_not_to(tmp_path: Path) -> None:
     path = tmp_path / "fig.csv"
     log = TrialLog(path)
@@ -116,8 +120,8 @@ def test_a_failed_trial_runs_again_on_resume_unless_told_not_to(tmp_path: Path) 
     log.append(row(1, 2, "ok", seed=1))
     grid = [{"a": 1}]
     again = TrialLog(path)
-    assert sorted(i for _, i in trials_to_run(grid, 3, again, Options())) == [0, 1]
-    assert trials_to_run(grid, 3, again, Options(retry_failed=False)) == []
+    assert sorted(t.index for t in trials_to_run(_FIG, grid, 3, again, Options())) == [0, 1]
+    assert trials_to_run(_FIG, grid, 3, again, Options(retry_failed=False)) == []
 
 
 def test_seed_2_does_not_resume_seed_1(tmp_path: Path) -> None:
@@ -129,7 +133,7 @@ def test_seed_2_does_not_resume_seed_1(tmp_path: Path) -> None:
     log.append(row(1, 2, seed=2))
     assert log.done(seed=1) == {trial_key({"a": 1}, 0), trial_key({"a": 1}, 1)}
     assert log.done(seed=2) == {trial_key({"a": 1}, 2)}
-    assert sorted(i for _, i in trials_to_run([{"a": 1}], 3, log, Options(seed=2))) == [0, 1]
+    assert sorted(t.index for t in trials_to_run(_FIG, [{"a": 1}], 3, log, Options(seed=2))) == [0, 1]
     assert trial_key({"a": 1}, 0) == '{"params": {"a": 1}, "trial": 0}'  # stored keys keep resuming
 
 

@@ -15,11 +15,14 @@ from netrepro.engine.cluster import Engine
 from netrepro.front.cli import main
 from netrepro.runner import admission, session, shards
 from netrepro.runner.plan import CLUSTER_SECONDS, LAB_SECONDS, Plan, makespan
+from netrepro.runner.workloads import NoKeys
+from netrepro.studykit.trial import Trial, build, build_all
 from topologies.delayline import FINE_BUCKETS, Lateness, bucket_upper_us, percentile_us
 
 
-def _todo(settings: int, trials: int) -> list[tuple[dict[str, object], int]]:
-    return [({"rtt": f"{10 * (s + 1)}ms", "cc": c}, 0) for s in range(settings) for c in range(trials)]
+def _todo(settings: int, trials: int) -> list[Trial]:
+    grid = [{"rtt": f"{10 * (s + 1)}ms", "cc": f"cc{c}"} for s in range(settings) for c in range(trials)]
+    return build_all(grid, 1, "cc", NoKeys)
 
 
 @pytest.mark.parametrize(
@@ -39,7 +42,7 @@ def test_trials_are_dealt_to_labs_whole_settings_first(settings: int, trials: in
     assert [len(t) for t in tasks] == sizes
     assert sorted(map(repr, (x for t in tasks for x in t))) == sorted(map(repr, todo))  # each trial once
     for task in tasks:  # a task is one lab: one path setting
-        assert len({shards.setting(p) for p, _ in task}) == 1
+        assert len({shards.setting(t.setting) for t in task}) == 1
 
 
 def test_a_split_setting_keeps_the_runs_order() -> None:
@@ -183,8 +186,8 @@ def test_lateness_percentiles_from_the_histograms_of_every_delay_line() -> None:
     assert Lateness.of([{"count": 0, "max_ns": 0, "buckets": []}]).columns()["late_p99_ms"] == 0.0
 
 
-def _variant_trial(cc: str, index: int, **params: object) -> tuple[dict[str, object], int]:
-    return ({"cc": cc, "rtt": "100ms", **params}, index)
+def _variant_trial(cc: str, index: int, **params: object) -> Trial:
+    return build({"cc": cc, "rtt": "100ms", **params}, index, "cc", NoKeys)
 
 
 def test_trials_run_in_phases_one_tuning_of_each_variant_at_a_time() -> None:
@@ -197,11 +200,11 @@ def test_trials_run_in_phases_one_tuning_of_each_variant_at_a_time() -> None:
         _variant_trial("reno_beta", 5, r=900),
     ]
     phases = session.tuning_phases(todo)
-    assert [[i for _, i in phase] for phase in phases] == [[0, 1, 3, 4], [2, 5]]
+    assert [[t.index for t in phase] for phase in phases] == [[0, 1, 3, 4], [2, 5]]
     for phase in phases:  # each phase holds one tuning of each variant: hold_algorithms takes it
-        tunings, differ = session.shared_tunings([p for p, _ in phase])
+        tunings, differ = session.shared_tunings(phase)
         assert not differ and set(tunings) <= {"cubic_plus", "reno_beta"}
-    _, differ = session.shared_tunings([p for p, _ in todo])
+    _, differ = session.shared_tunings(todo)
     assert [d.split(" ")[0] for d in differ] == ["cubic_plus", "reno_beta"]
     assert session.tuning_phases([_variant_trial("cubic", 0), _variant_trial("vegas", 1)]) == [
         [_variant_trial("cubic", 0), _variant_trial("vegas", 1)]

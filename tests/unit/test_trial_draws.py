@@ -25,8 +25,9 @@ from ground.units import Duration, Probability
 from netrepro.runner import sweep
 from netrepro.runner.manifest import figure_manifest
 from netrepro.runner.sweep import Options
-from netrepro.runner.workloads import WORKLOADS
-from netrepro.studykit.spec import Figure, trial_path
+from netrepro.runner.workloads import WORKLOADS, NoKeys, Workload
+from netrepro.studykit.spec import Figure
+from netrepro.studykit.trial import Trial, build_all, trial_path
 from topologies import shaping
 from topologies.delayline import set_command
 from topologies.emulation import DelayLineStage, NetemStage, Stage
@@ -184,7 +185,7 @@ def test_rows_read_back_reproduce_their_draw(tmp_path: Path) -> None:
 
 def _run_on_stand_ins(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, repairs_in: dict[int, int] | None = None
-) -> tuple[list[tuple[str, Any]], list[tuple[Any, int]]]:
+) -> tuple[list[tuple[str, Any]], list[Trial]]:
     """Two trials of a stand-in figure run on a lab, ledger and session of stand-ins: the events seen and
     the trials.  `repairs_in`: the ssthresh repairs the BPF program counts during the Nth workload."""
     events: list[tuple[str, Any]] = []
@@ -244,8 +245,8 @@ def _run_on_stand_ins(
         def as_dict(self) -> dict[str, Any]:
             return {"ok": True, "checks": []}
 
-    def workload(session: Any, params: Any) -> dict[str, Any]:
-        events.append(("workload", session.trial_key))
+    def workload(session: Any, trial: Trial, keys: NoKeys) -> dict[str, Any]:
+        events.append(("workload", trial.key))
         repairs[0] += (repairs_in or {}).get(workloads_run[0], 0)
         workloads_run[0] += 1
         return {"metric": 1.0}
@@ -261,9 +262,9 @@ def _run_on_stand_ins(
     monkeypatch.setattr(sweep, "verify", verify)
     monkeypatch.setattr("time.sleep", lambda s: events.append(("sleep", s)))
     monkeypatch.setattr(results, "code_version", lambda: "test")
-    monkeypatch.setitem(WORKLOADS, "stand_in", workload)
+    monkeypatch.setitem(WORKLOADS, "stand_in", Workload("stand_in", workload, NoKeys, ("metric",), ()))
     fig = Figure("t", "fig", "a test", "stand_in", "level", (0,), "metric", {"rtt": "200ms"})
-    todo = [(p, i) for p in fig.grid() for i in range(2)]
+    todo = build_all(fig.grid(), 2, fig.x, NoKeys)
     sweep.run_trials(fig, todo, sweep.Options(out=tmp_path, seed=9), TrialLog(tmp_path / "fig.csv"))
     return events, todo
 
@@ -273,11 +274,11 @@ def test_run_trials_reseeds_and_offsets_each_trial(monkeypatch: pytest.MonkeyPat
     emulation from its own loss_seed and sleeps its offset before its workload, and its row says so."""
     events, todo = _run_on_stand_ins(monkeypatch, tmp_path)
     rows = read_rows(tmp_path / "fig.csv")
-    draws = [trial_draw(trial_key(p, i), 9) for p, i in todo]
+    draws = [trial_draw(t.key, 9) for t in todo]
     assert events == [
         ("reseed", 9), ("verify", None),
-        ("reseed", draws[0].loss_seed), ("sleep", draws[0].start_offset_s(0.2)), ("workload", trial_key(*todo[0])),
-        ("reseed", draws[1].loss_seed), ("sleep", draws[1].start_offset_s(0.2)), ("workload", trial_key(*todo[1])),
+        ("reseed", draws[0].loss_seed), ("sleep", draws[0].start_offset_s(0.2)), ("workload", todo[0].key),
+        ("reseed", draws[1].loss_seed), ("sleep", draws[1].start_offset_s(0.2)), ("workload", todo[1].key),
     ]  # fmt: skip
     for row, draw in zip(rows, draws, strict=True):
         assert (row["seed"], row["draw_seed"], row["loss_seed"]) == ("9", str(draw.draw_seed), str(draw.loss_seed))
@@ -293,7 +294,7 @@ def test_a_trial_whose_ssthresh_was_repaired_is_failed_and_run_again(
     most: tests/unit/test_errors.py)."""
     events, todo = _run_on_stand_ins(monkeypatch, tmp_path, repairs_in={0: 1, 2: 2, 3: 1, 4: 1})
     rows = read_rows(tmp_path / "fig.csv")
-    keys = [trial_key(*t) for t in todo]
+    keys = [t.key for t in todo]
     assert [e[1] for e in events if e[0] == "workload"] == [keys[0], keys[0], keys[1], keys[1], keys[1], keys[1]]
     assert [(r["trial_key"], r["status"], r["cc_ss_repairs_in_trial"]) for r in rows] == [
         (keys[0], "failed", "1"), (keys[0], "ok", "0"),
