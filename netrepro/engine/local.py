@@ -14,12 +14,15 @@ process unwinds its lab when its worker goes (PR_SET_PDEATHSIG), so a
 killed run leaves its labs to `run.sh clean` as a local run does.
 
 Python's multiprocessing, which the nannies start their workers with
-(spawn), makes named semaphores in /dev/shm that only its resource tracker
-removes after a crash; a SIGKILL to the run's process group kills the
-tracker too, and left 12 of them a run.  The ones this process maps once
-the cluster is up are recorded in the ledger (`semaphores_mapped`) and handed
-back to multiprocessing when the cluster is down, so that `run.sh clean`
-removes them only where the run was killed.
+(spawn), makes named semaphores in /dev/shm (six a worker: the locks of the
+two queues each nanny keeps with its worker) that only its resource tracker
+removes after a crash.  Started as multiprocessing starts it, the tracker is
+in the run's process group, and a SIGKILL of the group killed it too: 18
+semaphores left by a run of three labs.  `resource_tracker_apart` starts it
+in a session of its own before the cluster makes any, so that it outlives
+such a kill and removes them once every process of the run has gone (the
+end of its pipe, which it reads until then).  (Recording them in the ledger
+missed them: they are made while the cluster starts, before any record.)
 
 Each lab has its own namespaces, addresses (ground.subnets), NFQUEUE
 numbers (per namespace), ports and ledger; what the machine shares
@@ -30,7 +33,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import secrets
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,16 +47,33 @@ CONNECT_SECONDS = 60  # the workers up, and this client connected
 SHM = Path("/dev/shm")
 
 
-def semaphores_mapped(maps: str) -> list[Path]:
-    """The named POSIX semaphores (/dev/shm/sem.*) a process maps, from its /proc/<pid>/maps."""
-    found = []
-    for line in maps.splitlines():
-        fields = line.split(maxsplit=5)
-        if len(fields) == 6:
-            path = Path(fields[5].removesuffix(" (deleted)"))
-            if path.parent == SHM and path.name.startswith("sem.") and not fields[5].endswith(" (deleted)"):
-                found.append(path)
-    return list(dict.fromkeys(found))
+def resource_tracker_apart() -> int | None:
+    """Start multiprocessing's resource tracker for this process in a session of its own (see the module's
+    docstring); its pid, or None where this process has one already (it is left as it is).  It ends by
+    itself when the last process holding its pipe does."""
+    from multiprocessing import resource_tracker, spawn, util
+
+    tracker: Any = resource_tracker._resource_tracker  # private: its pipe and pid are what we set
+    with tracker._lock:
+        if tracker._fd is not None:
+            return None
+        r, w = os.pipe()
+        try:
+            command = [spawn.get_executable(), *util._args_from_interpreter_flags()]  # type: ignore[attr-defined]
+            command += ["-c", f"from multiprocessing.resource_tracker import main; main({r})"]
+            # its own session: not in the run's process group, so not in a kill of it
+            started = subprocess.Popen(command, pass_fds=(r,), stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError:
+            os.close(w)
+            raise
+        finally:
+            os.close(r)
+        tracker._fd, tracker._pid = w, started.pid
+        _apart.append(started)  # kept, not waited for: it outlives this process by design
+        return started.pid
+
+
+_apart: list[subprocess.Popen[bytes]] = []
 
 
 @contextlib.contextmanager
@@ -71,6 +93,7 @@ def local_client(jobs: int) -> Iterator[Any]:
             "distributed.worker.http.routes": tls.HTTP_ROUTES,
             "temporary-directory": str(scratch),
         }
+        resource_tracker_apart()  # before the cluster makes its semaphores
         try:
             with dask.config.set(config):
                 cluster = LocalCluster(
@@ -88,12 +111,5 @@ def local_client(jobs: int) -> Iterator[Any]:
                 )
         except Exception as e:
             raise SetupError(f"--jobs {jobs}: cannot start the local cluster: {type(e).__name__}: {e}") from e
-        semaphores: list[int] = []
-        try:
-            with cluster, Client(cluster, timeout=CONNECT_SECONDS, security=security) as client:
-                mapped = semaphores_mapped(Path("/proc/self/maps").read_text())
-                semaphores += [ledger.record({"kind": "path", "path": str(s)}) for s in mapped]
-                yield client
-        finally:
-            for seq in semaphores:  # this process lives on: multiprocessing unlinks them itself
-                ledger.handed_back(seq)
+        with cluster, Client(cluster, timeout=CONNECT_SECONDS, security=security) as client:
+            yield client
