@@ -262,6 +262,24 @@ def held_elsewhere(e: Entry, exclude: Path, directory: Path) -> LedgerFile | Non
     return None
 
 
+def mark_released(path: Path, seq: Any) -> None:
+    """Say in the ledger at `path` that its entry `seq` holds nothing any more (a cancel mark): undone, or
+    left to another live run that holds the same state.  Without it, two runs unwinding at once (the labs
+    of one --jobs run, stopped together) each saw the other still holding a machine-wide change and both
+    left it: `cubic` stayed in tcp_allowed_congestion_control after a soak's SIGKILL.  A ledger whose
+    file is gone (done) or was never linked holds nothing to mark."""
+    if not isinstance(seq, int):
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    try:
+        os.write(fd, (json.dumps({"kind": "cancel", "cancels": seq}) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
 def inherited(ident: tuple[str, str], exclude: Path, directory: Path) -> Entry | None:
     """An entry of another ledger (live or dead) that made this state what it is now."""
     for other in _others(exclude, directory):

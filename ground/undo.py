@@ -161,8 +161,11 @@ def _shared(undo: Callable[[Entry, Context], None]) -> Callable[[Entry, Context]
             holder = held_elsewhere(e, ctx.file, ctx.directory)
             if holder is not None:
                 log.info("%s %s: still held by %s, left as it is", e["kind"], identity(e), holder.path.name)
-                return
-            undo(e, ctx)
+            else:
+                undo(e, ctx)
+            # this ledger holds it no longer: a run unwinding beside it must not count it (undone, or the
+            # holder's to undo); a step that failed is not marked, and stays for `clean`
+            ledgers.mark_released(ctx.file, e.get("seq"))
 
     return step
 

@@ -415,6 +415,27 @@ def test_allowed_congestion_controls_are_held_not_undone_under_a_live_run(
     assert sysctls.values[ledgers.CC_ALLOWED] == "reno bbr", "reno was there before; cubic came with the runs"
 
 
+def test_two_runs_unwinding_at_once_do_not_each_leave_a_change_to_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two labs of one --jobs run stopped together: the first to reach its congestion-control phase sees
+    the second holding `cubic` and leaves it; the second, with the first still unwinding, must not see the
+    first holding it too (the soak at 7f97e2d found cubic left in the list after a SIGKILL)."""
+    sysctls = FakeSysctls("reno bbr")
+    sysctls.install(monkeypatch)
+    first, second = Ledger(tmp_path, contain=False), Ledger(tmp_path, contain=False)
+    first.allow_congestion_control("cubic")
+    second.allow_congestion_control("cubic")
+    assert sysctls.values[ledgers.CC_ALLOWED] == "reno bbr cubic"
+    # the first run's undo, its file still there (its owner alive, its unwind not finished)
+    undo.unwind_entries(ledgers.read(first.file).effective(), first.file, tmp_path)
+    assert sysctls.values[ledgers.CC_ALLOWED] == "reno bbr cubic", "the second run still uses it"
+    second.unwind()
+    assert sysctls.values[ledgers.CC_ALLOWED] == "reno bbr", "the last out narrows it"
+    first.unwind()  # nothing of its own left to undo
+    assert sysctls.values[ledgers.CC_ALLOWED] == "reno bbr"
+
+
 def test_older_ledgers_cc_allowed_lists_are_still_undone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sysctls = FakeSysctls("reno bbr cubic cubic_plus")
     sysctls.install(monkeypatch)
