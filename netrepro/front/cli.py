@@ -32,6 +32,7 @@ from netrepro.front.figure_commands import cmd_list, cmd_merge, cmd_report, cmd_
 from netrepro.front.lab_commands import cmd_cc, cmd_check, cmd_clean, cmd_doctor, cmd_shell
 from netrepro.front.options import IMPL_HELP, path_options, topology_options
 from netrepro.front.project_commands import cmd_bench, cmd_docs, cmd_test
+from netrepro.front.reproduce import cmd_reproduce
 
 log = logging.getLogger("netrepro")
 
@@ -51,51 +52,12 @@ ROOTLESS = ("list", "workloads", "merge", "report", "docs")
 def needs_root(args: argparse.Namespace) -> bool:
     if args.command in ROOTLESS:
         return False
-    return not (args.command == "run" and (args.dry_run or args.plot_only))
+    return not (args.command in ("run", "reproduce") and (args.dry_run or args.plot_only))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="run.sh", description="netrepro: reproduce network papers on an emulated path"
-    )
-    verbose_help = "show every command run, in which host"
-    parser.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
-    parser.add_argument("--version", action=_Version, nargs=0, help="netrepro's version and the commit it runs from")
-    # Also after the command; SUPPRESS, so that a subcommand's default does not undo `run.sh -v <command>`.
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    d = sub.add_parser("doctor", parents=[common], help="what this kernel and userland offer")
-    d.add_argument("--json", action="store_true")
-
-    s = sub.add_parser(
-        "shell",
-        parents=[common, path_options(), topology_options()],
-        help="the lab in Mininet's CLI (--topo: its shape)",
-    )
-    s.add_argument("--script", type=Path, help="run the Mininet CLI commands in FILE, then tear down")
-
-    c = sub.add_parser(
-        "check", parents=[common, path_options(), topology_options()], help="build the lab, measure its paths, compare"
-    )
-    c.add_argument("--json", action="store_true")
-
-    li = sub.add_parser("list", parents=[common], help="every figure, as <study>/<figure> with its title")
-    li.add_argument("--jobs", metavar="N|auto", default=None, help="also the time with N labs side by side (or auto)")
-    rep = sub.add_parser("report", parents=[common], help="one page of every stored figure beside its paper")
-    rep.add_argument("--results", type=Path, default=results.REFERENCE, help="the stored results (results/reference)")
-    rep.add_argument("--out", type=Path, default=results.RESULTS / "index.html", help="the page (results/index.html)")
-    sub.add_parser("workloads", parents=[common], help="what a trial can run: keys, types, allowed values, metrics")
-    dn = sub.add_parser(
-        "docs", parents=[common], help="rewrite the numbers README.md and docs/ state about the stored results"
-    )
-    dn.add_argument(
-        "--check", action="store_true", help="only list the numbers that differ from the rows; exit 1 if any"
-    )
-
-    r = sub.add_parser("run", parents=[common, topology_options()], help="run a figure (also: `run.sh <figure>`)")
-    r.add_argument("figure", help="a figure (fig2 or iw/fig2), or a study file (my-study.toml: each of its figures)")
+def run_options() -> argparse.ArgumentParser:
+    """The options of `run`, which `reproduce` takes too."""
+    r = argparse.ArgumentParser(add_help=False)
     r.add_argument("--trials", type=int, default=None, help="trials per setting (default: the figure's)")
     r.add_argument("--quick", action="store_true", help="a reduced grid and trial count that shows the shape")
     derived = "; a derived figure, written to <study>/<figure>@<what differs>/"
@@ -179,6 +141,59 @@ def build_parser() -> argparse.ArgumentParser:
         help="--hosts: an OpenSSH config (Port, User, IdentityFile, UserKnownHostsFile)",
     )
     dask.add_argument("--allow-mixed", action="store_true", help="accept workers of several kernels or backends")
+    return r
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="run.sh", description="netrepro: reproduce network papers on an emulated path"
+    )
+    verbose_help = "show every command run, in which host"
+    parser.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
+    parser.add_argument("--version", action=_Version, nargs=0, help="netrepro's version and the commit it runs from")
+    # Also after the command; SUPPRESS, so that a subcommand's default does not undo `run.sh -v <command>`.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("doctor", parents=[common], help="what this kernel and userland offer")
+    d.add_argument("--json", action="store_true")
+
+    s = sub.add_parser(
+        "shell",
+        parents=[common, path_options(), topology_options()],
+        help="the lab in Mininet's CLI (--topo: its shape)",
+    )
+    s.add_argument("--script", type=Path, help="run the Mininet CLI commands in FILE, then tear down")
+
+    c = sub.add_parser(
+        "check", parents=[common, path_options(), topology_options()], help="build the lab, measure its paths, compare"
+    )
+    c.add_argument("--json", action="store_true")
+
+    li = sub.add_parser("list", parents=[common], help="every figure, as <study>/<figure> with its title")
+    li.add_argument("--jobs", metavar="N|auto", default=None, help="also the time with N labs side by side (or auto)")
+    rep = sub.add_parser("report", parents=[common], help="one page of every stored figure beside its paper")
+    rep.add_argument("--results", type=Path, default=results.REFERENCE, help="the stored results (results/reference)")
+    rep.add_argument("--out", type=Path, default=results.RESULTS / "index.html", help="the page (results/index.html)")
+    sub.add_parser("workloads", parents=[common], help="what a trial can run: keys, types, allowed values, metrics")
+    dn = sub.add_parser(
+        "docs", parents=[common], help="rewrite the numbers README.md and docs/ state about the stored results"
+    )
+    dn.add_argument(
+        "--check", action="store_true", help="only list the numbers that differ from the rows; exit 1 if any"
+    )
+
+    r = sub.add_parser(
+        "run", parents=[common, topology_options(), run_options()], help="run a figure (also: `run.sh <figure>`)"
+    )
+    r.add_argument("figure", help="a figure (fig2 or iw/fig2), or a study file (my-study.toml: each of its figures)")
+    rp = sub.add_parser(
+        "reproduce",
+        parents=[common, topology_options(), run_options()],
+        help="every declared figure of a study, or of all, in one run (the same command resumes it)",
+    )
+    rp.add_argument("study", help="a study (iw, cubicplus, spdy, newcwv, linuxcc, web) or all")
 
     m = sub.add_parser("merge", parents=[common], help="join one figure's CSVs (e.g. its shards'), then draw it")
     m.add_argument("csvs", nargs="+", type=Path, metavar="CSV", help="the CSVs, each of the same figure")
@@ -255,6 +270,7 @@ COMMANDS = {
     "report": cmd_report,
     "workloads": cmd_workloads,
     "run": cmd_run,
+    "reproduce": cmd_reproduce,
     "merge": cmd_merge,
     "doctor": cmd_doctor,
     "shell": cmd_shell,
