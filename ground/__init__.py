@@ -14,6 +14,7 @@
   parsers       ping and iperf3 output to typed numbers
   tcpprobe      the tcp:tcp_probe tracepoint, every ACK of the chosen ports
   cwnd          window statistics and models over tcp_probe samples
+  latency       RTT under load: the SRTT a trial's sender saw, and the queueing delay over the base RTT
   logs          the project's loggers, the command log and the per-run log file
   progress      the progress bar
   machinestate  a snapshot of everything a run may change, to compare

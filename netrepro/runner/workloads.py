@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ground import flows
+from ground import flows, latency
 from ground.errors import UserError
 from ground.ledger import Ledger
 from ground.parsers import ParseError, iperf3_json, parse_iperf3_tcp
@@ -40,6 +40,11 @@ from servers.bursts import run_bursts
 from servers.capture import PacketCapture
 from servers.iperf import IPERF_PORT, CrossTraffic, iperf3_client_argv, iperf3_server_argv, wait_listening
 from topologies.lab import Lab
+
+
+def _base_rtt_ms(lab: Lab, pair: Any = None) -> float:
+    """The RTT the lab sets between a pair's hosts (the first pair's by default), with empty queues."""
+    return float(lab.network.rtt(pair or lab.pairs[0]).ms)
 
 
 def _port(protocol: str) -> int:
@@ -91,6 +96,7 @@ def download(session: Session, trial: Trial, keys: DownloadKeys) -> Metrics:
         "bytes": d.size,
         "negotiated": d.negotiated,
         **first_flight(samples, server_ip, _port(protocol)),
+        **latency.columns([(sender_samples(samples, f"{server_ip}:{_port(protocol)}"), _base_rtt_ms(lab))]),
     }
 
 
@@ -144,6 +150,7 @@ def page_load(session: Session, trial: Trial, keys: PageLoadKeys) -> Metrics:
         "server_connections": len({s.flow for s in samples if s.flow.startswith(f"{server}:{port}>")}),
         "negotiated": negotiated,
         **first_flight(samples, server, port),
+        **latency.columns([(sender_samples(samples, f"{server}:{port}"), _base_rtt_ms(lab))]),
     }
 
 
@@ -204,9 +211,13 @@ def run_together(senders: Sequence[CrossTraffic]) -> list[str]:
             sender.stop()
 
 
+COMPETING_PORT = 5210  # the first pair's flow; each further pair's the next port
+
+
 def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
     """A bulk iperf3 flow on every client/server pair at once, beside UDP cross traffic at cross_rate (if
-    given), for duration_s: each flow's goodput over the run and its first window_s, Jain's index, drops."""
+    given), for duration_s: each flow's goodput over the run and its first window_s, Jain's index, drops,
+    and the RTT under load the flows' senders saw (tcp_probe, ground.latency)."""
     lab, seconds = session.lab, keys.duration_s
     window = keys.window_s
     if window > seconds:
@@ -215,6 +226,7 @@ def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
     if cc is not None:
         session.ledger.allow_congestion_control(cc)
     cross_rate = keys.cross_rate
+    ports = [COMPETING_PORT + i for i in range(len(lab.pairs))]
     senders = [
         CrossTraffic(
             lab.ns(p.client),
@@ -223,17 +235,18 @@ def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
             session.ledger,
             session.work_dir,
             duration_s=seconds,
-            port=5210 + i,
+            port=port,
             cc=cc,
             interval_s=0.1,
             rtt_s=lab.network.rtt(p).seconds,
         )
-        for i, p in enumerate(lab.pairs)
+        for p, port in zip(lab.pairs, ports, strict=True)
     ]
     if cross_rate is not None:
         senders.append(udp_cross_traffic(session, cross_rate, seconds, port=5209, interval_s=0.1))
     before = lab.bottleneck_reading()
-    reports = run_together(senders)
+    with TcpProbe(session.ledger, ports, network=lab.subnet) as probe:
+        reports = run_together(senders)
     drops = lab.bottleneck_queue(since=before).drops
     tcp = reports[: len(lab.pairs)]
     whole = [parse_iperf3_tcp(r) for r in tcp]
@@ -245,6 +258,12 @@ def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
         "jain_index": round(flows.jain_index([r.goodput_bps for r in whole]), 4) if len(whole) > 1 else 1.0,
         "retransmits": ";".join(str(r.retransmits) for r in whole),
         "bottleneck_drops": drops,
+        **latency.columns(
+            [
+                (sender_samples(probe.samples, f"{lab.ip(p.server)}:{port}"), _base_rtt_ms(lab, p))
+                for p, port in zip(lab.pairs, ports, strict=True)
+            ]
+        ),  # fmt: skip
     }
     if len(reports) > len(tcp):
         metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[-1]).delivered_bps / 1e6, 4)
@@ -319,6 +338,7 @@ def long_flow(session: Session, trial: Trial, keys: LongFlowKeys) -> Metrics:
         "window_step_s": WINDOW_STEP_S,
         "cwnd_series": _joined([p.cwnd for p in window]),
         "ssthresh_series": ";".join("" if p.ssthresh is None else str(p.ssthresh) for p in window),
+        **latency.columns([(sender_samples(probe.samples, f"{address}:{LONG_FLOW_PORT}"), _base_rtt_ms(lab, pair))]),
     }
     if len(reports) > 1:
         metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[0]).delivered_bps / 1e6, 4)
@@ -434,6 +454,7 @@ def http_bursts(session: Session, trial: Trial, keys: HttpBurstsKeys) -> Metrics
         "first_flight_ms": _joined([d.first_flight_s * 1e3 for d in departures], "{:.1f}"),
         "bottleneck_drops": drops,
         "pacer_used": pacer or "none",
+        **latency.columns([(samples, _base_rtt_ms(lab))]),
     }
     if report is not None:
         bins = flows.throughput_bins(report, 0.5)
@@ -610,7 +631,7 @@ WORKLOADS: dict[str, Workload] = {
             "download",
             download,
             DownloadKeys,
-            ("download_time_ms", "connect_ms", "first_byte_ms", "bytes", *FIRST_FLIGHT),
+            ("download_time_ms", "connect_ms", "first_byte_ms", "bytes", *FIRST_FLIGHT, *latency.METRICS),
             ("curl",),
         ),
         Workload(
@@ -626,6 +647,7 @@ WORKLOADS: dict[str, Workload] = {
                 "negotiated",
                 *BROWSER_METRICS,
                 *FIRST_FLIGHT,
+                *latency.METRICS,
             ),
             ("h2load", "flock"),
         ),
@@ -656,6 +678,7 @@ WORKLOADS: dict[str, Workload] = {
                 "pacer_used",
                 "bulk_goodput_mbit",
                 *countertrace.METRICS,
+                *latency.METRICS,
             ),
             ("tcpdump", "iperf3"),
         ),
@@ -671,6 +694,7 @@ WORKLOADS: dict[str, Workload] = {
                 "retransmits",
                 "bottleneck_drops",
                 "cross_delivered_mbit",
+                *latency.METRICS,
             ),
             ("iperf3",),
         ),
@@ -693,6 +717,7 @@ WORKLOADS: dict[str, Workload] = {
                 "cwnd_series",
                 "ssthresh_series",
                 "cross_delivered_mbit",
+                *latency.METRICS,
             ),
             ("iperf3",),
         ),

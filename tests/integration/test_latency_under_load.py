@@ -1,0 +1,52 @@
+"""Latency under load on this kernel, with the delay line: the delay a loaded path adds, from tcp_probe's SRTT.
+
+- CUBIC fills the bottleneck's buffer before it backs off: through a buffer of
+  one BDP its 95th-percentile RTT is well above the base RTT (above 1.5 times
+  it: a full buffer doubles the RTT).
+- BBR paces at the bottleneck's rate and keeps about one BDP in flight: its
+  median RTT stays near the base RTT (within a quarter of it above).
+
+The flows are the long_flow workload's (one iperf3 flow, tcp_probe at every
+ACK, ground.latency), 20 s each on a 10 Mbit/s, 40 ms path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ground.ledger import Ledger
+from ground.path import PathSpec
+from netrepro.runner.session import Session
+from netrepro.runner.workloads import WORKLOADS
+from netrepro.studykit.trial import build
+from topologies.lab import Lab
+
+pytestmark = pytest.mark.root
+
+RTT_MS = 40.0
+# One BDP: 10 Mbit/s x 40 ms = 50,000 bytes, 33 full frames of 1514 bytes.
+PATH = PathSpec.parse(rtt="40ms", rate="10mbit", queue="33p")
+
+
+def long_flow(cc: str, tmp_path: Path) -> dict[str, object]:
+    with Ledger() as ledger, Lab(PATH, ledger, shaper="delayline", cc=cc) as lab:
+        session = Session(lab, ledger, tmp_path, results_dir=None)
+        try:
+            workload = WORKLOADS["long_flow"]
+            trial = build({"cc": cc, "duration_s": 20}, 0, "cc", workload.keys_type, lab.topology)
+            session.apply_hosts(trial)
+            return workload(session, trial)
+        finally:
+            session.stop()
+
+
+def test_cubic_fills_a_bdp_buffer_and_bbr_keeps_the_rtt_near_its_base(tmp_path: Path) -> None:
+    cubic = long_flow("cubic", tmp_path / "cubic")
+    bbr = long_flow("bbr", tmp_path / "bbr")
+    print(f"latency under load: cubic {cubic['rtt_p50_ms']}/{cubic['rtt_p95_ms']} ms, bbr {bbr['rtt_p50_ms']}/"
+          f"{bbr['rtt_p95_ms']} ms (p50/p95) over a {RTT_MS:g} ms path")  # fmt: skip
+    assert float(str(cubic["rtt_p95_ms"])) > 1.5 * RTT_MS, cubic
+    assert float(str(cubic["queueing_delay_p95_ms"])) > 0.5 * RTT_MS, cubic
+    assert RTT_MS * 0.95 <= float(str(bbr["rtt_p50_ms"])) <= 1.25 * RTT_MS, bbr
