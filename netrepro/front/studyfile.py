@@ -20,7 +20,7 @@ the message names the file, the figure and the key.
     x = { factor = "initcwnd", levels = [3, 10, 26], quick = [3, 26] }
     fixed = { rtt = "50ms", rate = "3mbit", cc = "cubic", protocol = "http/1.1", object_bytes = 37000 }
     series = [ { label = "CUBIC" } ]       # optional; each a label and its parameters
-    topology = { shape = "dumbbell", rtts = "40ms,120ms" }    # optional; the lab's shape (run.sh --topo)
+    topology = { shape = "dumbbell", rtts = ["40ms", "120ms"] }  # optional; the lab's shape (run.sh --topo)
 
     [[figure.claim]]                      # optional; the source's sentences, each with its test
     quote = "a significant benefit to raising the initial congestion window from 3 to 10"
@@ -96,7 +96,7 @@ TOPOLOGY_KEYS = ("shape", "pairs", "rtts", "routers", "cross", "links")
 TOPOLOGY_TYPES = (
     ("shape", str, 'a string, e.g. "dumbbell"'),
     ("pairs", int, "a whole number, e.g. 2"),
-    ("rtts", str, 'a string, e.g. "40ms,120ms"'),
+    ("rtts", list, 'a list of times, one per pair, e.g. ["40ms", "120ms"] (or one string, "40ms,120ms")'),
     ("routers", int, "a whole number, e.g. 2"),
     ("cross", bool, "true or false"),
 )
@@ -353,15 +353,19 @@ def _topology(where: str, table: Any) -> Topology:
     links = table.get("links", [])
     if not isinstance(links, list) or not all(isinstance(t, str) for t in links):
         raise StudyFileError(f'{where}: topology.links = ["A-B:KEY=VALUE,...", ...], not {links!r}')
+    rtts = table.get("rtts")
+    if isinstance(rtts, str):  # the form before lists: one string, comma-separated
+        rtts = [t.strip() for t in rtts.split(",")]
     for key, kind, allowed in TOPOLOGY_TYPES:
-        value = table.get(key)
-        if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
-            raise StudyFileError(f"{where}: topology.{key} = {value!r}: give {allowed}")
+        value = rtts if key == "rtts" else table.get(key)
+        wrong = kind is list and not (isinstance(value, list) and value and all(isinstance(t, str) for t in value))
+        if value is not None and (wrong or not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+            raise StudyFileError(f"{where}: topology.{key} = {table.get(key)!r}: give {allowed}")
     try:
         return Topology.parse(
             str(table.get("shape", "path")),
             pairs=table.get("pairs"),
-            rtts=table.get("rtts"),
+            rtts=",".join(rtts) if rtts else None,
             routers=table.get("routers"),
             cross=table.get("cross", False),
             links=links,

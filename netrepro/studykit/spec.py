@@ -146,7 +146,7 @@ class Figure:
     topology: Topology = field(
         default_factory=Topology,
         metadata=in_file(
-            '{ shape = path|dumbbell|chain, pairs = N, rtts = "40ms,120ms", routers = K, cross = true, '
+            '{ shape = path|dumbbell|chain, pairs = N, rtts = ["40ms", "120ms"], routers = K, cross = true, '
             'links = ["r1-r2:rate=11mbit,queue=15p"] } (default: path)'
         ),
     )

@@ -44,13 +44,20 @@ def test_the_readme_example_is_iw_fig2_trial_for_trial() -> None:
     assert fig.heading == iw.FIG2.heading
 
 
-def test_a_study_file_declares_its_topology(tmp_path: Path) -> None:
-    text = GOOD.replace(
-        'name = "dl"', 'name = "dl"\ntopology = { shape = "dumbbell", rtts = "40ms,120ms", cross = true }'
-    )
+@pytest.mark.parametrize("rtts", ['["40ms", "120ms"]', '"40ms,120ms"'])
+def test_a_study_file_declares_its_topology(tmp_path: Path, rtts: str) -> None:
+    """Per-pair RTTs as a TOML list (one per pair), or as the one string of before."""
+    text = GOOD.replace('name = "dl"', f'name = "dl"\ntopology = {{ shape = "dumbbell", rtts = {rtts}, cross = true }}')
     [fig] = studyfile.load(write(tmp_path, text))
     assert (fig.topology.shape, fig.topology.pairs, fig.topology.cross) == ("dumbbell", 2, True)
     assert [str(r) for r in fig.topology.rtts] == ["40ms", "120ms"]
+
+
+@pytest.mark.parametrize("rtts", ["[]", "[40, 120]", "40"])
+def test_per_pair_rtts_that_are_not_a_list_of_times_are_refused(tmp_path: Path, rtts: str) -> None:
+    text = GOOD.replace('name = "dl"', f'name = "dl"\ntopology = {{ shape = "dumbbell", rtts = {rtts} }}')
+    with pytest.raises(studyfile.StudyFileError, match=r"topology.rtts = .*: give a list of times, one per pair"):
+        studyfile.load(write(tmp_path, text))
 
 
 def test_a_study_file_with_series(tmp_path: Path) -> None:
