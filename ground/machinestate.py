@@ -56,6 +56,17 @@ def _out(argv: list[str]) -> str:
     return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
 
 
+def _struct_ops() -> str:
+    """`bpftool struct_ops list`, retried: a map the kernel frees while bpftool lists the maps makes it
+    fail and print nothing, which would read as "none registered"; a listing it never gives is said."""
+    for _ in range(10):
+        done = subprocess.run(["bpftool", "struct_ops", "list"], capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            return done.stdout
+        time.sleep(0.05)
+    return f"(bpftool struct_ops list failed: {done.stderr.strip()[:200]})"
+
+
 def _processes() -> frozenset[str]:
     found = set()
     for entry in Path("/proc").iterdir():
@@ -146,7 +157,7 @@ def snapshot() -> MachineState:
         iptables=_out(["iptables-legacy", "-S"]) + _out(["iptables-nft", "-S"]),
         sysctls=tuple(f"{k}={Path('/proc/sys', k).read_text().strip()}" for k in keys),
         bridge_netfilter=_bridge_netfilter(),
-        struct_ops=_out(["bpftool", "struct_ops", "list"]),
+        struct_ops=_struct_ops(),
         tracing=_tracing(),
         processes=_processes(),
         ledgers=_ledgers(),

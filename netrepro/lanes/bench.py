@@ -490,6 +490,7 @@ def lose_host(rounds: int, out: Path | None = None) -> bool:
     host, each trial once, and left nothing."""
     import tempfile
 
+    from ground.machinestate import snapshot
     from netrepro.lanes import soak as soak_rounds
     from netrepro.lanes.loopback_sshd import loopback_sshd
 
@@ -499,8 +500,9 @@ def lose_host(rounds: int, out: Path | None = None) -> bool:
         tempfile.TemporaryDirectory(prefix="netrepro-soak-") as work,
         loopback_sshd(Path(work) / "ssh", soak_rounds.HOSTS) as sshd,
     ):
+        found = snapshot()  # every round must leave the machine as the soak found it
         for i in range(rounds):
-            results.append(soak_rounds.session_round(Path(work) / f"round-{i:03d}", sshd))
+            results.append(soak_rounds.session_round(Path(work) / f"round-{i:03d}", sshd, before=found))
             print(results[-1].line(), flush=True)
     survived = sum(1 for r in results if r.survived)
     summary = {

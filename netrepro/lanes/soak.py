@@ -175,13 +175,15 @@ def one_round(
     sshd: Sshd | None = None,
     jobs: int = 0,
     again: bool = False,
+    before: MachineState | None = None,
 ) -> Round:
     """Run the figure into `out` (on a cluster launched through `sshd`, or with `jobs` labs side by side,
-    if given), interrupt it `after_s` seconds in, clean up if killed, compare; with `again`, a killed run
-    is then resumed to its end (`resume`)."""
-    before = snapshot()
-    certificates = remote_certificate_copies()
+    if given), interrupt it `after_s` seconds in, clean up if killed, compare with `before` (the machine
+    as the soak found it; by default as the round finds it); with `again`, a killed run is then resumed
+    to its end (`resume`)."""
     result = Round(how, after_s)
+    before = _as_found(before, result, settle)
+    certificates = remote_certificate_copies()
     killed = how.startswith("SIGKILL")
     launched: dict[int, tuple[int | None, str]] = {}
     on_cluster = ["--hosts", "root@127.0.0.1", "--ssh-config", str(sshd.config)] if sshd else []
@@ -244,6 +246,17 @@ def one_round(
     return result
 
 
+def _as_found(before: MachineState | None, result: Round, settle: float) -> MachineState:
+    """The state a round must leave: `before` (the machine as the soak found it), once the round finds the
+    machine back in it (what an earlier round's kernel still frees, a struct_ops held by closing sockets, is
+    waited for, so that its going is not read as this round's doing); a round that never finds it says so."""
+    if before is None:
+        return snapshot()
+    left, _ = wait_until_as_before(before, settle, step_s=0.5)
+    result.left += [f"before the round, not as the soak found it: {x}" for x in left]
+    return before
+
+
 def _server_address(pid: int) -> str:
     """The address a process's SSH session reached its host on (SSH_CONNECTION's third field), or ""."""
     try:
@@ -285,14 +298,14 @@ def kill_session(sshd: Sshd, address: str) -> list[int]:
     return sorted(pid for pid, _ in sessions)
 
 
-def session_round(out: Path, sshd: Sshd, settle: float = SETTLE_S) -> Round:
+def session_round(out: Path, sshd: Sshd, settle: float = SETTLE_S, before: MachineState | None = None) -> Round:
     """A `--hosts` run over `sshd`'s two addresses whose second host's SSH session is SIGKILLed once a trial
     of its own is home: the run must end by itself with every trial ok once, its launched processes and
     labs gone, `clean` find nothing of it, and a resume of it nothing to do."""
-    before = snapshot()
+    result = Round("SIGKILL session", 0.0)
+    before = _as_found(before, result, settle)
     certificates = remote_certificate_copies()
     victim = sshd.addresses[-1]
-    result = Round("SIGKILL session", 0.0)
     hosts = ",".join(f"root@{a}" for a in sshd.addresses)
     argv = _netrepro(*HOSTS_FIGURE, "--out", str(out), "--hosts", hosts, "--ssh-config", str(sshd.config))
     out.mkdir(parents=True, exist_ok=True)
@@ -370,8 +383,9 @@ def soak(
     """The seeded plan's rounds, each reported as it ends; on a cluster launched through `sshd`, or with
     `jobs` labs side by side, if given; with `again`, each killed run resumed to its end."""
     results = []
+    found = snapshot()  # every round must leave the machine as the soak found it
     for i, (how, after_s) in enumerate(plan(rounds, seed, signals)):
-        result = one_round(how, after_s, work / f"round-{i:03d}", sshd=sshd, jobs=jobs, again=again)
+        result = one_round(how, after_s, work / f"round-{i:03d}", sshd=sshd, jobs=jobs, again=again, before=found)
         results.append(result)
         if report is not None:
             report(result)
