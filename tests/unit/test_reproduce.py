@@ -105,6 +105,7 @@ def test_the_run_of_each_figure_is_runs_own(monkeypatch: pytest.MonkeyPatch, tmp
     """Each figure goes through `run`'s own command with reproduce's options: its files, resume and exit."""
     seen: list[dict[str, Any]] = []
     _no_machine(monkeypatch)
+
     def cmd_run(args: argparse.Namespace) -> int:
         seen.append(dict(vars(args)))
         return 0
