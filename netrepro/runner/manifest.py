@@ -15,14 +15,12 @@ reads the manifests they wrote.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import expts
 from ground import results
 from ground.manifests import ManifestUnreadable, read_manifest
 from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_seed, trial_key
@@ -199,11 +197,10 @@ def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Refer
     reference = reference or results.REFERENCE
     of = ""
     derived_by = "+".join(f"{k}={v}" for k, v in fig.overrides.items())
-    if fig.variant and set(fig.overrides) <= CLIENT_KEYS and fig.variant == variant_name(derived_by):
-        with contextlib.suppress(expts.UnknownFigure):
-            declared = expts.find(f"{fig.study}/{fig.name}")
-            of = f"the reference of {declared.full_name} as declared (client {CLIENT.default}), beside {derived_by}"
-            fig = declared
+    declared = fig.declared
+    if declared is not None and set(fig.overrides) <= CLIENT_KEYS and fig.variant == variant_name(derived_by):
+        of = f"the reference of {declared.full_name} as declared (client {CLIENT.default}), beside {derived_by}"
+        fig = declared
     csv_path = reference / fig.study / fig.csv_name
     # a figure is not drawn beside itself (a run that writes the reference), but beside the declared one
     itself = out.resolve() == reference.resolve() and not of

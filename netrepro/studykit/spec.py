@@ -142,6 +142,9 @@ class Figure:
     # A derived figure: what differs from the declared one (`rtt=50ms`); empty for the figure as declared.
     variant: str = ""
     overrides: Mapping[str, Any] = field(default_factory=dict)  # a derived figure's --set, for its manifest
+    # A derived figure's figure as its study declares it (None for that one itself): what the runner sets
+    # a derived figure's numbers beside, without looking the study up.
+    declared: Figure | None = field(default=None, compare=False, repr=False)
     # The lab's shape (topologies.topology): `path`, today's client - s1 - server, unless declared or derived.
     topology: Topology = field(
         default_factory=Topology,
@@ -243,6 +246,7 @@ class Figure:
             ),
             variant=variant_name("+".join(parts)),
             overrides={**self.overrides, **overrides},
+            declared=self.declared or self,
         )
         # a claim set by design on the declared figure's setup is tested where this one's setup undoes it
         kept, notes = as_derived(derived.claims, derived)
@@ -254,7 +258,10 @@ class Figure:
             return self
         label = topology.label
         derived = dataclasses.replace(
-            self, topology=topology, variant=variant_name("+".join(p for p in (self.variant, label) if p))
+            self,
+            topology=topology,
+            variant=variant_name("+".join(p for p in (self.variant, label) if p)),
+            declared=self.declared or self,
         )
         kept, notes = as_derived(derived.claims, derived)
         return dataclasses.replace(derived, claims=kept, deviations=derived.deviations + tuple(notes))
