@@ -24,6 +24,7 @@ from typing import Any
 
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS
+from ground.trials import row_ok
 from netrepro.studykit import decisions, intervals
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
@@ -114,7 +115,7 @@ def _mean_se(fig: Figure, rows: Rows, label: str, level: Any) -> tuple[float, fl
     values = [
         float(r[fig.y])
         for r in rows
-        if r.get("series") == label and r.get(fig.x) == str(level) and r.get("status") == "ok" and r.get(fig.y)
+        if r.get("series") == label and r.get(fig.x) == str(level) and row_ok(r) and r.get(fig.y)
     ]
     if not values:
         return None
@@ -185,9 +186,7 @@ def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[s
     the two and their sum."""
     notes = []
     for level in fig.levels:
-        ok = [
-            r for r in rows if r.get("series") == CUBIC.label and r.get(fig.x) == str(level) and r.get("status") == "ok"
-        ]
+        ok = [r for r in rows if r.get("series") == CUBIC.label and r.get(fig.x) == str(level) and row_ok(r)]
         if ok:
             plt = [float(r["page_load_time_ms"]) for r in ok]
             page_bytes = int(ok[0]["bytes"])

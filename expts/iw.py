@@ -24,7 +24,7 @@ from typing import Any
 
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS, TCP_OVERHEAD
-from ground.trials import numbers
+from ground.trials import numbers, row_ok
 from ground.units import numeric
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
@@ -244,7 +244,7 @@ def improvements(fig: Figure, rows: Rows) -> dict[tuple[str, str], tuple[list[fl
     """Per (target series, level): the paired improvements over IW 3, in ms and in %."""
     by: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     for row in rows:
-        if row.get("status") == "ok":
+        if row_ok(row):
             for value in numbers([row], fig.y):
                 by[(row["series"], row[fig.x])][int(row["trial"])] = value
     out = {}

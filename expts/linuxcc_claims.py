@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 from expts.linuxcc_trials import ALGORITHMS, SCENARIOS, drop_rate, drops_per_reduction, first_10s, mean_window
+from ground.trials import row_ok
 from netrepro.studykit import decisions
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
@@ -53,7 +54,7 @@ def pooled_rows(rows: Rows, metric: RowMetric) -> list[dict[str, str]]:
     (column "value", series POOLED); an index some flow lacks is left out."""
     by: dict[tuple[str, str], dict[str, float]] = {}
     for r in rows:
-        if r.get("status") != "ok" or r.get("series") not in FLOWS:
+        if not row_ok(r) or r.get("series") not in FLOWS:
             continue
         value = metric(r)
         if value is not None and math.isfinite(value):

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ground.path import IP_UDP_HEADERS, PathSpec
+from ground.trials import row_ok
 from kmod import loader
 from netrepro.studykit.spec import Rows, Series
 
@@ -38,9 +39,7 @@ def ok_rows(rows: Rows, series: str | None = None, cc: str | None = None) -> lis
     return [
         r
         for r in rows
-        if r.get("status") == "ok"
-        and (series is None or r.get("series") == series)
-        and (cc is None or r.get("cc") == cc)
+        if row_ok(r) and (series is None or r.get("series") == series) and (cc is None or r.get("cc") == cc)
     ]
 
 

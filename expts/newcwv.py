@@ -78,6 +78,7 @@ from expts.newcwv_trials import (
     trial_values,
 )
 from ground.path import MSS
+from ground.trials import row_ok
 from netrepro.studykit import plot
 from netrepro.studykit.spec import Figure, Point, Rows
 from netrepro.studykit.trial import Trial
@@ -272,7 +273,7 @@ def losses_by_arm(rows: Rows, kb: Any) -> dict[str, tuple[float, float, int]]:
     """Retransmitted segments per burst of `kb` KB, by arm: (mean over trials, its standard error, trials)."""
     by: dict[str, list[float]] = defaultdict(list)
     for r in rows:
-        if r.get("status") == "ok" and str(r.get("burst_kb")) == str(kb):
+        if row_ok(r) and str(r.get("burst_kb")) == str(kb):
             value = trial_retransmitted(r)
             if value is not None:
                 by[r["series"]].append(value)
@@ -307,7 +308,7 @@ def _first_flight_totals(rows: Rows, kb: int, column: str) -> dict[str, tuple[in
     rows recorded before the first flight's column existed are left out."""
     by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for row in rows:
-        if row.get("status") != "ok" or not row.get("first_flight_retransmitted") or int(row["burst_kb"]) != kb:
+        if not row_ok(row) or not row.get("first_flight_retransmitted") or int(row["burst_kb"]) != kb:
             continue
         pairs = zip(row["first_flight_retransmitted"].split(";"), row[column].split(";"), strict=True)
         for again, other in pairs:
@@ -428,7 +429,7 @@ def summarize_bulk(fig: Figure, rows: Rows) -> list[Point]:
     """The bulk flow's goodput while the HTTP server ran each arm: mean and standard error over trials."""
     by: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:
-        if r.get("status") == "ok" and r.get("bulk_goodput_mbit"):
+        if row_ok(r) and r.get("bulk_goodput_mbit"):
             by[(r["series"], str(r["burst_kb"]))].append(float(r["bulk_goodput_mbit"]))
     points = []
     for s in fig.series:
@@ -443,7 +444,7 @@ def summarize_bulk(fig: Figure, rows: Rows) -> list[Point]:
 def _bulk_notes(rows: Rows) -> list[str]:
     by: dict[str, list[float]] = defaultdict(list)
     for r in rows:
-        if r.get("status") == "ok" and r.get("bulk_goodput_mbit"):
+        if row_ok(r) and r.get("bulk_goodput_mbit"):
             by[r["series"]].append(float(r["bulk_goodput_mbit"]))
     return [
         f"bulk flow's goodput beside {arm}: {mean:.3f} ± {se:.3f} Mbit/s over {len(values)} trials"

@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from ground.trials import row_ok
 from netrepro.studykit import plot
 from netrepro.studykit.spec import Figure, Point, Rows
 
@@ -43,11 +44,7 @@ def trace(row: dict[str, str]) -> tuple[list[float], list[float], list[float]]:
 
 
 def _ok(rows: Rows, series: str, level: Any) -> list[dict[str, str]]:
-    mine = [
-        dict(r)
-        for r in rows
-        if r.get("status") == "ok" and r.get("series") == series and str(r.get("burst_kb")) == str(level)
-    ]
+    mine = [dict(r) for r in rows if row_ok(r) and r.get("series") == series and str(r.get("burst_kb")) == str(level)]
     return sorted(mine, key=lambda r: int(r.get("trial") or 0))
 
 

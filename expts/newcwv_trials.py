@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ground.path import MSS
+from ground.trials import row_ok
 from netrepro.studykit.cells import Cell, time_ms, timer_noise
 from netrepro.studykit.spec import Rows, Series
 from servers.burst_trace import gain_pct
@@ -86,7 +87,7 @@ def burst_ms_by_idle(row: Mapping[str, str]) -> dict[float, float]:
 
 def arm_trials(rows: Rows, arm: str, kb: Any) -> list[Mapping[str, str]]:
     """The successful trials of `arm` at `kb` KB."""
-    return [r for r in rows if r.get("status") == "ok" and r.get("series") == arm and str(r.get("burst_kb")) == str(kb)]
+    return [r for r in rows if row_ok(r) and r.get("series") == arm and str(r.get("burst_kb")) == str(kb)]
 
 
 def trial_values(rows: Rows, arm: str, kb: Any, idle: float | None = None) -> list[float]:
@@ -113,7 +114,7 @@ def trial_cell(rows: Rows, arm: str, kb: Any, idle: float | None = None) -> Cell
 
 def idles_of(rows: Rows) -> list[float]:
     """The idle periods the successful trials ran."""
-    return sorted({idle for r in rows if r.get("status") == "ok" for idle in burst_ms_by_idle(r)})
+    return sorted({idle for r in rows if row_ok(r) for idle in burst_ms_by_idle(r)})
 
 
 def mean_se(values: Sequence[float]) -> tuple[float, float]:
@@ -161,7 +162,7 @@ class Burst:
 def bursts_of(rows: Rows) -> Iterator[Burst]:
     """Every burst of every successful trial (a row lists its bursts in the order they ran)."""
     for row in rows:
-        if row.get("status") != "ok":
+        if not row_ok(row):
             continue
         columns = [
             row[c].split(";") for c in ("idle_s", "burst_ms", "cwnd_resumed", "retransmitted", "first_flight_ms")

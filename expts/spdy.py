@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ground.trials import row_ok
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import AllOf, Better, Exact, Regrouped, Same, Trend, Within
@@ -97,7 +98,7 @@ def _int(text: str | None) -> int | None:
 
 def read_back(rows: Rows) -> dict[tuple[int | None, int | None], Mapping[str, str]]:
     """The trials' rows by (beta, n): what the loaded algorithm reported for them."""
-    return {(_int(r.get("beta")), _int(r.get("n"))): r for r in rows if r.get("status") == "ok"}
+    return {(_int(r.get("beta")), _int(r.get("n"))): r for r in rows if row_ok(r)}
 
 
 def table_equal(fig: Figure, rows: Rows) -> tuple[bool, str] | None:

@@ -47,7 +47,6 @@ from ground.results import hand_back, replace_file, sync_directory
 
 log = logging.getLogger("netrepro.trials")
 
-Row = dict[str, Any]
 DEFAULT_SEED = 1  # the seed of rows written before rows recorded theirs
 # The format of a trial CSV, named in every row (`csv_format`).  2: the column is there; 1 (the column empty or
 # missing): rows written before it, read alike.
@@ -63,7 +62,7 @@ class RowsRefused(UserError):
         self.line = line
 
 
-def parse_rows(text: str, path: Path) -> tuple[list[str], list[dict[str, str]]]:
+def parse_rows(text: str, path: Path) -> tuple[list[str], list[Row]]:
     """The header and the rows of a trial CSV's text, each row checked against the header: as many fields as
     it names, and a format (`csv_format`) this netrepro reads; RowsRefused naming the line otherwise."""
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -81,7 +80,7 @@ def parse_rows(text: str, path: Path) -> tuple[list[str], list[dict[str, str]]]:
                 f"{len(fields)} fields where the header names {len(header)} (a row cut "
                 "short, or with fields of its own: not a row this file's writer wrote)",
             )
-        row = dict(zip(header, fields, strict=True))
+        row = Row(zip(header, fields, strict=True))
         found = row.get("csv_format") or "1"
         if not found.isdigit() or int(found) > CSV_FORMAT:
             raise RowsRefused(
@@ -130,6 +129,44 @@ def trial_draw(key: str, seed: int) -> TrialDraw:
     loss_seed = int.from_bytes(digest[8:16], "big") % LOSS_SEED_LIMIT
     phase = (int.from_bytes(digest[16:24], "big") >> 11) / 2**53  # 53 bits: exact, and below 1
     return TrialDraw(draw_seed=draw_seed, loss_seed=loss_seed, phase=phase)
+
+
+def row_ok(row: Mapping[str, Any]) -> bool:
+    """The one rule of a trial's outcome: its row counts as a measurement only with status ok (failed and
+    timeout rows record an attempt, run again)."""
+    return row.get("status") == "ok"
+
+
+class Row(dict[str, str]):
+    """A row of a trial CSV as read back (`parse_rows`): its cells by column, as text, and what every row
+    says about its trial, typed.  A dict still, for the reader that wants a metric by its column name."""
+
+    @property
+    def ok(self) -> bool:
+        return row_ok(self)
+
+    @property
+    def key(self) -> str:
+        return self.get("trial_key") or ""
+
+    @property
+    def status(self) -> str:
+        return self.get("status") or ""
+
+    @property
+    def error(self) -> str:
+        return self.get("error") or ""
+
+    @property
+    def seed(self) -> int | None:
+        return row_seed(self)
+
+    def number(self, column: str) -> float | None:
+        """The column's value as a number; None where the row has none (a failed trial leaves it empty)."""
+        try:
+            return float(self[column])
+        except (KeyError, ValueError):
+            return None
 
 
 def row_seed(row: Mapping[str, str]) -> int | None:
@@ -226,7 +263,7 @@ class TrialLog:
         self._move_aside_pending = self.fresh
         self.torn_rows_dropped = 0
         self.columns: list[str] = []
-        self.rows: list[dict[str, str]] = []
+        self.rows: list[Row] = []
         if not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
         if self.fresh or not path.exists():
@@ -263,10 +300,10 @@ class TrialLog:
         return {
             row["trial_key"]
             for row in self.rows
-            if row.get("trial_key") and row_seed(row) == seed and (not retry_failed or row.get("status") == "ok")
+            if row.get("trial_key") and row_seed(row) == seed and (not retry_failed or row_ok(row))
         }
 
-    def append(self, row: Row) -> None:
+    def append(self, row: dict[str, Any]) -> None:
         """Add one row: one write of one complete line, synced."""
         if self.read_only:
             raise RuntimeError(f"{self.path}: opened to be read only, not appended to")
@@ -277,8 +314,8 @@ class TrialLog:
         new = [k for k in cells if k not in self.columns]
         if new or not self.path.exists():
             self.columns += new
-            self.rows = [{c: r.get(c, "") for c in self.columns} for r in self.rows]
-            self.rows.append({c: cells.get(c, "") for c in self.columns})
+            self.rows = [Row({c: r.get(c, "") for c in self.columns}) for r in self.rows]
+            self.rows.append(Row({c: cells.get(c, "") for c in self.columns}))
             self._rewrite()
             return
         line = io.StringIO(newline="")
@@ -301,7 +338,7 @@ class TrialLog:
                 ) from e
         finally:
             os.close(fd)
-        self.rows.append({c: cells.get(c, "") for c in self.columns})
+        self.rows.append(Row({c: cells.get(c, "") for c in self.columns}))
 
     def _rewrite(self) -> None:
         write_rows(self.rows, self.path, self.columns)
@@ -340,7 +377,7 @@ def write_rows(rows: Iterable[Mapping[str, str]], target: Path, columns: Iterabl
     replace_file(target, text.getvalue().encode())
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
+def read_rows(path: Path) -> list[Row]:
     """The rows of a trial CSV's complete lines (complete_text: a torn last line is read around, never cut
     off), each checked against the header (parse_rows)."""
     return parse_rows(complete_text(path), path)[1]

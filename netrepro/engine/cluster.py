@@ -52,6 +52,7 @@ from typing import Any
 from ground import results
 from ground.errors import SetupError, UserError
 from ground.progress import Progress
+from ground.trials import row_ok
 from netrepro.engine import agree
 from netrepro.engine.agree import is_loopback, unsafe_workers
 from netrepro.engine.local import local_client
@@ -321,7 +322,7 @@ class Writer:
             self.trial_log.append(row)
             me = self.workers.setdefault(item["worker"], {"host": item["host"], "kernel": item["kernel"], "rows": 0})
             me["rows"] += 1
-            if row.get("status") == "ok":
+            if row_ok(row):
                 self.have.add(key)
                 if self.on_done is not None:
                     self.on_done(sorted(self.have))

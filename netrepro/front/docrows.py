@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from ground.trials import latest_rows, read_rows
+from ground.trials import latest_rows, read_rows, row_ok
 
 Row = Mapping[str, str]
 Facts = dict[str, str]
@@ -35,7 +35,7 @@ class Stored:
         """`name` is the CSV's path under the tree without `.csv`: `iw/fig2`, `newcwv/pacing@idle_s=5/pacing`."""
         if name not in self._rows:
             every = latest_rows(read_rows(self.tree / f"{name}.csv"))
-            self._rows[name] = [r for r in every if r.get("status") == "ok"]
+            self._rows[name] = [r for r in every if row_ok(r)]
         return self._rows[name]
 
     def commit(self, name: str) -> str:

@@ -74,6 +74,7 @@ from ground.ledger import Ledger
 from ground.path import FRAME, MSS, PathSpec
 from ground.results import RESULTS, hand_back, provenance, replace_file, write_json
 from ground.tcpprobe import ProbeSample, delivery_rate, reductions
+from ground.trials import row_ok
 from kmod import loader
 from netrepro.runner.verify import measure_goodput, ping_rtts, rtt_check
 from netrepro.studykit import trial
@@ -432,7 +433,7 @@ def cluster(figure: str = "iw/fig5b", quick: bool = False, out: Path | None = No
                     "quick": quick,
                     "workers": workers,
                     "trials": len(trials),
-                    "failed": sum(1 for r in trials if r.get("status") != "ok"),
+                    "failed": sum(1 for r in trials if not row_ok(r)),
                     "settings": len(by_setting),
                     "wall_seconds": round(wall, 1),
                     "sum_of_trial_seconds": round(total, 1),

@@ -23,11 +23,12 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ground.manifests import read_manifest
-from ground.trials import numbers, read_rows
+from ground.trials import numbers, read_rows, row_ok
 from netrepro.lanes.bench import write_rows
 
 FIGURES = ("linuxcc/fig6", "iw/fig5a")
@@ -41,10 +42,10 @@ def _busy_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def _by_trial(rows: list[dict[str, str]], metric: str) -> dict[str, float]:
+def _by_trial(rows: Sequence[Mapping[str, str]], metric: str) -> dict[str, float]:
     out = {}
     for row in rows:
-        if row.get("status") == "ok":
+        if row_ok(row):
             values = numbers([row], metric)
             if values:
                 out[row["trial_key"]] = values[0]
@@ -102,7 +103,7 @@ def jobs(
                     "labs": count,
                     "seed": seed,
                     "trials": len(trials),
-                    "ok": sum(1 for r in trials if r.get("status") == "ok"),
+                    "ok": sum(1 for r in trials if row_ok(r)),
                     "failed_late": sum(1 for r in trials if r.get("late_over_bound") == "true"),
                     "paths_verified": all(v.get("ok") for v in manifest.verifications.values()),
                     "wall_seconds": round(wall, 1),
@@ -120,7 +121,7 @@ def jobs(
                 }
                 rows.append(row)
                 print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-                cells = {r["trial_key"]: r for r in trials if r.get("status") == "ok"}
+                cells = {r["trial_key"]: r for r in trials if row_ok(r)}
                 for key, value in sorted(values.items()):
                     cell = cells[key]
                     per_trial.append(

@@ -48,7 +48,7 @@ from ground.machinestate import MachineState, snapshot, wait_until_as_before
 from ground.manifests import read_manifest
 from ground.proc import start_time
 from ground.results import REPO
-from ground.trials import read_rows
+from ground.trials import Row, read_rows, row_ok
 from netrepro.engine.ssh_cluster import remote_certificate_copies
 from netrepro.lanes.loopback_sshd import Sshd, descendants, still_running
 from netrepro.runner import shards
@@ -113,7 +113,7 @@ def csv_problems(path: Path) -> tuple[int, list[str]]:
     return len(rows), problems
 
 
-def completed(out: Path) -> tuple[list[dict[str, str]], list[str]]:
+def completed(out: Path) -> tuple[list[Row], list[str]]:
     """(ok rows, problems) of a run that was to end complete in `out`: its CSV read whole, each trial ok once,
     and its manifest missing none of the grid."""
     written = sorted(p for p in out.rglob("*.csv") if p.is_file())
@@ -125,7 +125,7 @@ def completed(out: Path) -> tuple[list[dict[str, str]], list[str]]:
         missing = read_manifest(manifests[0]).trials_missing
     except (SetupError, UserError, OSError) as e:  # a manifest unreadable, rows refused
         return [], [str(e)]
-    ok = [r for r in rows if r.get("status") == "ok"]
+    ok = [r for r in rows if row_ok(r)]
     problems = []
     doubled = sorted(k for k, n in Counter(r["trial_key"] for r in ok).items() if n > 1)
     if doubled:
@@ -323,7 +323,7 @@ def session_round(out: Path, sshd: Sshd, settle: float = SETTLE_S, before: Machi
                 rows = read_rows(written[0]) if written else []
             except (SetupError, UserError):  # a row being written
                 rows = []
-            theirs = {shards.setting(r) for r in rows if f"//{victim}:" in r.get("worker", "") and r["status"] == "ok"}
+            theirs = {shards.setting(r) for r in rows if f"//{victim}:" in r.get("worker", "") and row_ok(r)}
             time.sleep(0.2)
         if theirs:
             result.after_s = time.monotonic() - began

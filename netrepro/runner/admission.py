@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ground import results
-from ground.trials import read_rows
+from ground.trials import read_rows, row_ok
 from ground.units import QuantityError
 from netrepro.studykit.spec import Figure
 
@@ -64,7 +64,7 @@ def cost_of(rows: Iterable[Mapping[str, str]], source: str) -> Cost | None:
             cpu, wall = float(row.get("cpu_s") or "nan"), float(row.get("trial_seconds") or "nan")
         except ValueError:
             continue
-        if row.get("status") == "ok" and math.isfinite(cpu) and wall > 0:
+        if row_ok(row) and math.isfinite(cpu) and wall > 0:
             shares.append(cpu / wall)
     if not shares:
         return None

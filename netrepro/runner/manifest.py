@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from ground import results
 from ground.manifests import ManifestUnreadable, read_manifest
-from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_seed, trial_key
+from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_ok, row_seed, trial_key
 from netrepro.runner.shards import Shard
 from netrepro.runner.workloads import CLIENT
 from netrepro.studykit import claims, evidence, plot
@@ -116,7 +116,7 @@ def figure_manifest(
         "notes": notes,
         "points": [p.__dict__ for p in points],
         "rows": len(rows),
-        "failed_trials": sum(1 for r in rows if r.get("status") != "ok"),
+        "failed_trials": sum(1 for r in rows if not row_ok(r)),
         "failed_attempts": failed_attempts,
         "trial_seconds_all_rows": round(sum(float(r.get("trial_seconds") or 0) for r in rows), 1),
     }
@@ -127,7 +127,7 @@ def judgement_of(fig: Figure, points: list[Point], rows: Rows) -> dict[str, Any]
     before each trial drew its own loss seed and start phase (ground.trials.trial_draw)."""
     judgement = claims.verdict(claims.judge(fig.claims, fig, rows))
     judgement["inputs"] = evidence.inputs(fig, rows)  # every row it read, as digests: a later change shows
-    ok = [r for r in rows if r.get("status") == "ok"]
+    ok = [r for r in rows if row_ok(r)]
     judgement["trials"] = {"ok": len(ok), "without_draw": sum(1 for r in ok if not r.get("draw_seed"))}
     return judgement
 

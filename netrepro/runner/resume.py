@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ground import kernel
 from ground.errors import UserError
-from ground.trials import TrialLog, row_seed, trial_key
+from ground.trials import TrialLog, row_ok, row_seed, trial_key
 from netrepro.studykit.spec import Figure, Params
 from netrepro.studykit.trial import congestion_control, trial_path
 
@@ -89,9 +89,7 @@ def resumed_rows(trial_log: TrialLog, grid: list[Params], trials: int, seed: int
     """The rows a run's new rows will be drawn beside: the successful rows of the figure's trials and seed
     (a failed row holds no measurement, and is run again)."""
     wanted = {trial_key(p, i) for p in grid for i in range(trials)}
-    return [
-        r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == seed and r.get("status") == "ok"
-    ]
+    return [r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == seed and row_ok(r)]
 
 
 def resume_mismatches(
@@ -159,7 +157,7 @@ class ResumeGuard:
         self.columns = tuple(c for c in RESUME_COLUMNS if not (allow_mixed and c in ("kernel", "backend")))
 
     def append(self, row: dict[str, Any]) -> None:
-        if self.earlier and row.get("status") == "ok":
+        if self.earlier and row_ok(row):
             cells = {k: ("" if v is None else str(v)) for k, v in row.items()}
 
             def value_of(column: str, earlier: Mapping[str, str]) -> str:

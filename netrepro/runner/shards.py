@@ -38,7 +38,7 @@ from typing import Any
 
 from ground import figurelock
 from ground.errors import UserError
-from ground.trials import DEFAULT_SEED, read_rows, row_seed, trial_key
+from ground.trials import DEFAULT_SEED, read_rows, row_ok, row_seed, trial_key
 from ground.units import QuantityError
 from netrepro.studykit.spec import Params
 from netrepro.studykit.trial import Trial, path_params
@@ -180,7 +180,7 @@ def merge_rows(
             key = (row.get("trial_key") or "", row_seed(row))
             if not key[0]:
                 raise UserError(f"merge: {name} has a row without a trial_key: not a figure's CSV")
-            if row.get("status") != "ok":
+            if not row_ok(row):
                 if not any(_same(row, f) for f in failed):
                     failed.append(dict(row))
                 continue

@@ -50,7 +50,7 @@ from ground.errors import SetupError, TrialError, UserError
 from ground.ledger import Ledger
 from ground.proc import CommandError
 from ground.progress import Progress
-from ground.trials import TrialLog, latest_rows, row_seed, trial_draw, trial_key
+from ground.trials import TrialLog, latest_rows, row_ok, row_seed, trial_draw, trial_key
 from netrepro.runner import preflight, resume, shards
 from netrepro.runner.manifest import earlier_verifications, figure_manifest, judgement_lines, judgement_of, reference_of
 from netrepro.runner.resume import RowSink
@@ -399,7 +399,7 @@ def _run_one_trial(
         row.update(late.columns())
         bound = late_bound_ms(path.rtt.ms)
         row["late_bound_ms"] = bound
-        if late.p99_ms > bound and row["status"] == "ok":
+        if late.p99_ms > bound and row_ok(row):
             row.update(
                 status="failed",
                 late_over_bound=True,
@@ -555,7 +555,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     for drawn in (png, png.with_suffix(".svg"), png.with_name(f"{png.stem}.caption.txt")):
         if drawn.exists():
             results.hand_back(drawn, opts.out)
-    failed_attempts = sum(1 for r in attempts if r.get("status") != "ok")
+    failed_attempts = sum(1 for r in attempts if not row_ok(r))
     manifest = figure_manifest(
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
     )
@@ -579,7 +579,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     for line in judgement_lines(judgement):
         print(line)
     answered = [r for r in rows if mine is None or r.get("trial_key") in mine]  # a shard: only its own
-    failed = [r for r in answered if r.get("status") != "ok"]
+    failed = [r for r in answered if not row_ok(r)]
     if failed:
         first = str(failed[0].get("error") or failed[0].get("status"))[:300]
         without = [

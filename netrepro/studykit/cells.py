@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from ground.trials import row_ok
 from ground.units import parse_duration
 
 Rows = Sequence[Mapping[str, str]]
@@ -106,7 +107,7 @@ class Group:
         """The metric of each successful trial of this group at `level`, with each trial's timer noise."""
         values, noise = [], []
         for r in rows:
-            if r.get("status") != "ok" or str(r.get(fig.x)) != str(level):
+            if not row_ok(r) or str(r.get(fig.x)) != str(level):
                 continue
             if self.series is not None and r.get("series", "") != self.series:
                 continue

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ground.results import replace_file
-from ground.trials import numbers
+from ground.trials import numbers, row_ok
 from ground.units import numeric
 from netrepro.studykit.spec import Figure, Point, Rows
 
@@ -156,7 +156,7 @@ def summarize(fig: Figure, rows: Rows) -> list[Point]:
     points = []
     order = {str(level): i for i, level in enumerate(fig.levels)}
     for (series, x), group in sorted(groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 0))):
-        ok = [r for r in group if r.get("status") == "ok"]
+        ok = [r for r in group if row_ok(r)]
         values = numbers(ok, fig.y)
         if not values:
             points.append(Point(series, x, float("nan"), float("nan"), float("nan"), 0, len(group)))

@@ -3,10 +3,11 @@
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from ground.results import REPO
-from ground.trials import latest_rows, read_rows
+from ground.trials import Row, latest_rows, read_rows
 from netrepro.studykit.spec import Figure
 
 __all__ = ["ok_rows", "run_quick"]
@@ -28,7 +29,7 @@ def run_quick(fig: Figure, out: Path, *options: str) -> tuple[list[dict[str, str
     return latest_rows(read_rows(out / fig.directory / fig.csv_name)), manifest
 
 
-def ok_rows(attempts: list[dict[str, str]]) -> list[dict[str, str]]:
+def ok_rows(attempts: Sequence[Row]) -> list[Row]:
     """A trial log's successful rows, once every failed attempt in it is checked to be one the runner runs
     again at once: the delay line late past its bound (a busy machine) or an ssthresh the BPF guard
     repaired (kmod/README.md).  A test that wants each trial once compares these rows' keys."""

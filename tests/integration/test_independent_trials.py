@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from ground.ledger import Ledger
 from ground.path import PathSpec
 from ground.proc import run
 from ground.results import REPO
-from ground.trials import latest_rows, read_rows, trial_draw
+from ground.trials import Row, latest_rows, read_rows, trial_draw
 from ground.units import parse_duration
 from topologies.lab import Lab
 
@@ -74,15 +75,15 @@ def run_derived(figure: str, out: Path, *options: str) -> subprocess.CompletedPr
     return done
 
 
-def cells(rows: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
+def cells(rows: Sequence[Row]) -> dict[str, list[Row]]:
     """The rows by cell: the trial key less its trial index."""
-    by: dict[str, list[dict[str, str]]] = defaultdict(list)
+    by: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
         by[json.dumps(json.loads(r["trial_key"])["params"], sort_keys=True)].append(r)
     return by
 
 
-def check_draws(rows: list[dict[str, str]], seed: int, count: int) -> dict[str, list[dict[str, str]]]:
+def check_draws(rows: Sequence[Row], seed: int, count: int) -> dict[str, list[Row]]:
     assert len(rows) == count and {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows]
     for r in rows:
         assert int(r["seed"]) == seed
@@ -101,7 +102,7 @@ def check_draws(rows: list[dict[str, str]], seed: int, count: int) -> dict[str, 
     return by
 
 
-def check_manifest(out: Path, directory: str, name: str, rows: list[dict[str, str]]) -> None:
+def check_manifest(out: Path, directory: str, name: str, rows: Sequence[Row]) -> None:
     manifest = json.loads((out / directory / f"{name}.manifest.json").read_text())
     assert manifest["switches_of_rows"] == sorted({r["switch"] for r in rows})
     assert manifest["cc_impls_of_rows"] == sorted({r["cc_impl"] for r in rows})

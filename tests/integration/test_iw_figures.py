@@ -5,6 +5,7 @@ import statistics
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ def run_figure(name: str, out: Path, *extra: str) -> subprocess.CompletedProcess
     return done
 
 
-def medians(rows: list[dict[str, str]], by: str) -> dict[str, float]:
+def medians(rows: Sequence[Mapping[str, str]], by: str) -> dict[str, float]:
     groups: dict[str, list[float]] = defaultdict(list)
     for r in rows:
         if r["status"] == "ok":

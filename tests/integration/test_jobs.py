@@ -23,7 +23,7 @@ from figures import ok_rows
 import expts
 from ground.machinestate import snapshot, wait_until_as_before
 from ground.results import REPO
-from ground.trials import read_rows, trial_key
+from ground.trials import Row, read_rows, trial_key
 from netrepro.lanes import soak
 
 pytestmark = pytest.mark.root
@@ -90,6 +90,6 @@ def test_a_killed_run_with_labs_side_by_side_leaves_nothing_after_clean(tmp_path
     assert all(row["status"] == "ok" for row in _rows(out))  # the rows home before the kill are whole
 
 
-def _rows(out: Path) -> list[dict[str, str]]:
+def _rows(out: Path) -> list[Row]:
     found = sorted(out.rglob("fig2.csv"))
     return read_rows(found[0]) if found else []

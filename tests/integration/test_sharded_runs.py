@@ -17,7 +17,7 @@ from figures import ok_rows
 
 import expts
 from ground.results import REPO
-from ground.trials import read_rows, trial_key, write_rows
+from ground.trials import Row, read_rows, trial_key, write_rows
 from netrepro.runner import shards
 
 pytestmark = pytest.mark.root
@@ -56,7 +56,7 @@ def test_two_shards_merged_are_the_whole_figure(tmp_path: Path) -> None:
     # The same trials merged again with different results: refused, nothing written over.
     changed = tmp_path / "changed.csv"
     rows = parts[0]
-    rows[0] = {**rows[0], "download_time_ms": "1"}
+    rows[0] = Row({**rows[0], "download_time_ms": "1"})
     write_rows(rows, changed)
     before = (tmp_path / "merged" / fig.directory / fig.csv_name).read_bytes()
     argv = [sys.executable, "-m", "netrepro", "merge", str(csvs[0]), str(changed), "--into", str(tmp_path / "again")]

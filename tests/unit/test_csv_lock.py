@@ -19,7 +19,7 @@ import expts
 from ground import figurelock, results
 from ground.errors import SetupError
 from ground.figurelock import FigureBusy
-from ground.trials import TrialLog, read_rows, trial_key
+from ground.trials import Row, TrialLog, read_rows, trial_key
 from netrepro.front import cli
 
 FIG = expts.find("iw/fig2")
@@ -176,7 +176,7 @@ def test_merge_locks_its_target_before_it_reads_a_row(
     read = read_rows
     locked_when_read = []
 
-    def reading(path: Path) -> list[dict[str, str]]:
+    def reading(path: Path) -> list[Row]:
         locked_when_read.append(lock_in_another_process(target))
         return read(path)
 

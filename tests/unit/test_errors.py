@@ -19,7 +19,7 @@ from ground.ledgers import LedgerError
 from ground.parsers import ParseError
 from ground.proc import ROOT, CommandError, NamespaceError
 from ground.tcpprobe import TraceIncomplete, TraceUnavailable
-from ground.trials import TrialLog, read_rows
+from ground.trials import Row, TrialLog, read_rows
 from ground.units import QuantityError
 from kmod import loader
 from netrepro.front import cli, figure_commands
@@ -210,7 +210,7 @@ def _figure(levels: int) -> Figure:
     return Figure("t", "fig", "a test", "stand_in", "level", tuple(range(levels)), "metric", {"rtt": "10ms"})
 
 
-def _run(fig: Figure, tmp_path: Path) -> list[dict[str, str]]:
+def _run(fig: Figure, tmp_path: Path) -> list[Row]:
     csv_path = tmp_path / "fig.csv"
     todo = build_all(fig.grid(), 1, fig.x, NoKeys)
     sweep.run_trials(fig, todo, sweep.Options(out=tmp_path), TrialLog(csv_path))
