@@ -460,29 +460,37 @@ def soak(kills: int, seed: int, out: Path | None = None, cluster: bool = False, 
     from netrepro.lanes.loopback_sshd import loopback_sshd
 
     began = time.monotonic()
+    name = "soak-cluster.json" if cluster else (f"soak-jobs{jobs}.json" if jobs else "soak.json")
+    done: list[soak_rounds.Round] = []
+
+    def summary() -> dict[str, Any]:
+        return {
+            **provenance(),
+            "figure": " ".join(soak_rounds.JOBS_FIGURE if jobs else soak_rounds.FIGURE),
+            "on": "a Dask cluster launched over SSH on loopback (--hosts root@127.0.0.1)"
+            if cluster
+            else (f"{jobs} labs side by side (--jobs {jobs})" if jobs else "this process"),
+            "seed": seed,
+            "rounds": [r.__dict__ for r in done],
+            "survived": sum(1 for r in done if r.survived),
+            "of": len(done),
+            "planned": len(soak_rounds.plan(kills, seed)),
+            "wall_seconds": round(time.monotonic() - began, 1),
+        }
+
+    def report(result: soak_rounds.Round) -> None:
+        """Each round as it ends: its line, and the summary so far written (a soak stopped keeps its rounds)."""
+        done.append(result)
+        print(result.line(), flush=True)
+        if out is not None:
+            write_json(out / name, summary(), out)
+
     with tempfile.TemporaryDirectory(prefix="netrepro-soak-") as work, contextlib.ExitStack() as stack:
         sshd = stack.enter_context(loopback_sshd(Path(work) / "ssh")) if cluster else None
-        results = soak_rounds.soak(
-            kills, seed, Path(work), report=lambda r: print(r.line(), flush=True), sshd=sshd, jobs=jobs, again=True
-        )
-    survived = sum(1 for r in results if r.survived)
-    summary = {
-        **provenance(),
-        "figure": " ".join(soak_rounds.JOBS_FIGURE if jobs else soak_rounds.FIGURE),
-        "on": "a Dask cluster launched over SSH on loopback (--hosts root@127.0.0.1)"
-        if cluster
-        else (f"{jobs} labs side by side (--jobs {jobs})" if jobs else "this process"),
-        "seed": seed,
-        "rounds": [r.__dict__ for r in results],
-        "survived": survived,
-        "of": len(results),
-        "wall_seconds": round(time.monotonic() - began, 1),
-    }
-    print(f"soak: {survived} of {len(results)} rounds left the machine as it was ({summary['wall_seconds']} s)")
-    if out is not None:
-        name = "soak-cluster.json" if cluster else (f"soak-jobs{jobs}.json" if jobs else "soak.json")
-        write_json(out / name, summary, out)
-    return survived == len(results)
+        soak_rounds.soak(kills, seed, Path(work), report=report, sshd=sshd, jobs=jobs, again=True)
+    final = summary()
+    print(f"soak: {final['survived']} of {final['of']} rounds left the machine as it was ({final['wall_seconds']} s)")
+    return bool(final["survived"] == final["of"])
 
 
 def lose_host(rounds: int, out: Path | None = None) -> bool:
