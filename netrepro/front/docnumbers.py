@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ground.manifests import ManifestUnreadable, read_manifest
 from ground.results import REFERENCE, REPO, replace_file
+from netrepro.front.docfacts_bench import bench_facts
 from netrepro.front.docfacts_newcwv import newcwv_facts
 from netrepro.front.docrows import (
     Facts,
@@ -351,6 +352,7 @@ STUDIES: tuple[Callable[[Stored], Facts], ...] = (
     newcwv_facts,
     readme_facts,
     reference_facts,
+    bench_facts,
 )
 COMMANDS: dict[str, Callable[[], str]] = {"readme.list": list_sample}
 

@@ -1,0 +1,88 @@
+"""The soaks' numbers docs/benchmarks.md states, computed from the stored results/bench JSON.
+
+A soak (`run.sh bench soak`, netrepro.lanes.soak) writes each round it ran
+to results/bench/soak-*.json; the page's markers (netrepro.front.docnumbers)
+take their values from here, so that a new soak changes the prose or fails
+tests/unit/test_doc_numbers.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from netrepro.front.docrows import Facts, Stored
+
+SOAKS = {"jobs3": "soak-jobs3.json", "lose_host": "soak-lose-host.json"}
+
+
+def _rounds(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [r for r in doc.get("rounds") or [] if isinstance(r, dict)]
+
+
+def _span(values: Sequence[float], unit: str = "") -> str:
+    low, high = min(values), max(values)
+    return f"{low:.1f}{unit}" if round(low, 1) == round(high, 1) else f"{low:.1f} to {high:.1f}{unit}"
+
+
+def _whole_span(values: Sequence[int]) -> str:
+    low, high = min(values), max(values)
+    return str(low) if low == high else f"{low} to {high}"
+
+
+def _commit(doc: Mapping[str, Any]) -> str:
+    git = doc.get("git")
+    commit = str(git.get("commit", "")) if isinstance(git, dict) else str(git or "")
+    return commit[:7] + ("+dirty" if isinstance(git, dict) and git.get("dirty") else "")
+
+
+def jobs_soak(doc: Mapping[str, Any]) -> Facts:
+    rounds = _rounds(doc)
+    kills = [r for r in rounds if str(r["how"]).startswith("SIGKILL")]
+    mid = [r for r in kills if r["exit_code"] != 0]
+    resumed = sum(1 for r in kills if str(r.get("resumed", "")).startswith("exit 0") and not r.get("resume_problems"))
+    group = sum(1 for r in kills if r["how"] == "SIGKILL group")
+    return {
+        "bench.soak_jobs3.commit": _commit(doc),
+        "bench.soak_jobs3.survived": f"{doc['survived']} of {doc['of']} rounds",
+        "bench.soak_jobs3.seconds": f"{float(doc['wall_seconds']):.0f} s",
+        "bench.soak_jobs3.kills": (
+            f"{len(kills)} SIGKILLs ({len(kills) - group} of the run's process, {group} of its group), "
+            f"{_span([float(r['after_s']) for r in kills], ' s')} in"
+        ),
+        "bench.soak_jobs3.mid": (
+            f"{len(mid)} of them while it ran ({min(int(r['rows']) for r in mid)} to "
+            f"{max(int(r['rows']) for r in mid)} of its rows home)"
+            if mid
+            else "none of them while it ran"
+        ),
+        "bench.soak_jobs3.resumed": f"{resumed} of {len(kills)}",
+    }
+
+
+def lose_host_soak(doc: Mapping[str, Any]) -> Facts:
+    rounds = _rounds(doc)
+    return {
+        "bench.soak_lose_host.commit": _commit(doc),
+        "bench.soak_lose_host.survived": f"{doc['survived']} of {doc['of']} runs",
+        "bench.soak_lose_host.seconds": f"{float(doc['wall_seconds']):.0f} s",
+        "bench.soak_lose_host.killed": f"{_span([float(r['after_s']) for r in rounds], ' s')} in",
+        "bench.soak_lose_host.handed": _whole_span([int(r["handed"]) for r in rounds]),
+        "bench.soak_lose_host.launched": _whole_span([int(r["launched"]) for r in rounds]),
+        "bench.soak_lose_host.trials": _whole_span([int(r["rows"]) for r in rounds]),
+    }
+
+
+def bench_facts(stored: Stored) -> Facts:
+    """The soaks' facts, from results/bench beside the stored tree (results/reference); none for a soak not
+    stored."""
+    bench: Path = stored.tree.parent / "bench"
+    out: Facts = {}
+    for name, file in SOAKS.items():
+        path = bench / file
+        if path.is_file():
+            doc = json.loads(path.read_text())
+            out |= jobs_soak(doc) if name == "jobs3" else lose_host_soak(doc)
+    return out
