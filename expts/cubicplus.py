@@ -59,10 +59,8 @@ PLUS = Series("CUBIC+ n=6 (HTTP/2)", {"cc": "cubic_plus", "n": 6, "rtt_scaled": 
 PLUS_K = Series("CUBIC+ n=6, RTT-scaled K (HTTP/2)", {"cc": "cubic_plus", "n": 6, "rtt_scaled": 1, "protocol": "h2"})
 H1 = Series("CUBIC, HTTP/1.1 x6 (reference)", {"cc": "cubic", "protocol": "http/1.1"})
 VARIANTS = (CUBIC, PLUS, PLUS_K, H1)
-RENO = tuple(
-    Series(f"Reno r={r / 1000:g} (HTTP/2)", {"cc": "reno_beta", "r": r, "protocol": "h2"})
-    for r in (500, 600, 700, 800, 900)
-)
+RENO_R = (500, 600, 700, 800, 900)  # Reno's reduction factor, thousandths (reno_beta's r)
+RENO = tuple(Series(f"Reno r={r / 1000:g} (HTTP/2)", {"cc": "reno_beta", "r": r, "protocol": "h2"}) for r in RENO_R)
 # The controls that part an implementation from its algorithm: the kernel's algorithm run as this project's
 # BPF program (cubic_plus with n = 1 is CUBIC, beta 717/1024; reno_beta with r = 0.5 is Reno), beside the
 # kernel's own, so that a variant's difference from the kernel splits into the implementation's part (the
@@ -224,7 +222,8 @@ def annotate_reno(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
 
 
 def _r(series: Series) -> str:
-    return f"{series.params['r'] / 1000:g}"
+    """A Reno series' r, as its label shows it."""
+    return f"{RENO_R[RENO.index(series)] / 1000:g}"
 
 
 # --- tests of our own, for what the kinds of netrepro.studykit.claims cannot say ---
