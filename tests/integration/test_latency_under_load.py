@@ -3,8 +3,13 @@
 - CUBIC fills the bottleneck's buffer before it backs off: through a buffer of
   one BDP its 95th-percentile RTT is well above the base RTT (above 1.5 times
   it: a full buffer doubles the RTT).
-- BBR paces at the bottleneck's rate and keeps about one BDP in flight: its
-  median RTT stays near the base RTT (within a quarter of it above).
+- BBR paces at the bottleneck's rate and keeps its in-flight data near twice
+  the BDP at most: its median RTT stays well below CUBIC's.  Measured here
+  (six runs at 5547fa3): BBR's median 49.1 to 52.2 ms (mean 50.7, SD 1.2),
+  1.23 to 1.30 times the base RTT, so not "within a quarter of it" as first
+  guessed; CUBIC's medians 72.7 and 73.9 ms, its 95th percentiles 79.1 and
+  80.3 ms.  The bound on BBR's median, 1.4 times the base (56 ms), is 4.3
+  SDs above its mean.
 
 The flows are the long_flow workload's (one iperf3 flow, tcp_probe at every
 ACK, ground.latency), 20 s each on a 10 Mbit/s, 40 ms path.
@@ -31,8 +36,10 @@ PATH = PathSpec.parse(rtt="40ms", rate="10mbit", queue="33p")
 
 
 def long_flow(cc: str, tmp_path: Path) -> dict[str, object]:
+    work = tmp_path / cc  # the session's scratch: iperf3's reports
+    work.mkdir()
     with Ledger() as ledger, Lab(PATH, ledger, shaper="delayline", cc=cc) as lab:
-        session = Session(lab, ledger, tmp_path, results_dir=None)
+        session = Session(lab, ledger, work, results_dir=None)
         try:
             workload = WORKLOADS["long_flow"]
             trial = build({"cc": cc, "duration_s": 20}, 0, "cc", workload.keys_type, lab.topology)
@@ -42,11 +49,12 @@ def long_flow(cc: str, tmp_path: Path) -> dict[str, object]:
             session.stop()
 
 
-def test_cubic_fills_a_bdp_buffer_and_bbr_keeps_the_rtt_near_its_base(tmp_path: Path) -> None:
-    cubic = long_flow("cubic", tmp_path / "cubic")
-    bbr = long_flow("bbr", tmp_path / "bbr")
+def test_cubic_fills_a_bdp_buffer_and_bbr_keeps_the_rtt_well_below_it(tmp_path: Path) -> None:
+    cubic = long_flow("cubic", tmp_path)
+    bbr = long_flow("bbr", tmp_path)
     print(f"latency under load: cubic {cubic['rtt_p50_ms']}/{cubic['rtt_p95_ms']} ms, bbr {bbr['rtt_p50_ms']}/"
           f"{bbr['rtt_p95_ms']} ms (p50/p95) over a {RTT_MS:g} ms path")  # fmt: skip
     assert float(str(cubic["rtt_p95_ms"])) > 1.5 * RTT_MS, cubic
     assert float(str(cubic["queueing_delay_p95_ms"])) > 0.5 * RTT_MS, cubic
-    assert RTT_MS * 0.95 <= float(str(bbr["rtt_p50_ms"])) <= 1.25 * RTT_MS, bbr
+    assert RTT_MS * 0.95 <= float(str(bbr["rtt_p50_ms"])) <= 1.4 * RTT_MS, bbr
+    assert float(str(bbr["rtt_p50_ms"])) < float(str(cubic["rtt_p50_ms"])) - 0.25 * RTT_MS, (bbr, cubic)
