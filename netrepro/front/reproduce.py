@@ -134,7 +134,7 @@ def _verdict(fig: Figure, out: Path) -> str:
         judged = read_manifest(out / fig.directory / f"{fig.name}.manifest.json").doc.get("verdict")
     except ManifestUnreadable:
         return ""
-    return str(judged.get("outcome", "")) if isinstance(judged, dict) else ""
+    return str(judged.get("verdict", "")) if isinstance(judged, dict) else ""
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

@@ -114,3 +114,12 @@ def test_the_run_of_each_figure_is_runs_own(monkeypatch: pytest.MonkeyPatch, tmp
     assert reproduce.cmd_reproduce(parsed("spdy", "--quick", "--seed", "4", "--out", str(tmp_path))) == 0
     assert [s["figure"] for s in seen] == [f.full_name for f in reproduce.figures_of("spdy")]
     assert all(s["quick"] and s["seed"] == 4 and s["out"] == tmp_path for s in seen)
+
+
+def test_the_table_shows_each_figures_verdict_from_its_manifest(tmp_path: Path) -> None:
+    fig = reproduce.figures_of("iw")[0]
+    path = tmp_path / fig.directory / f"{fig.name}.manifest.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"format": 1, "verdict": {"verdict": "deterministic", "claims": []}}')
+    assert reproduce._verdict(fig, tmp_path) == "deterministic"
+    assert reproduce._verdict(reproduce.figures_of("iw")[1], tmp_path) == ""  # no manifest: none
