@@ -112,7 +112,7 @@ def dry_run(figures: Sequence[Figure], args: argparse.Namespace) -> int:
     packed, tasks = packed_estimate(figures, args)
     print(
         f"\nreproduce {args.study}: {len(figures)} figures; serially about {_clock(total)}"
-        + (f" (and {len(unknown)} figures with no stored time: {', '.join(unknown)})" if unknown else "")
+        + (f" (and {len(unknown)} with no stored time: {', '.join(unknown)})" if unknown else "")
         + f"; packed into labs side by side on {admission.cores()} cores ({tasks} path settings, each lab "
         f"admitted by its figure's measured CPU), about {_clock(packed)}"
     )
