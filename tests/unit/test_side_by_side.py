@@ -219,22 +219,25 @@ def test_trials_run_in_phases_one_tuning_of_each_variant_at_a_time() -> None:
 CLUSTER_THEN_WAIT = """
 import gc, logging, sys, time
 import multiprocessing.synchronize as ms
+import dask.config
 from distributed import LocalCluster, Nanny
 from netrepro.engine import local
+dask.config.set({"temporary-directory": sys.argv[1]})
 local.resource_tracker_apart()
 cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, worker_class=Nanny, host="127.0.0.1",
-                       dashboard_address=None, silence_logs=logging.ERROR)
+                       dashboard_address=None, silence_logs=logging.ERROR, local_directory=sys.argv[1])
 names = [o._semlock.name for o in gc.get_objects() if isinstance(o, ms.SemLock) and o._semlock.name]
 print(" ".join(names), flush=True)
 time.sleep(600)
 """
 
 
-def test_a_killed_groups_semaphores_are_removed_by_its_resource_tracker_apart() -> None:
+def test_a_killed_groups_semaphores_are_removed_by_its_resource_tracker_apart(tmp_path: Path) -> None:
     """A --jobs run's nannies make named semaphores in /dev/shm that only multiprocessing's resource tracker
     removes; SIGKILLed with the run's group, it left them (18 for three labs, the soak at 7f97e2d).  Started
     in a session of its own, it outlives the kill and removes them."""
-    run = subprocess.Popen([sys.executable, "-c", CLUSTER_THEN_WAIT], stdout=subprocess.PIPE, text=True,
+    # Dask's scratch in the test's own folder: by default /tmp/dask-scratch-space, which a kill leaves
+    run = subprocess.Popen([sys.executable, "-c", CLUSTER_THEN_WAIT, str(tmp_path)], stdout=subprocess.PIPE, text=True,
                            start_new_session=True, cwd=Path(local.__file__).parents[2])  # fmt: skip
     try:
         line = run.stdout.readline() if run.stdout else ""
