@@ -344,23 +344,9 @@ def load_in_browser(
     fails.  The load must reach its load event within `timeout` seconds."""
     if client not in BROWSERS:
         raise ValueError(f"client {client!r}: the browsers are {', '.join(BROWSERS)}")
-    loader = _load_in_firefox if client == "firefox" else _load_in_chromium
-    return loader(ns, server, path, protocol, cert_pem, folder, ledger, resources, timeout)
-
-
-def _load_in_chromium(
-    ns: Netns,
-    server: str,
-    path: str,
-    protocol: str,
-    cert_pem: bytes,
-    folder: Path,
-    ledger: Ledger | None,
-    resources: int | None,
-    timeout: float,
-) -> BrowserLoad:
+    load_in = _firefox_in if client == "firefox" else _chromium_in
     with _load_folder(folder) as load_dir:
-        return _chromium_in(load_dir, ns, server, path, protocol, cert_pem, ledger, resources, timeout)
+        return load_in(load_dir, ns, server, path, protocol, cert_pem, ledger, resources, timeout)
 
 
 def _chromium_in(
@@ -430,21 +416,6 @@ def _write_new(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
-
-
-def _load_in_firefox(
-    ns: Netns,
-    server: str,
-    path: str,
-    protocol: str,
-    cert_pem: bytes,
-    folder: Path,
-    ledger: Ledger | None,
-    resources: int | None,
-    timeout: float,
-) -> BrowserLoad:
-    with _load_folder(folder) as load_dir:
-        return _firefox_in(load_dir, ns, server, path, protocol, cert_pem, ledger, resources, timeout)
 
 
 def _firefox_in(
