@@ -276,6 +276,21 @@ def _stat_fields(pid: int) -> list[str] | None:
     return stat[stat.rindex(")") + 2 :].split()
 
 
+def parent(pid: int) -> int | None:
+    """The process's parent pid, or None where the process is gone."""
+    fields = _stat_fields(pid)
+    return int(fields[1]) if fields is not None else None
+
+
+def command_name(pid: int) -> str:
+    """The process's command name (/proc/<pid>/comm), or "" where it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="ascii", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def group_members(pgid: int, started: int) -> list[int]:
     """Live processes of the group `pgid` led (or once led) by the process that started at `started`.
 

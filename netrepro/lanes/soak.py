@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ground import proc
 from ground.errors import SetupError, UserError
 from ground.machinestate import MachineState, snapshot, wait_until_as_before
 from ground.manifests import read_manifest
@@ -268,14 +269,6 @@ def _server_address(pid: int) -> str:
     return fields[2].decode() if len(fields) == 4 else ""
 
 
-def _parent_and_name(pid: int) -> tuple[int, str]:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0, ""
-    return int(stat.rsplit(")", 1)[1].split()[1]), stat.split("(", 1)[1].rsplit(")", 1)[0]
-
-
 def kill_session(sshd: Sshd, address: str) -> list[int]:
     """SIGKILL the SSH sessions to `address` that run a node of the cluster: each session's sshd processes,
     between the daemon and the node.  The pids killed."""
@@ -286,12 +279,11 @@ def kill_session(sshd: Sshd, address: str) -> list[int]:
     ]
     sessions = set()
     for node in nodes:
-        up, _ = _parent_and_name(node)
-        while up > 1 and up != sshd.pid:
-            parent, name = _parent_and_name(up)
-            if name.startswith("sshd"):
+        up = proc.parent(node)
+        while up is not None and up > 1 and up != sshd.pid:
+            if proc.command_name(up).startswith("sshd"):
                 sessions.add((up, start_time(up)))
-            up = parent
+            up = proc.parent(up)
     for pid, started in sessions:
         if start_time(pid) == started:
             os.kill(pid, signal.SIGKILL)

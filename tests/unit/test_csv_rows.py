@@ -100,7 +100,12 @@ def test_the_rule_of_a_trials_outcome_is_written_once() -> None:
 
     from ground.results import REPO
 
-    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "*.py"], capture_output=True, text=True, check=True)
+    listed = subprocess.run(
+        ["git", "-c", f"safe.directory={REPO}", "-C", str(REPO), "ls-files", "*.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     rule = re.compile(r"""(get\("status"\)|\["status"\]) ?(==|!=) ?"ok\"""")
     found = [
         f

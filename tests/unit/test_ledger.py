@@ -834,3 +834,13 @@ def test_a_ledger_of_an_earlier_boot_has_only_its_files_undone(tmp_path: Path) -
     finally:
         server.kill()
         server.wait()
+
+
+def test_a_processs_parent_and_name_are_read_from_proc() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert proc.parent(child.pid) == os.getpid() and proc.command_name(child.pid) == "sleep"
+    finally:
+        child.kill()
+        child.wait()
+    assert proc.parent(child.pid) is None and proc.command_name(child.pid) == ""  # gone, reaped
