@@ -26,6 +26,7 @@ import argparse
 import dataclasses
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -87,31 +88,33 @@ def packed_estimate(figures: Sequence[Figure], args: argparse.Namespace) -> tupl
         if per_trial is None:
             continue
         cost = admission.measured_cost(fig, args.out.resolve())
-        settings: dict[str, int] = {}
-        for setting in plan.grid:
-            name = shards.setting(setting)
-            settings[name] = settings.get(name, 0) + plan.trials_per_setting
-        tasks += [packing.Task.of(fig.full_name, s, n, per_trial, cost) for s, n in settings.items()]
+        settings = Counter(shards.setting(setting) for setting in plan.grid)
+        trials = plan.trials_per_setting
+        tasks += [packing.Task.of(fig.full_name, s, n * trials, per_trial, cost) for s, n in settings.items()]
     return packing.estimate(tasks, admission.cores()), len(tasks)
 
 
 def dry_run(figures: Sequence[Figure], args: argparse.Namespace) -> int:
+    """The plan of each figure, and the time of those this machine runs: serially and packed into labs."""
     total = 0.0
-    unknown = []
+    unknown, here = [], []
     for fig in figures:
         plan = Plan.of(fig, args.quick, trials=args.trials)
         print("\n".join(plan.describe()))
         why = cannot_run_here(fig, args)
         if why:
             print(f"  skipped on this machine: {why}")
+            continue
+        here.append(fig)
         if fig.trials_of:
             continue
         if plan.seconds() is None:
             unknown.append(fig.full_name)
         total += _estimate(plan)
-    packed, tasks = packed_estimate(figures, args)
+    packed, tasks = packed_estimate(here, args)
+    skipped = f", {len(figures) - len(here)} skipped here" if len(here) < len(figures) else ""
     print(
-        f"\nreproduce {args.study}: {len(figures)} figures; serially about {_clock(total)}"
+        f"\nreproduce {args.study}: {len(figures)} figures{skipped}; serially about {_clock(total)}"
         + (f" (and {len(unknown)} with no stored time: {', '.join(unknown)})" if unknown else "")
         + f"; packed into labs side by side on {admission.cores()} cores ({tasks} path settings, each lab "
         f"admitted by its figure's measured CPU), about {_clock(packed)}"

@@ -123,3 +123,16 @@ def test_the_table_shows_each_figures_verdict_from_its_manifest(tmp_path: Path) 
     path.write_text('{"format": 1, "verdict": {"verdict": "deterministic", "claims": []}}')
     assert reproduce._verdict(fig, tmp_path) == "deterministic"
     assert reproduce._verdict(reproduce.figures_of("iw")[1], tmp_path) == ""  # no manifest: none
+
+
+def test_the_dry_runs_times_leave_out_the_figures_skipped_here(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _no_machine(monkeypatch)
+    reproduce.cmd_reproduce(parsed("iw", "--dry-run"))
+    every = capsys.readouterr().out.strip().splitlines()[-1]
+    _no_machine(monkeypatch, lacking=frozenset({"iw/fig5a"}))
+    reproduce.cmd_reproduce(parsed("iw", "--dry-run"))
+    fewer = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "4 figures, 1 skipped here;" in fewer and "skipped" not in every
+    assert reproduce_clock(fewer.split(" about ")[1]) < reproduce_clock(every.split(" about ")[1])
