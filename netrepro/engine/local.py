@@ -43,6 +43,8 @@ from typing import Any
 from ground.errors import SetupError
 from netrepro.engine import tls
 
+log = logging.getLogger("netrepro.engine.local")
+
 CONNECT_SECONDS = 60  # the workers up, and this client connected
 SHM = Path("/dev/shm")
 
@@ -93,7 +95,11 @@ def local_client(jobs: int) -> Iterator[Any]:
             "distributed.worker.http.routes": tls.HTTP_ROUTES,
             "temporary-directory": str(scratch),
         }
-        resource_tracker_apart()  # before the cluster makes its semaphores
+        if resource_tracker_apart() is None:  # before the cluster makes its semaphores
+            log.warning(
+                "multiprocessing's resource tracker was running already, in this run's process group: "
+                "a SIGKILL of the group would leave the cluster's semaphores in /dev/shm"
+            )
         try:
             with dask.config.set(config):
                 cluster = LocalCluster(
