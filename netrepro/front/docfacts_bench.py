@@ -9,11 +9,12 @@ tests/unit/test_doc_numbers.py.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from netrepro.front.docrows import Facts, Stored
+from netrepro.front.docrows import Facts, Stored, table
 
 SOAKS = {"jobs3": "soak-jobs3.json", "lose_host": "soak-lose-host.json"}
 
@@ -38,6 +39,41 @@ def _commit(doc: Mapping[str, Any]) -> str:
     return commit[:7] + ("+dirty" if isinstance(git, dict) and git.get("dirty") else "")
 
 
+def _undone(clean_output: str) -> int:
+    """How many changes `run.sh clean` undid, from its lines ("run-….jsonl: undid 2 change(s)")."""
+    return sum(int(n) for n in re.findall(r"undid (\d+) change", clean_output))
+
+
+def _left(found: Any) -> str:
+    return "nothing" if not found else "; ".join(str(x) for x in found)
+
+
+def rounds_table(doc: Mapping[str, Any], *, lost_host: bool = False) -> str:
+    """Each round of a soak, a line each: the signal, when, how far the run had come (rows home at the
+    kill; for a lost host, trials ok at the end and how many the other host took), what `clean` undid,
+    how the resume ended, and what the round left on the machine."""
+    body = []
+    for n, r in enumerate(_rounds(doc), 1):
+        problems = [*(r.get("csv_problems") or []), *(r.get("resume_problems") or [])]
+        resumed = str(r.get("resumed") or "not needed") + ("; " + "; ".join(map(str, problems)) if problems else "")
+        body.append(
+            [
+                str(n),
+                str(r["how"]),
+                f"{float(r['after_s']):.1f}",
+                str(r["exit_code"]),
+                str(r["rows"]),
+                *([str(r["handed"]), str(r["launched"])] if lost_host else []),
+                str(_undone(str(r.get("clean_output") or ""))),
+                resumed,
+                _left(r.get("left")),
+            ]
+        )
+    counts = ["trials ok", "handed over", "processes launched (all gone)"] if lost_host else ["rows home"]
+    head = ["round", "signal", "at (s)", "exit", *counts, "changes `clean` undid", "resume", "left"]
+    return table(head, body)
+
+
 def jobs_soak(doc: Mapping[str, Any]) -> Facts:
     rounds = _rounds(doc)
     kills = [r for r in rounds if str(r["how"]).startswith("SIGKILL")]
@@ -59,6 +95,7 @@ def jobs_soak(doc: Mapping[str, Any]) -> Facts:
             else "none of them while it ran"
         ),
         "bench.soak_jobs3.resumed": f"{resumed} of {len(kills)}",
+        "bench.soak_jobs3.table": rounds_table(doc),
     }
 
 
@@ -72,6 +109,7 @@ def lose_host_soak(doc: Mapping[str, Any]) -> Facts:
         "bench.soak_lose_host.handed": _whole_span([int(r["handed"]) for r in rounds]),
         "bench.soak_lose_host.launched": _whole_span([int(r["launched"]) for r in rounds]),
         "bench.soak_lose_host.trials": _whole_span([int(r["rows"]) for r in rounds]),
+        "bench.soak_lose_host.table": rounds_table(doc, lost_host=True),
     }
 
 
