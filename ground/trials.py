@@ -13,6 +13,8 @@ or timed-out trial is kept as a row and run again, so one trial may have
 several rows, of which the latest counts (`latest_rows`).  When a later row
 brings a column the file does not have yet, the file is rewritten with the
 wider header (atomically), so every row stays readable by any CSV reader.
+A trial's time series (ground.series) is not a cell: it is stored as a
+file of its own beside the CSV, and the row names that file.
 
 Every row names the file's format (`csv_format`, CSV_FORMAT); rows are
 read back by one reader (`parse_rows`), which refuses, naming the file and
@@ -42,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ground import series
 from ground.errors import SetupError, UserError
 from ground.results import hand_back, replace_file, sync_directory
 
@@ -310,6 +313,7 @@ class TrialLog:
         if self._move_aside_pending:
             self._move_aside()
             self._move_aside_pending = False
+        row = self._store_series(row)
         cells = {"csv_format": str(CSV_FORMAT)} | {k: _cell(v) for k, v in row.items()}
         new = [k for k in cells if k not in self.columns]
         if new or not self.path.exists():
@@ -339,6 +343,22 @@ class TrialLog:
         finally:
             os.close(fd)
         self.rows.append(Row({c: cells.get(c, "") for c in self.columns}))
+
+    def _store_series(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The row with its time series (series.FIELD) stored as a file of its own beside the CSV,
+        `<figure>.series/<name>.csv` (the name from the trial's draw: one per trial and run seed), and
+        that file's name, relative to the CSV, in its place (series.FILE_COLUMN)."""
+        found = row.get(series.FIELD)
+        if found is None:
+            return row
+        kept = {k: v for k, v in row.items() if k != series.FIELD}
+        values = found if isinstance(found, series.TimeSeries) else series.TimeSeries.from_json(found)
+        name = str(row.get("draw_seed") or hashlib.sha256(str(row.get("trial_key")).encode()).hexdigest()[:16])
+        relative = Path(f"{self.path.stem}.series") / f"{name}.csv"
+        replace_file(self.path.parent / relative, values.csv_bytes())
+        hand_back(self.path.parent / relative, self.tree)
+        kept[series.FILE_COLUMN] = str(relative)
+        return kept
 
     def _rewrite(self) -> None:
         write_rows(self.rows, self.path, self.columns)

@@ -28,7 +28,7 @@ from ground.errors import NetreproError, UserError
 from ground.results import RESULTS
 from kmod import loader
 from netrepro import __version__
-from netrepro.front.figure_commands import cmd_list, cmd_merge, cmd_report, cmd_run, cmd_workloads
+from netrepro.front.figure_commands import cmd_list, cmd_merge, cmd_plot, cmd_report, cmd_run, cmd_workloads
 from netrepro.front.lab_commands import cmd_cc, cmd_check, cmd_clean, cmd_doctor, cmd_shell
 from netrepro.front.options import IMPL_HELP, path_options, topology_options
 from netrepro.front.project_commands import cmd_bench, cmd_docs, cmd_test
@@ -46,7 +46,7 @@ class _Version(argparse.Action):
 
 
 # What runs without root: nothing here builds a lab or touches the kernel.
-ROOTLESS = ("list", "workloads", "merge", "report", "docs")
+ROOTLESS = ("list", "workloads", "merge", "report", "docs", "plot")
 
 
 def needs_root(args: argparse.Namespace) -> bool:
@@ -195,6 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument("study", help="a study (iw, cubicplus, spdy, newcwv, linuxcc, web) or all")
 
+    pl = sub.add_parser("plot", parents=[common], help="a trial's flows over time: cwnd, RTT, goodput")
+    pl.add_argument("figure", help="a figure (iw/fig2, or a derived one: cubicplus/fig3@cc=bbr)")
+    pl.add_argument("--trial", type=int, metavar="N", help="the trial to draw, as the list without it numbers them")
+    pl.add_argument("--results", type=Path, default=results.RESULTS, help="the results tree (results/)")
     m = sub.add_parser("merge", parents=[common], help="join one figure's CSVs (e.g. its shards'), then draw it")
     m.add_argument("csvs", nargs="+", type=Path, metavar="CSV", help="the CSVs, each of the same figure")
     m.add_argument("--into", type=Path, required=True, help="results directory to write the figure into")
@@ -272,6 +276,7 @@ COMMANDS = {
     "run": cmd_run,
     "reproduce": cmd_reproduce,
     "merge": cmd_merge,
+    "plot": cmd_plot,
     "doctor": cmd_doctor,
     "shell": cmd_shell,
     "check": cmd_check,

@@ -1,6 +1,6 @@
 """The commands of figures: `run` (a figure's trials, handed to the sweep; a study file's too),
-`merge` (shards' CSVs into one), `list` (every figure with its plan and stored result), `workloads`
-(what a trial can run) and `report` (the page of every stored figure).
+`merge` (shards' CSVs into one), `plot` (a trial's time series), `list` (every figure with its plan
+and stored result), `workloads` (what a trial can run) and `report` (the page of every stored figure).
 
 A `run` or a `merge` that leaves a figure with trials not ok (failed, timed out, not run) exits
 TRIALS_NOT_OK after one line that counts them by figure and names the command that runs them again;
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import os
 import shlex
@@ -321,6 +322,45 @@ def cmd_merge(args: argparse.Namespace) -> int:
         )
     again = "each shard's own command (its --shard K/N) runs its trials again, then merge them again"
     return finished("merge", [outcome], again)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """A trial's time series (ground.series): with no --trial, the figure's trials that have one, numbered;
+    with --trial N, that trial's flows over time drawn beside its stored series (PNG and SVG)."""
+    from ground import series
+    from netrepro.studykit import trial_plot
+
+    base, _, variant = args.figure.partition("@")
+    fig = expts.find(base)
+    folder = args.results / (f"{fig.study}/{fig.name}@{variant}" if variant else fig.directory)
+    csv_path = folder / fig.csv_name
+    checks.readable_csv(csv_path, "plot: ")
+    if not csv_path.is_file():
+        raise UserError(f"plot: {csv_path}: no such file: {fig.full_name} has no rows under {args.results}")
+    rows = [r for r in trials.latest_rows(trials.read_rows(csv_path)) if r.get(series.FILE_COLUMN)]
+    if not rows:
+        storing = ", ".join(w.name for w in WORKLOADS.values() if w.time_series)
+        raise UserError(f"plot: {csv_path} holds no trial with a time series (the workloads that store one: {storing})")
+    if args.trial is None:
+        print(f"{fig.full_name}: {len(rows)} trials with a time series ({csv_path}); draw one with --trial N")
+        for n, row in enumerate(rows, 1):
+            setting = json.loads(row["trial_key"])["params"]
+            shown = ", ".join(f"{k}={v}" for k, v in setting.items())
+            print(f"  {n:>3}  trial {row.get('trial', '?')}, {row.status}: {shown}")
+        return 0
+    if not 1 <= args.trial <= len(rows):
+        raise UserError(f"plot: --trial {args.trial}: {fig.full_name} has trials 1 to {len(rows)} with a series")
+    row = rows[args.trial - 1]
+    stored = folder / row[series.FILE_COLUMN]
+    if not stored.is_file():
+        raise UserError(f"plot: {stored}: the row names this series file, and it is not there")
+    path = trial_path(json.loads(row["trial_key"])["params"])
+    title = f"{fig.full_name}, trial {args.trial} of {len(rows)}: {row.get('cc') or ''} {path}".replace("  ", " ")
+    written = trial_plot.draw(series.read(stored), stored.with_suffix(".png"), title, base_rtt_ms=path.rtt.ms)
+    for w in written:
+        results.hand_back(w, args.results)
+    print(f"plot: wrote {written[0]} ({len(series.read(stored).flows())} flows)")
+    return 0
 
 
 def _rows_are_quick(fig: Figure, keys: set[str]) -> bool:

@@ -44,6 +44,8 @@ def workloads() -> list[str]:
     for w in WORKLOADS.values():
         lines += [f"### `{w.name}`", "", w.doc, ""]
         lines += [f"Metrics: {', '.join(f'`{m}`' for m in w.metrics)}. Tools: {', '.join(w.tools) or 'none'}.", ""]
+        if w.time_series:
+            lines += ["Each trial stores its flows' time series beside the CSV (`run.sh plot`).", ""]
         lines += [*_keys(w.keys), ""] if w.keys else ["Keys: only those every trial takes.", ""]
     for title, keys in (
         ("Every trial: the path", params.PATH_PARAMS),

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ground import flows, latency
+from ground import flows, latency, series
 from ground.errors import UserError
 from ground.ledger import Ledger
 from ground.parsers import ParseError, iperf3_json, parse_iperf3_tcp
@@ -264,6 +264,11 @@ def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
                 for p, port in zip(lab.pairs, ports, strict=True)
             ]
         ),  # fmt: skip
+        series.FIELD: series.from_probe(
+            s
+            for p, port in zip(lab.pairs, ports, strict=True)
+            for s in sender_samples(probe.samples, f"{lab.ip(p.server)}:{port}")
+        ).as_json(),  # fmt: skip
     }
     if len(reports) > len(tcp):
         metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[-1]).delivered_bps / 1e6, 4)
@@ -339,6 +344,7 @@ def long_flow(session: Session, trial: Trial, keys: LongFlowKeys) -> Metrics:
         "cwnd_series": _joined([p.cwnd for p in window]),
         "ssthresh_series": ";".join("" if p.ssthresh is None else str(p.ssthresh) for p in window),
         **latency.columns([(sender_samples(probe.samples, f"{address}:{LONG_FLOW_PORT}"), _base_rtt_ms(lab, pair))]),
+        series.FIELD: series.from_probe(sender_samples(probe.samples, f"{address}:{LONG_FLOW_PORT}")).as_json(),
     }
     if len(reports) > 1:
         metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[0]).delivered_bps / 1e6, 4)
@@ -421,9 +427,9 @@ def http_bursts(session: Session, trial: Trial, keys: HttpBurstsKeys) -> Metrics
             started = time.monotonic()
             if counters is not None:
                 with countertrace.CounterTrace(counters) as trace:
-                    series = run_bursts(lab.client, server_ip, plan)
+                    bursts = run_bursts(lab.client, server_ip, plan)
             else:
-                series = run_bursts(lab.client, server_ip, plan)
+                bursts = run_bursts(lab.client, server_ip, plan)
             if bulk is not None:
                 report = bulk.interrupt()
         finally:
@@ -437,9 +443,9 @@ def http_bursts(session: Session, trial: Trial, keys: HttpBurstsKeys) -> Metrics
     counted = len(plan) - len(order)
     windows = burst_trace.resumed_windows(samples, len(plan))[counted - 1 :]
     departures = burst_trace.burst_departures(capture.packets, server_ip, HTTP_PORT, len(plan))[counted:]
-    timed = series.bursts[counted:]
-    if any(b.size != size for b in series.bursts):
-        raise burst_trace.BurstTraceError(f"a response was not {size} bytes: {[b.size for b in series.bursts]}")
+    timed = bursts.bursts[counted:]
+    if any(b.size != size for b in bursts.bursts):
+        raise burst_trace.BurstTraceError(f"a response was not {size} bytes: {[b.size for b in bursts.bursts]}")
     metrics: Metrics = {
         "bursts": len(timed),
         "idle_s": _joined(order, "{:g}"),
@@ -455,6 +461,7 @@ def http_bursts(session: Session, trial: Trial, keys: HttpBurstsKeys) -> Metrics
         "bottleneck_drops": drops,
         "pacer_used": pacer or "none",
         **latency.columns([(samples, _base_rtt_ms(lab))]),
+        series.FIELD: series.from_probe(samples).as_json(),
     }
     if report is not None:
         bins = flows.throughput_bins(report, 0.5)
@@ -483,13 +490,14 @@ def readback(session: Session, trial: Trial, keys: NoKeys) -> Metrics:
 @dataclass(frozen=True)
 class Workload:
     """One kind of trial: what it runs, its parameters (a dataclass of `key` fields), what it reports, the
-    tools it needs."""
+    tools it needs, and whether each trial stores its flows' time series (ground.series; `run.sh plot`)."""
 
     name: str
     run: Callable[[Session, Trial, Any], Metrics]
     keys_type: type
     metrics: tuple[str, ...]
     tools: tuple[str, ...]
+    time_series: bool = False
 
     def __call__(self, session: Session, trial: Trial) -> Metrics:
         return self.run(session, trial, trial.workload)
@@ -681,6 +689,7 @@ WORKLOADS: dict[str, Workload] = {
                 *latency.METRICS,
             ),
             ("tcpdump", "iperf3"),
+            time_series=True,
         ),
         Workload(
             "competing",
@@ -697,6 +706,7 @@ WORKLOADS: dict[str, Workload] = {
                 *latency.METRICS,
             ),
             ("iperf3",),
+            time_series=True,
         ),
         Workload(
             "long_flow",
@@ -720,6 +730,7 @@ WORKLOADS: dict[str, Workload] = {
                 *latency.METRICS,
             ),
             ("iperf3",),
+            time_series=True,
         ),
     )
 }

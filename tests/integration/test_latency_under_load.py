@@ -12,7 +12,10 @@
   SDs above its mean.
 
 The flows are the long_flow workload's (one iperf3 flow, tcp_probe at every
-ACK, ground.latency), 20 s each on a 10 Mbit/s, 40 ms path.
+ACK, ground.latency), 20 s each on a 10 Mbit/s, 40 ms path.  The trial's
+time series (ground.series) goes through the trial log to its file beside
+the CSV, and `run.sh plot` draws it: CUBIC's SRTT in it climbs above 1.5
+times the base RTT, as its percentiles say.
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from ground import series
 from ground.ledger import Ledger
 from ground.path import PathSpec
+from ground.trials import TrialLog, read_rows
+from netrepro.front import cli
 from netrepro.runner.session import Session
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit.trial import build
@@ -58,3 +64,14 @@ def test_cubic_fills_a_bdp_buffer_and_bbr_keeps_the_rtt_well_below_it(tmp_path: 
     assert float(str(cubic["queueing_delay_p95_ms"])) > 0.5 * RTT_MS, cubic
     assert RTT_MS * 0.95 <= float(str(bbr["rtt_p50_ms"])) <= 1.4 * RTT_MS, bbr
     assert float(str(bbr["rtt_p50_ms"])) < float(str(cubic["rtt_p50_ms"])) - 0.25 * RTT_MS, (bbr, cubic)
+
+    # The series, as a run stores it (ground.trials.TrialLog), and `run.sh plot` drawing it.
+    tree = tmp_path / "results"
+    key = '{"params": {"cc": "cubic"}, "trial": 0}'
+    TrialLog(tree / "iw" / "fig2.csv", tree=tree).append({"trial_key": key, "draw_seed": 7, "status": "ok", **cubic})
+    stored = tree / "iw" / read_rows(tree / "iw" / "fig2.csv")[0][series.FILE_COLUMN]
+    found = series.read(stored)
+    assert len(found.flows()) == 1 and len(found.points) >= 0.9 * 20 / series.STEP_S, found.points[:3]
+    assert max(p.srtt_ms or 0 for p in found.points) > 1.5 * RTT_MS
+    assert cli.main(["plot", "iw/fig2", "--results", str(tree), "--trial", "1"]) == 0
+    assert stored.with_suffix(".png").stat().st_size > 10_000

@@ -1,0 +1,137 @@
+"""A trial's time series: each flow's cwnd, ssthresh, smoothed RTT and goodput over the trial.
+
+tcp_probe reports a sender's state at every ACK; `from_probe` resamples it
+on a fixed step (STEP_S) per flow: at each step the last state seen (cwnd
+and ssthresh in segments, the SRTT in ms) and the goodput over the step (the
+bytes newly acknowledged, snd_una's advance).  A workload returns the series
+in its metrics under FIELD, in its JSON form (`as_json`: rows travel as JSON
+from a lab's process); the trial log (ground.trials.TrialLog) stores it as a
+CSV file of its own beside the figure's CSV, `<figure>.series/<name>.csv`,
+and puts that file's name in the row's FILE_COLUMN.  `read` loads one back
+(`run.sh plot`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ground.tcpprobe import UNSET_SSTHRESH, ProbeSample
+
+# A workload's metric holding its series (as_json), and the row column naming its stored file.
+FIELD = "time_series"
+FILE_COLUMN = "time_series_file"
+# The step the series is resampled on: ten a second, 2,000 points a flow in a long trial of 200 s.
+STEP_S = 0.1
+COLUMNS = ("time_s", "flow", "cwnd", "ssthresh", "srtt_ms", "goodput_mbit")
+_SEQ = 2**32  # snd_una wraps
+
+
+@dataclass(frozen=True)
+class Point:
+    """One flow at the end of one step: `time_s` from the trial's first sample; ssthresh None before the
+    first loss; srtt_ms None before the first RTT sample."""
+
+    time_s: float
+    flow: str
+    cwnd: int
+    ssthresh: int | None
+    srtt_ms: float | None
+    goodput_mbit: float
+
+
+@dataclass(frozen=True)
+class TimeSeries:
+    step_s: float
+    points: tuple[Point, ...]
+
+    def flows(self) -> list[str]:
+        """The flows, in the order they first appear."""
+        return list(dict.fromkeys(p.flow for p in self.points))
+
+    def of(self, flow: str) -> list[Point]:
+        return [p for p in self.points if p.flow == flow]
+
+    def as_json(self) -> dict[str, Any]:
+        """The series as JSON values (a row's metric crosses processes as JSON)."""
+        return {"step_s": self.step_s, "columns": list(COLUMNS), "rows": [_cells(p) for p in self.points]}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> TimeSeries:
+        if list(doc.get("columns") or []) != list(COLUMNS):
+            raise ValueError(f"a time series has the columns {list(COLUMNS)}, not {doc.get('columns')!r}")
+        return cls(float(doc["step_s"]), tuple(_point(row) for row in doc["rows"]))
+
+    def csv_bytes(self) -> bytes:
+        out = io.StringIO(newline="")
+        writer = csv.writer(out)
+        writer.writerow([*COLUMNS, "step_s"])
+        for p in self.points:
+            writer.writerow([*("" if v is None else v for v in _cells(p)), self.step_s])
+        return out.getvalue().encode()
+
+
+def _cells(p: Point) -> list[Any]:
+    return [p.time_s, p.flow, p.cwnd, p.ssthresh, p.srtt_ms, p.goodput_mbit]
+
+
+def _point(row: Sequence[Any]) -> Point:
+    time_s, flow, cwnd, ssthresh, srtt_ms, goodput = row
+    return Point(
+        float(time_s),
+        str(flow),
+        int(cwnd),
+        None if ssthresh in (None, "") else int(ssthresh),
+        None if srtt_ms in (None, "") else float(srtt_ms),
+        float(goodput),
+    )
+
+
+def read(path: Path) -> TimeSeries:
+    """A stored series (`TimeSeries.csv_bytes`)."""
+    with path.open(newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows or rows[0] != [*COLUMNS, "step_s"]:
+        raise ValueError(f"{path}: not a time series file (its header is {rows[0] if rows else 'missing'})")
+    step = float(rows[1][-1]) if len(rows) > 1 else STEP_S
+    return TimeSeries(step, tuple(_point(r[:-1]) for r in rows[1:]))
+
+
+def from_probe(samples: Iterable[ProbeSample], step_s: float = STEP_S) -> TimeSeries:
+    """Each flow's state at the end of every step from the first sample, and its goodput over the step."""
+    by_flow: dict[str, list[ProbeSample]] = {}
+    for s in samples:
+        by_flow.setdefault(s.flow, []).append(s)
+    if not by_flow:
+        return TimeSeries(step_s, ())
+    start = min(flow[0].time for flow in by_flow.values())
+    points: list[Point] = []
+    for flow, seen in by_flow.items():
+        acked = seen[0].snd_una
+        i = 0
+        step = int((seen[0].time - start) // step_s) + 1  # a flow that starts late starts its series then
+        last = seen[0]
+        while i < len(seen):
+            end = start + step * step_s
+            while i < len(seen) and seen[i].time <= end:
+                last = seen[i]
+                i += 1
+            advanced = (last.snd_una - acked) % _SEQ
+            acked = last.snd_una
+            points.append(
+                Point(
+                    round(step * step_s, 6),
+                    flow,
+                    last.snd_cwnd,
+                    None if last.ssthresh >= UNSET_SSTHRESH else last.ssthresh,
+                    round(last.srtt_us / 1e3, 3) if last.srtt_us > 0 else None,
+                    round(advanced * 8 / step_s / 1e6, 4),
+                )
+            )
+            step += 1
+    points.sort(key=lambda p: (p.time_s, p.flow))
+    return TimeSeries(step_s, tuple(points))

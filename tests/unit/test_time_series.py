@@ -1,0 +1,104 @@
+"""A trial's time series (ground.series): resampled from tcp_probe, stored beside the CSV by the trial log,
+listed and drawn by `run.sh plot`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ground import series
+from ground.tcpprobe import ProbeSample
+from ground.trials import TrialLog, read_rows
+from netrepro.front import cli
+
+FLOW = "10.0.0.2:5201>10.0.0.1:40000"
+MSS = 1448
+
+
+def flow(seconds: float, per_s: int = 100, flow: str = FLOW, start: float = 100.0) -> list[ProbeSample]:
+    """A flow ACKed `per_s` times a second at 8 Mbit/s, its cwnd rising by one an ACK, its SRTT 40 ms
+    rising by 1 ms a second; snd_una starts near the top of the sequence space (it wraps)."""
+    step = 8e6 / 8 / per_s
+    una0 = 2**32 - 50_000
+    return [
+        ProbeSample(start + i / per_s, flow, 10 + i, 2**31 - 1 if i < 50 else 20, int((40 + i / per_s) * 1e3),
+                    int(una0 + i * step) % 2**32, 0, 0)
+        for i in range(int(seconds * per_s))
+    ]  # fmt: skip
+
+
+def test_a_flow_is_resampled_on_the_step_with_its_goodput_across_a_wrap() -> None:
+    found = series.from_probe(flow(2.0))
+    assert found.flows() == [FLOW] and found.step_s == series.STEP_S
+    points = found.of(FLOW)
+    assert [p.time_s for p in points][:3] == pytest.approx([0.1, 0.2, 0.3]) and len(points) == 20
+    assert points[0].ssthresh is None and points[-1].ssthresh == 20  # none before the first loss
+    assert points[4].srtt_ms == pytest.approx(40.5) and points[4].cwnd == 10 + 50
+    # 8 Mbit/s acknowledged in every full step, the wrap of snd_una included
+    assert [p.goodput_mbit for p in points[1:-1]] == pytest.approx([8.0] * 18, rel=0.02)
+
+
+def test_a_flow_that_starts_late_starts_its_series_then() -> None:
+    found = series.from_probe([*flow(1.0), *flow(0.5, flow="10.0.0.4:5201>10.0.0.3:1", start=100.55)])
+    late = found.of("10.0.0.4:5201>10.0.0.3:1")
+    assert late[0].time_s == pytest.approx(0.6) and len(late) == 6  # (0.5, 0.6] holds its first ACK
+    assert series.from_probe([]).points == ()
+
+
+def test_the_json_form_and_the_file_give_the_series_back(tmp_path: Path) -> None:
+    found = series.from_probe(flow(1.0))
+    assert series.TimeSeries.from_json(json.loads(json.dumps(found.as_json()))) == found
+    path = tmp_path / "s.csv"
+    path.write_bytes(found.csv_bytes())
+    assert series.read(path) == found
+    with pytest.raises(ValueError, match="columns"):
+        series.TimeSeries.from_json({"step_s": 0.1, "columns": ["t"], "rows": []})
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="not a time series file"):
+        series.read(tmp_path / "other.csv")
+
+
+def stored_figure(tree: Path) -> Path:
+    """Two trials of iw/fig2 in a results tree, one with a time series (as a lab's process sends it: JSON)."""
+    csv_path = tree / "iw" / "fig2.csv"
+    log = TrialLog(csv_path, tree=tree)
+    key = json.dumps({"params": {"cc": "cubic", "rtt": "40ms", "initcwnd": 10}, "trial": 0}, sort_keys=True)
+    log.append({"trial_key": key, "trial": 0, "cc": "cubic", "draw_seed": 1234, "status": "ok",
+                series.FIELD: series.from_probe(flow(1.0)).as_json()})  # fmt: skip
+    log.append({"trial_key": key.replace('"trial": 0', '"trial": 1'), "trial": 1, "status": "ok"})
+    return csv_path
+
+
+def test_the_trial_log_stores_the_series_beside_the_csv_and_names_it_in_the_row(tmp_path: Path) -> None:
+    csv_path = stored_figure(tmp_path)
+    rows = read_rows(csv_path)
+    assert series.FIELD not in rows[0] and rows[0][series.FILE_COLUMN] == "fig2.series/1234.csv"
+    assert rows[1][series.FILE_COLUMN] == ""
+    assert series.read(csv_path.parent / "fig2.series" / "1234.csv") == series.from_probe(flow(1.0))
+
+
+def test_plot_lists_the_trials_with_a_series_and_draws_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stored_figure(tmp_path)
+    assert cli.main(["plot", "iw/fig2", "--results", str(tmp_path)]) == 0
+    listed = capsys.readouterr().out
+    assert "1 trials with a time series" in listed and "1  trial 0, ok: cc=cubic, initcwnd=10, rtt=40ms" in listed
+    assert cli.main(["plot", "iw/fig2", "--results", str(tmp_path), "--trial", "1"]) == 0
+    png = tmp_path / "iw" / "fig2.series" / "1234.png"
+    assert png.stat().st_size > 10_000 and png.with_suffix(".svg").is_file()
+    assert f"wrote {png}" in capsys.readouterr().out
+
+
+def test_plot_refuses_a_trial_it_does_not_have_and_a_figure_with_no_series(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stored_figure(tmp_path)
+    assert cli.main(["plot", "iw/fig2", "--results", str(tmp_path), "--trial", "2"]) == 2
+    assert "--trial 2: iw/fig2 has trials 1 to 1 with a series" in capsys.readouterr().err
+    TrialLog(tmp_path / "iw" / "fig5a.csv", tree=tmp_path).append({"trial_key": "k", "status": "ok"})
+    assert cli.main(["plot", "iw/fig5a", "--results", str(tmp_path)]) == 2
+    assert "holds no trial with a time series" in capsys.readouterr().err
+    before = sorted(p.name for p in (tmp_path / "iw").rglob("*"))
+    assert cli.main(["plot", "iw/fig2", "--results", str(tmp_path / "none")]) == 2
+    assert sorted(p.name for p in (tmp_path / "iw").rglob("*")) == before
