@@ -36,7 +36,7 @@ from netrepro.runner.shards import Shard
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import evidence, params, plot
 from netrepro.studykit.spec import Figure
-from netrepro.studykit.trial import trial_path
+from netrepro.studykit.trial import trial_path, trial_topology
 
 log = logging.getLogger("netrepro")
 
@@ -62,6 +62,7 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     for title, keys in (
         ("every trial, the path", params.PATH_PARAMS),
         ("every trial, the hosts", params.HOST_PARAMS),
+        ("every trial, the topology's size (a dumbbell's)", params.TOPOLOGY_PARAMS),
         ("a netrepro congestion control's parameters (with that cc)", tuple(params.variant_keys().values())),
     ):
         print(f"{title}:")
@@ -177,6 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for fig in figures:
         for setting in fig.grid(args.quick):  # refuse a bad value before anything is built
             trial_path(setting)
+            trial_topology(setting, fig.topology)
         drawn = plot.drawn_text_problem(fig)  # matplotlib parses a title's $...$ only when it draws
         if drawn:
             raise UserError(f"{fig.full_name}: {drawn}")

@@ -50,6 +50,7 @@ def workloads() -> list[str]:
     for title, keys in (
         ("Every trial: the path", params.PATH_PARAMS),
         ("Every trial: the hosts", params.HOST_PARAMS),
+        ("Every trial: the topology's size (a dumbbell's)", params.TOPOLOGY_PARAMS),
         ("A netrepro congestion control's parameters (with that `cc`)", tuple(params.variant_keys().values())),
     ):
         lines += [f"### {title}", "", *_keys(keys), ""]

@@ -54,7 +54,7 @@ from ground.errors import UserError
 from ground.units import QuantityError
 from netrepro.studykit import cells, claims, decisions, params, plot, trial
 from netrepro.studykit.spec import Figure, Series, file_keys
-from netrepro.studykit.trial import trial_path
+from netrepro.studykit.trial import trial_path, trial_topology
 from topologies.topology import Topology
 
 FIGURE_KEYS = file_keys()  # declared with Figure's fields (netrepro.studykit.spec.in_file)
@@ -219,6 +219,7 @@ def _figure(path: Path, study: str, index: int, table: Any) -> Figure:
     for setting in grid:
         try:
             trial_path(setting)
+            trial_topology(setting, figure.topology)
         except QuantityError as e:
             raise StudyFileError(
                 f"{where}: {e.option.removeprefix('--').replace('-', '_')} {e.value!r}: {e.why}"

@@ -154,7 +154,7 @@ class Plan:
         series = [s for s in dict.fromkeys(t.series for t in cells) if s]
         lines.append(f"  x: {fig.x}" + (f"; series: {', '.join(series)}" if series else ""))
         for t in cells:
-            path = ", ".join(f"{k}={v}" for k, v in sorted(t.path_setting.items()))
+            path = ", ".join(f"{k}={v}" for k, v in sorted(t.lab_setting.items()))
             lines.append(f"    {fig.x}={t.level}  {t.series}  [{path}]")
         lines.append(
             f"  {len(self.grid)} settings x {self.trials_per_setting} trials = {self.trials} trials "

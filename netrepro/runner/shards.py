@@ -41,7 +41,7 @@ from ground.errors import UserError
 from ground.trials import DEFAULT_SEED, read_rows, row_ok, row_seed, trial_key
 from ground.units import QuantityError
 from netrepro.studykit.spec import Params
-from netrepro.studykit.trial import Trial, path_params
+from netrepro.studykit.trial import Trial, lab_params
 
 MAX_SHARDS = 1000
 MIXED = ("kernel", "backend", "switch")  # what one figure's rows must share, unless mixing is asked for
@@ -72,8 +72,9 @@ class Shard:
 
 
 def setting(params: Mapping[str, Any]) -> str:
-    """A trial's path setting as a name: what the lab is built and verified for."""
-    return json.dumps(path_params(params), sort_keys=True, default=str)
+    """A trial's lab setting as a name: what the lab is built and verified for (its path, and its
+    topology's size where the trial sets it)."""
+    return json.dumps(lab_params(params), sort_keys=True, default=str)
 
 
 def assign(grid: Sequence[Params], trials: int, count: int) -> dict[str, int]:

@@ -63,6 +63,7 @@ from netrepro.studykit.spec import Figure, Params
 from netrepro.studykit.trial import Trial
 from netrepro.studykit.trial import build as build_trial
 from topologies.lab import Lab
+from topologies.topology import Topology
 
 log = logging.getLogger("netrepro.runner.sweep")
 
@@ -247,7 +248,8 @@ def run_trials(
     trial_log: RowSink,
     claim: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
-    """Run the trials on one lab; return the verification of each path used.
+    """Run the trials, on one lab for each topology they ask for (a figure's `pairs` may vary); return the
+    verification of each path used.
 
     `claim(trial_key)`, where given, is asked before each trial whether it is
     still to run (a cluster's worker: another may have run it).  Raises
@@ -256,15 +258,48 @@ def run_trials(
     verifications: dict[str, Any] = {}
     streak = FailureStreak()
     progress = Progress(len(todo), fig.full_name)
+    by_topology: dict[Topology, list[Trial]] = {}
+    for trial in todo:  # the run's order kept within each topology
+        by_topology.setdefault(trial.topology, []).append(trial)
+    try:
+        for trials in by_topology.values():
+            _run_on_one_lab(fig, trials, opts, trial_log, claim, streak, progress, verifications)
+    finally:
+        progress.close()
+    return verifications
+
+
+def lab_name(fig: Figure, trial: Trial) -> str:
+    """The name a lab's verification goes by: its path, and its topology where the trial sizes it otherwise."""
+    return str(trial.path) + ("" if trial.topology == fig.topology else f", {trial.topology.label}")
+
+
+def _run_on_one_lab(
+    fig: Figure,
+    todo: list[Trial],
+    opts: Options,
+    trial_log: RowSink,
+    claim: Callable[[str], bool] | None,
+    streak: FailureStreak,
+    progress: Progress,
+    verifications: dict[str, Any],
+) -> None:
+    """Run trials of one topology on one lab, reconfigured for each path; each path verified once."""
     workload = WORKLOADS[fig.workload]
     code = results.code_version()
     machine = {"host": platform.node(), "kernel": kernel.release()}
-    first = todo[0].path
+    first = todo[0]
     with (
         Ledger() as ledger,
         # the hosts start with CUBIC; each trial then sets its own congestion control
         Lab(
-            first, ledger, shaper=opts.shaper, seed=opts.seed, cc="cubic", topology=fig.topology, switch=opts.switch
+            first.path,
+            ledger,
+            shaper=opts.shaper,
+            seed=opts.seed,
+            cc="cubic",
+            topology=first.topology,
+            switch=opts.switch,
         ) as lab,
     ):
         work = ledger.temp_dir("netrepro-trials-")
@@ -279,13 +314,14 @@ def run_trials(
                 path = trial.path
                 if path != lab.path:
                     lab.reconfigure(path)
-                if str(path) not in verifications:
+                name = lab_name(fig, trial)
+                if name not in verifications:
                     lab.reseed(opts.seed)  # a path is verified with the run's seed, whichever trial came before
                     v = verify(lab)
-                    verifications[str(path)] = {"path": path.describe(), **v.as_dict()}
-                    verifications[str(path)]["switch"] = lab.switch_kind
-                    if fig.topology.shape != "path":
-                        verifications[str(path)]["network"] = lab.network.describe()
+                    verifications[name] = {"path": path.describe(), **v.as_dict()}
+                    verifications[name]["switch"] = lab.switch_kind
+                    if trial.topology.shape != "path":
+                        verifications[name]["network"] = lab.network.describe()
                     # logged, not printed: written above the progress bar, and kept in the log file
                     for c in v.checks:
                         if c.ok:
@@ -293,8 +329,8 @@ def run_trials(
                         else:
                             log.warning("  WARNING %s", c.line())
                     if opts.strict and not v.ok:
-                        raise VerificationFailed(f"{path}: " + "; ".join(c.line() for c in v.failed()))
-                v_cols = _verification_columns_from(verifications[str(path)])
+                        raise VerificationFailed(f"{name}: " + "; ".join(c.line() for c in v.failed()))
+                v_cols = _verification_columns_from(verifications[name])
                 late_attempts = repaired_attempts = 0
                 while True:  # bounded: attempt_again stops at ATTEMPTS_AT_ONCE late or SSTHRESH_ATTEMPTS repaired
                     row = _run_one_trial(fig, trial, opts, lab, ledger, session, workload, code, machine)
@@ -315,9 +351,7 @@ def run_trials(
                     time.sleep(pause)
                 progress.step(f"{fig.x}={trial.level} {trial.series}".rstrip())
         finally:
-            progress.close()
             session.stop()
-    return verifications
 
 
 def _run_one_trial(

@@ -24,6 +24,7 @@ from typing import Any
 from ground.path import DEFAULT_MTU, DEFAULT_QUEUE, MAX_MTU, MIN_MTU
 from ground.units import Duration, QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from kmod import loader
+from topologies.topology import MAX_PAIRS
 
 # Keys whose value is a size built in memory whole (the download's object: servers.content makes it in one
 # buffer before writing it): bounded by what this machine can hold, MEMORY_CEILING or a quarter of the
@@ -217,6 +218,17 @@ HOST_PARAMS = (
         choices=("tcp", "fq", "auto"),
     ),
 )
+# The topology's size, as a trial may set it (a factor or a series): the figure's topology otherwise.
+TOPOLOGY_PARAMS = (
+    Key(
+        "pairs",
+        int,
+        "client/server pairs of the figure's dumbbell (trial.trial_topology; its topology's own count if not given)",
+        low=1,
+        high=MAX_PAIRS,
+    ),
+)
+TOPOLOGY_KEYS = tuple(k.name for k in TOPOLOGY_PARAMS)
 SERIES_KEY = Key("series", str, "the series' label (set by the figure)")
 
 
@@ -235,7 +247,7 @@ def variant_keys() -> dict[str, Key]:
 
 def trial_keys(workload_keys: Iterable[Key]) -> dict[str, Key]:
     """Every key a trial of a workload may have."""
-    keys = {k.name: k for k in (*PATH_PARAMS, *HOST_PARAMS, SERIES_KEY)}
+    keys = {k.name: k for k in (*PATH_PARAMS, *HOST_PARAMS, *TOPOLOGY_PARAMS, SERIES_KEY)}
     keys.update(variant_keys())
     keys.update({k.name: k for k in workload_keys})
     return keys

@@ -25,8 +25,9 @@ from typing import Any, TypeVar
 from ground.errors import UserError
 from ground.path import PathSpec
 from ground.trials import trial_key
+from ground.units import QuantityError
 from kmod import loader
-from netrepro.studykit.params import HOST_PARAMS, PATH_KEYS, Key
+from netrepro.studykit.params import HOST_PARAMS, PATH_KEYS, TOPOLOGY_KEYS, Key
 from topologies.topology import Topology
 
 W = TypeVar("W")
@@ -91,6 +92,30 @@ def check_grid(where: str, grid: Sequence[Mapping[str, Any]], keys: Mapping[str,
 def path_params(setting: Mapping[str, Any]) -> dict[str, Any]:
     """The setting's path keys, as given (a path setting's name: shards.setting)."""
     return {name: setting[name] for name in PATH_KEYS if name in setting}
+
+
+def lab_params(setting: Mapping[str, Any]) -> dict[str, Any]:
+    """What a lab is built and verified for: the setting's path keys and topology keys (`pairs`), as given;
+    trials with the same share a lab (shards.setting)."""
+    return {**path_params(setting), **{name: setting[name] for name in TOPOLOGY_KEYS if name in setting}}
+
+
+def trial_topology(setting: Mapping[str, Any], topology: Topology) -> Topology:
+    """The figure's topology with the size the setting gives it (`pairs`: a dumbbell's); a size its shape
+    cannot take raises QuantityError naming the key."""
+    if "pairs" not in setting:
+        return topology
+    pairs = int(setting["pairs"])
+    if topology.shape != "dumbbell":
+        why = f"the figure's topology is a {topology.shape}; pairs is a dumbbell's"
+        raise QuantityError("pairs", setting["pairs"], why)
+    if topology.rtts and len(topology.rtts) != pairs:
+        raise QuantityError(
+            "pairs", setting["pairs"], f"the topology gives {len(topology.rtts)} per-pair RTTs: one per pair, or none"
+        )
+    sized = dataclasses.replace(topology, pairs=pairs)
+    sized.check()
+    return sized
 
 
 def trial_path(setting: Mapping[str, Any]) -> PathSpec:
@@ -186,9 +211,9 @@ class Trial:
     workload: Any  # the workload's parameter dataclass (netrepro.runner.workloads)
 
     @property
-    def path_setting(self) -> dict[str, Any]:
-        """The path keys as given: trials with the same share a lab (shards.setting)."""
-        return path_params(self.setting)
+    def lab_setting(self) -> dict[str, Any]:
+        """The path and topology keys as given: trials with the same share a lab (shards.setting)."""
+        return lab_params(self.setting)
 
 
 def build(
@@ -202,7 +227,7 @@ def build(
         path=trial_path(setting),
         cc=congestion_control(setting),
         hosts=hosts(setting),
-        topology=topology or Topology(),
+        topology=trial_topology(setting, topology or Topology()),
         series=str(setting.get("series", "")),
         level=setting.get(factor),
         workload=workload_keys(keys_type, setting),

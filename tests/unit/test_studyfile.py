@@ -53,6 +53,48 @@ def test_a_study_file_declares_its_topology(tmp_path: Path, rtts: str) -> None:
     assert [str(r) for r in fig.topology.rtts] == ["40ms", "120ms"]
 
 
+PAIRS = """
+study = "mine"
+
+[[figure]]
+name = "share"
+title = "Goodput of N flows"
+workload = "competing"
+y = "jain_index"
+topology = { shape = "dumbbell" }
+x = { factor = "pairs", levels = [1, 2, 4], quick = [1, 2] }
+fixed = { rtt = "40ms", rate = "10mbit", cc = "cubic", duration_s = 5 }
+"""
+
+
+def test_the_number_of_pairs_is_an_x_factor_with_a_lab_for_each(tmp_path: Path) -> None:
+    """`pairs` sizes each trial's dumbbell: the trials of one size share a lab, another size another."""
+    from netrepro.runner import shards
+    from netrepro.runner.plan import Plan
+
+    [fig] = studyfile.load(write(tmp_path, PAIRS))
+    plan = Plan.of(fig, quick=True)
+    todo = [t for phase in plan.phases() for task in phase for t in task]
+    assert sorted({t.topology.pairs for t in todo}) == [1, 2] and fig.topology.pairs == 1
+    assert all(t.topology.shape == "dumbbell" for t in todo)
+    assert plan.settings == 2 and len({shards.setting(t.setting) for t in todo}) == 2
+    assert "pairs=2" in "\n".join(plan.describe())
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        ('topology = { shape = "dumbbell" }', "", "pairs 1: the figure's topology is a path; pairs is a dumbbell's"),
+        ("[1, 2, 4], quick = [1, 2]", "[1, 40], quick = [1]", "pairs 40: from 1 to 28"),
+        ('shape = "dumbbell"', 'shape = "dumbbell", rtts = ["40ms", "80ms"]', "pairs 1: the topology gives 2 per-pair"),
+    ],
+)
+def test_a_number_of_pairs_the_topology_cannot_take_is_refused(tmp_path: Path, old: str, new: str, named: str) -> None:
+    with pytest.raises(studyfile.StudyFileError) as refused:
+        studyfile.load(write(tmp_path, PAIRS.replace(old, new)))
+    assert named in str(refused.value)
+
+
 @pytest.mark.parametrize("rtts", ["[]", "[40, 120]", "40"])
 def test_per_pair_rtts_that_are_not_a_list_of_times_are_refused(tmp_path: Path, rtts: str) -> None:
     text = GOOD.replace('name = "dl"', f'name = "dl"\ntopology = {{ shape = "dumbbell", rtts = {rtts} }}')
