@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("study", help="a study (iw, cubicplus, spdy, newcwv, linuxcc, web) or all")
 
     pl = sub.add_parser("plot", parents=[common], help="a trial's flows over time: cwnd, RTT, goodput")
-    pl.add_argument("figure", help="a figure (iw/fig2, or a derived one: cubicplus/fig3@cc=bbr)")
+    pl.add_argument("figure", help="a figure (iw/fig2; a derived one, cubicplus/fig3@cc=bbr), or a figure's CSV")
     pl.add_argument("--trial", type=int, metavar="N", help="the trial to draw, as the list without it numbers them")
     pl.add_argument("--results", type=Path, default=results.RESULTS, help="the results tree (results/)")
     m = sub.add_parser("merge", parents=[common], help="join one figure's CSVs (e.g. its shards'), then draw it")

@@ -332,35 +332,39 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from ground import series
     from netrepro.studykit import trial_plot
 
-    base, _, variant = args.figure.partition("@")
-    fig = expts.find(base)
-    folder = args.results / (f"{fig.study}/{fig.name}@{variant}" if variant else fig.directory)
-    csv_path = folder / fig.csv_name
+    if args.figure.endswith(".csv"):  # a figure's CSV: a study file's, a merged one, one anywhere
+        csv_path = Path(args.figure)
+        name, folder, tree = csv_path.stem, csv_path.parent, csv_path.parent
+    else:
+        base, _, variant = args.figure.partition("@")
+        fig = expts.find(base)
+        folder = args.results / (f"{fig.study}/{fig.name}@{variant}" if variant else fig.directory)
+        name, csv_path, tree = fig.full_name + (f"@{variant}" if variant else ""), folder / fig.csv_name, args.results
     checks.readable_csv(csv_path, "plot: ")
     if not csv_path.is_file():
-        raise UserError(f"plot: {csv_path}: no such file: {fig.full_name} has no rows under {args.results}")
+        raise UserError(f"plot: {csv_path}: no such file: no rows of {name} there")
     rows = [r for r in trials.latest_rows(trials.read_rows(csv_path)) if r.get(series.FILE_COLUMN)]
     if not rows:
         storing = ", ".join(w.name for w in WORKLOADS.values() if w.time_series)
         raise UserError(f"plot: {csv_path} holds no trial with a time series (the workloads that store one: {storing})")
     if args.trial is None:
-        print(f"{fig.full_name}: {len(rows)} trials with a time series ({csv_path}); draw one with --trial N")
+        print(f"{name}: {len(rows)} trials with a time series ({csv_path}); draw one with --trial N")
         for n, row in enumerate(rows, 1):
             setting = json.loads(row["trial_key"])["params"]
             shown = ", ".join(f"{k}={v}" for k, v in setting.items())
             print(f"  {n:>3}  trial {row.get('trial', '?')}, {row.status}: {shown}")
         return 0
     if not 1 <= args.trial <= len(rows):
-        raise UserError(f"plot: --trial {args.trial}: {fig.full_name} has trials 1 to {len(rows)} with a series")
+        raise UserError(f"plot: --trial {args.trial}: {name} has trials 1 to {len(rows)} with a series")
     row = rows[args.trial - 1]
     stored = folder / row[series.FILE_COLUMN]
     if not stored.is_file():
         raise UserError(f"plot: {stored}: the row names this series file, and it is not there")
     path = trial_path(json.loads(row["trial_key"])["params"])
-    title = f"{fig.full_name}, trial {args.trial} of {len(rows)}: {row.get('cc') or ''} {path}".replace("  ", " ")
+    title = f"{name}, trial {args.trial} of {len(rows)}: {row.get('cc') or ''} {path}".replace("  ", " ")
     written = trial_plot.draw(series.read(stored), stored.with_suffix(".png"), title, base_rtt_ms=path.rtt.ms)
     for w in written:
-        results.hand_back(w, args.results)
+        results.hand_back(w, tree)
     print(f"plot: wrote {written[0]} ({len(series.read(stored).flows())} flows)")
     return 0
 

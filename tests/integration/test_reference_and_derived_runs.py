@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from expts import iw
+from ground import series
 from ground.results import REFERENCE, REPO
 from ground.trials import latest_rows, read_rows, trial_key
 
@@ -85,3 +86,42 @@ def test_the_readme_study_file_runs_and_gives_fig2s_trials(tmp_path: Path) -> No
     assert sorted(r["trial_key"] for r in rows) == sorted(trial_key(p, 0) for p in iw.FIG2.grid(quick=True))
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows]
     assert json.loads((tmp_path / "example" / "iw.manifest.json").read_text())["figure"] == "example/iw"
+
+
+PAIRS_STUDY = """
+study = "pairs"
+
+[[figure]]
+name = "share"
+title = "Two Reno flows share a dumbbell's core as one does ({rate})"
+workload = "competing"
+y = "goodput_mbit"
+topology = { shape = "dumbbell" }
+x = { factor = "pairs", levels = [1, 2], quick = [1, 2] }
+fixed = { rtt = "40ms", rate = "10mbit", queue = "50p", cc = "reno", duration_s = 6, window_s = 3 }
+"""
+
+
+def test_a_study_file_varies_the_number_of_pairs(tmp_path: Path) -> None:
+    """x = pairs: a lab of one pair, then one of two, each verified; every flow in the row and in the trial's
+    time series, which `run.sh plot` draws."""
+    study = tmp_path / "pairs.toml"
+    study.write_text(PAIRS_STUDY)
+    run(str(study), "--quick", "--trials", "1", "--out", str(tmp_path))
+    rows = {r["pairs"]: r for r in latest_rows(read_rows(tmp_path / "pairs" / "share.csv"))}
+    assert sorted(rows) == ["1", "2"] and all(r["status"] == "ok" for r in rows.values()), rows
+    flows = {n: [float(g) for g in r["flow_goodputs_mbit"].split(";")] for n, r in rows.items()}
+    assert [len(flows["1"]), len(flows["2"])] == [1, 2] and min(flows["2"]) > 0, flows
+    # each fills the 10 Mbit/s core (9.56 Mbit/s of goodput) within 10 % over 6 s from a cold start
+    assert all(8.6 < float(r["goodput_mbit"]) < 9.7 for r in rows.values()), flows
+    verified = json.loads((tmp_path / "pairs" / "share.manifest.json").read_text())["verification"]
+    one_pair = "RTT 40ms, 10mbit, loss 0%, queue 50p"  # the file's own topology: a dumbbell of one pair
+    assert sorted(verified) == [one_pair, f"{one_pair}, topo=dumbbell+pairs=2"], sorted(verified)
+    assert verified[f"{one_pair}, topo=dumbbell+pairs=2"]["network"]["pairs"][1]["rtt_ms"] == 40
+    stored = [series.read(tmp_path / "pairs" / rows[n][series.FILE_COLUMN]) for n in ("1", "2")]
+    assert [len(s.flows()) for s in stored] == [1, 2]
+    csv_path = tmp_path / "pairs" / "share.csv"
+    drawn = subprocess.run([sys.executable, "-m", "netrepro", "plot", str(csv_path), "--trial", "2"], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert drawn.returncode == 0, drawn.stderr
+    assert (tmp_path / "pairs" / rows["2"][series.FILE_COLUMN]).with_suffix(".png").is_file()

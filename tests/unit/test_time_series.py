@@ -88,6 +88,9 @@ def test_plot_lists_the_trials_with_a_series_and_draws_one(tmp_path: Path, capsy
     png = tmp_path / "iw" / "fig2.series" / "1234.png"
     assert png.stat().st_size > 10_000 and png.with_suffix(".svg").is_file()
     assert f"wrote {png}" in capsys.readouterr().out
+    png.unlink()
+    assert cli.main(["plot", str(tmp_path / "iw" / "fig2.csv"), "--trial", "1"]) == 0  # the CSV itself
+    assert png.is_file() and "fig2: 1 trials" not in capsys.readouterr().err
 
 
 def test_plot_refuses_a_trial_it_does_not_have_and_a_figure_with_no_series(
