@@ -32,6 +32,10 @@ TCP_OVERHEAD = 52  # IP (20), TCP (20) and the timestamp option (12) in every fu
 ETHERNET_HEADER = 14  # what the qdisc counts on top of the MTU
 MSS = DEFAULT_MTU - TCP_OVERHEAD  # 1448: the payload of a full segment at MTU 1500
 FRAME = DEFAULT_MTU + ETHERNET_HEADER  # 1514: a full-sized Ethernet frame as the qdisc counts it
+# The bottleneck's queue discipline: drop-tail (pfifo; bfifo for a buffer in bytes), or an AQM where the
+# kernel has it (this project's build hosts have none: the stock-kernel lane, `run.sh --vm`, has them all).
+DROP_TAIL = "pfifo"
+QDISCS = (DROP_TAIL, "fq_codel", "codel", "pie", "red", "cake")
 IP_UDP_HEADERS = 28  # a UDP datagram's IPv4 and UDP headers: the datagram that fills an MTU is MTU - 28
 
 
@@ -63,6 +67,8 @@ class PathSpec:
     # `delay D J`), never letting it leave before the packet ahead: timing noise that breaks
     # the phase a drop-tail queue otherwise locks into behind an ACK-clocked flow.
     jitter: Duration = Duration(0)
+    # The bottleneck buffer's discipline (QDISCS): its limit is the buffer (`queue`) whatever it is.
+    qdisc: str = DROP_TAIL
 
     @classmethod
     def parse(
@@ -75,6 +81,7 @@ class PathSpec:
         queue: str | Queue = DEFAULT_QUEUE,
         mtu: str | int = DEFAULT_MTU,
         jitter: str | Duration = "0ms",
+        qdisc: str = DROP_TAIL,
     ) -> PathSpec:
         """Build a path from user text, naming the offending option on error."""
         down = parse_rate(rate, "--rate")
@@ -87,6 +94,7 @@ class PathSpec:
             queue=parse_queue(queue, "--queue"),
             mtu=parse_mtu(mtu, "--mtu"),
             jitter=parse_duration(jitter, "--jitter", high=Duration(1.0)),
+            qdisc=parse_qdisc(qdisc),
         )
         if path.queue.bytes is not None and path.queue.bytes < path.frame:
             # a byte buffer smaller than one frame would drop every full-sized packet
@@ -137,6 +145,7 @@ class PathSpec:
             # only where it is not Ethernet's, so that the records of 1500-byte paths stay as they were
             **({"mtu": self.mtu} if self.mtu != DEFAULT_MTU else {}),
             **({"jitter_ms": self.jitter.ms} if self.jitter.seconds else {}),
+            **({"qdisc": self.qdisc} if self.qdisc != DROP_TAIL else {}),
         }
 
     def __str__(self) -> str:
@@ -144,4 +153,12 @@ class PathSpec:
         lossup = f", loss up {self.loss_up}" if self.loss_up.fraction else ""
         mtu = f", MTU {self.mtu}" if self.mtu != DEFAULT_MTU else ""
         jitter = f", jitter +-{self.jitter}" if self.jitter.seconds else ""
-        return f"RTT {self.rtt}, {self.rate_down}{up}, loss {self.loss_down}{lossup}, queue {self.queue}{mtu}{jitter}"
+        queue = f"queue {self.queue}" + (f" {self.qdisc}" if self.qdisc != DROP_TAIL else "")
+        return f"RTT {self.rtt}, {self.rate_down}{up}, loss {self.loss_down}{lossup}, {queue}{mtu}{jitter}"
+
+
+def parse_qdisc(text: str, option: str = "--qdisc") -> str:
+    """One of QDISCS; QuantityError naming `option` otherwise."""
+    if text not in QDISCS:
+        raise QuantityError(option, text, f"one of {', '.join(QDISCS)}")
+    return text

@@ -42,7 +42,7 @@ from ground import flows, subnets
 from ground.errors import SetupError
 from ground.ledger import Ledger
 from ground.parsers import parse_ping, ping_argv
-from ground.path import DEFAULT_MTU, PathSpec
+from ground.path import DEFAULT_MTU, DROP_TAIL, PathSpec
 from ground.proc import Netns, kill_netns_processes, run, start_time
 from ground.units import Duration, Probability
 from topologies import shaping
@@ -431,8 +431,13 @@ class Lab:
             self._set_mtu(path.mtu, self._interfaces(), change=True)
         for d in network.directions():
             if d.rate is not None:
-                for argv in shaping.bottleneck(self.port_of(d, d.src), d.rate, d.queue or path.queue, path.frame):
+                port = self.port_of(d, d.src)
+                for argv in shaping.bottleneck(port, d.rate, d.queue or path.queue, path.frame, path.qdisc):
                     run(argv, self.ns(d.src))
+        if path.qdisc != DROP_TAIL:  # tc took it (a kernel without the AQM fails the command): read it back
+            kind = self.bottleneck_queue().kind
+            if kind != path.qdisc:
+                raise SetupError(f"the bottleneck's queue is {kind}, not the {path.qdisc} the path asks for")
         for d in network.directions():
             if d.emulated:
                 self.stages[self._stage_of[d.name]].set(d.name, self.hold(d), d.loss, d.jitter)

@@ -4,8 +4,10 @@ Nothing here runs a command; the backends and the lab run what these return,
 and the unit tests compare them without root.  The shapes:
 
   bottleneck   HTB (one class, rate = ceil, a burst of 5 ms of the rate)
-               with a pfifo/bfifo leaf whose limit is the bottleneck
-               buffer, on the switch's egress port.
+               with a leaf that holds the bottleneck buffer, on the
+               switch's egress port: pfifo/bfifo (drop-tail), or the AQM
+               the path names (`qdisc`, `aqm_leaf`) with the buffer as its
+               limit.
   netem stage  the port's ingress redirected through an IFB device carrying
                netem delay and loss, so the delay sits in the switch,
                before the bottleneck queue and away from both hosts.
@@ -16,7 +18,9 @@ and the unit tests compare them without root.  The shapes:
 
 from __future__ import annotations
 
-from ground.path import FRAME
+import math
+
+from ground.path import DROP_TAIL, FRAME
 from ground.units import Duration, Probability, Queue, Rate
 
 Argv = list[str]
@@ -61,9 +65,29 @@ def burst_bytes(rate: Rate, frame: int = FRAME) -> int:
     return max(frame, round(rate.bps / 8 * BURST.seconds))
 
 
-def bottleneck(dev: str, rate: Rate, queue: Queue, frame: int = FRAME) -> list[Argv]:
+def aqm_leaf(qdisc: str, rate: Rate, queue: Queue, frame: int = FRAME) -> Argv:
+    """An AQM leaf whose hard limit is the buffer, its other settings the qdisc's own defaults (fq_codel
+    and codel: target 5 ms, interval 100 ms; pie: target 15 ms).  A buffer in bytes is counted in full
+    frames.  cake shapes nothing here (HTB above it does: `unlimited`), its memory the buffer; red drops
+    early from a third of half the buffer to half of it, adaptively (tc-red(8)'s rules of thumb)."""
+    packets = queue.packets if queue.packets is not None else max(1, math.ceil((queue.bytes or 0) / frame))
+    if qdisc in ("fq_codel", "codel", "pie"):
+        return [qdisc, "limit", str(packets)]
+    if qdisc == "cake":
+        return ["cake", "unlimited", "memlimit", str(packets * frame)]
+    if qdisc == "red":
+        limit = max(packets, 6) * frame
+        high = limit // 2
+        low = high // 3
+        burst = (2 * low + high) // (3 * frame) + 1
+        return ["red", "limit", str(limit), "min", str(low), "max", str(high), "avpkt", str(frame),
+                "burst", str(burst), "bandwidth", f"{int(rate.bps)}bit", "adaptive"]  # fmt: skip
+    raise ValueError(f"no AQM {qdisc!r}")
+
+
+def bottleneck(dev: str, rate: Rate, queue: Queue, frame: int = FRAME, qdisc: str = DROP_TAIL) -> list[Argv]:
     """The bottleneck's rate (HTB class, rate = ceil, burst = cburst = `burst_bytes`) and
-    buffer (FIFO leaf).
+    buffer (the leaf: a FIFO, or the AQM `qdisc` names).
 
     `frame` is a full-sized frame of the path's MTU (PathSpec.frame), HTB's
     quantum.  `replace` creates or changes both in place, so a new path
@@ -71,7 +95,12 @@ def bottleneck(dev: str, rate: Rate, queue: Queue, frame: int = FRAME) -> list[A
     """
     bits = f"{int(rate.bps)}bit"
     burst = str(burst_bytes(rate, frame))
-    leaf = ["pfifo", "limit", str(queue.packets)] if queue.packets is not None else ["bfifo", "limit", str(queue.bytes)]
+    if qdisc != DROP_TAIL:
+        leaf = aqm_leaf(qdisc, rate, queue, frame)
+    elif queue.packets is not None:
+        leaf = ["pfifo", "limit", str(queue.packets)]
+    else:
+        leaf = ["bfifo", "limit", str(queue.bytes)]
     return [
         # quantum = one frame: a single class needs no fairness, and it keeps
         # HTB quiet about quanta at very low and very high rates.

@@ -77,7 +77,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
     # read and parsed before anything is built: a path that cannot be is refused (exit 2)
     script = shell_script.read_script(args.script) if args.script is not None else None
     values = _cc_values(args)
-    preflight.preflight(preflight.lab_needs("shell", args.cc, args.shaper, args.impl))
+    preflight.preflight(preflight.lab_needs("shell", args.cc, args.shaper, args.impl, args.qdisc))
     with Ledger() as run_ledger, _lab(args, path, topo, run_ledger, values) as lab:
         setLogLevel("output")
         print(_describe(lab))
@@ -100,16 +100,18 @@ def cmd_shell(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     path, topo = parse_path(args), parse_topology(args)
     values = _cc_values(args)
-    preflight.preflight(preflight.lab_needs("check", args.cc, args.shaper, args.impl))
+    preflight.preflight(preflight.lab_needs("check", args.cc, args.shaper, args.impl, args.qdisc))
     with Ledger() as run_ledger, _lab(args, path, topo, run_ledger, values) as lab:
         print(_describe(lab).replace("***", "checking", 1) + " ...", file=sys.stderr)
         result = verify.verify(lab)
+        queue_kind = lab.bottleneck_queue().kind
     if args.json:
         doc = {
             "path": path.describe(),
             "network": lab.network.describe(),
             "backend": lab.backend,
             "switch": lab.switch_kind,
+            "bottleneck_qdisc": queue_kind,  # as tc shows it: the buffer's discipline
         }
         print(json.dumps({**doc, **result.as_dict()}, indent=2))
     else:

@@ -24,7 +24,7 @@ def path_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("path")
     for key in params.PATH_PARAMS:  # each declared once (netrepro.studykit.params), with its default
-        form = key.form[1] if key.form else f"{key.low:g} to {key.high:g}"
+        form = key.form[1] if key.form else (key.allowed(here=False) if key.choices else f"{key.low:g} to {key.high:g}")
         default = f" (default {key.default})" if key.default is not None else ""
         g.add_argument(key.option, default=key.default, help=f"{key.help}: {form}{default}".replace("%", "%%"))
     g.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])

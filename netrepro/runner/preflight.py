@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ground import kernel
 from ground.errors import SetupError, UserError
+from ground.path import DROP_TAIL
 from kmod import loader
 from netrepro.runner import countertrace
 from netrepro.runner.workloads import WORKLOADS, HttpBurstsKeys, PageLoadKeys
@@ -48,6 +49,7 @@ class Needs:
     cc_impl: str | None = None  # kernel, lkm or bpf (kmod.loader.choose_impl); None: its choice
     named_by: str = "cc "  # how the user named them: `--cc `, `--set cc=`, or the figure's `cc `
     qdiscs: tuple[str, ...] = ()  # beyond the lab's own: fq where a trial paces with it (pacer=fq)
+    aqms: tuple[str, ...] = ()  # the bottleneck's queue disciplines other than drop-tail (a path's `qdisc`)
     held: tuple[str, ...] = ()  # variants the run holds loaded for its labs (session.hold_algorithms): not loaded here
     browsers: tuple[str, ...] = ()  # the browsers its page loads run (servers.browser.BROWSERS)
 
@@ -85,13 +87,15 @@ def figure_needs(
         cc_impl=cc_impl,
         named_by="--set cc=" if "cc" in overrides else f"{fig.full_name}: cc ",
         qdiscs=("fq",) if any(t.hosts.pacer == "fq" for t in trials) else (),
+        aqms=tuple(sorted({t.path.qdisc for t in trials} - {DROP_TAIL})),
         held=held,
     )
 
 
-def lab_needs(command: str, cc: str, shaper: str, cc_impl: str | None) -> Needs:
-    """`check` and `shell`: the lab alone, with the hosts on --cc."""
-    return Needs(what=command, congestion_controls=(cc,), shaper=shaper, cc_impl=cc_impl, named_by="--cc ")
+def lab_needs(command: str, cc: str, shaper: str, cc_impl: str | None, qdisc: str = DROP_TAIL) -> Needs:
+    """`check` and `shell`: the lab alone, with the hosts on --cc and the bottleneck's --qdisc."""
+    aqms = (qdisc,) if qdisc != DROP_TAIL else ()
+    return Needs(what=command, congestion_controls=(cc,), shaper=shaper, cc_impl=cc_impl, named_by="--cc ", aqms=aqms)
 
 
 # -- probes (replaced in the unit tests) -----------------------------------------------
@@ -159,6 +163,12 @@ def check_machine(needs: Needs) -> None:
             raise SetupError(
                 f"{needs.what}: pacer={kind} needs the {kind} qdisc (sch_{kind}), which this kernel does not have; "
                 "pacer=auto paces with TCP's own pacing where fq is missing"
+            )
+    for kind in needs.aqms:
+        if not qdisc_available(kind):
+            raise SetupError(
+                f"{needs.what}: qdisc={kind} needs the {kind} qdisc (sch_{kind}), which this kernel does not have; "
+                f"the stock-kernel lane has it: sudo ./run.sh --vm {needs.what}"
             )
     missing = [t for t in dict.fromkeys(tools) if not on_path(t)]
     if missing:

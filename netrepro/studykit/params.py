@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ground.path import DEFAULT_MTU, DEFAULT_QUEUE, MAX_MTU, MIN_MTU
+from ground.path import DEFAULT_MTU, DEFAULT_QUEUE, DROP_TAIL, MAX_MTU, MIN_MTU, QDISCS
 from ground.units import Duration, QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from kmod import loader
 from topologies.topology import MAX_PAIRS
@@ -192,6 +192,14 @@ PATH_PARAMS = (
         "(the delay line only: netem reorders them)",
         form=JITTER,
         default="0ms",
+    ),
+    Key(
+        "qdisc",
+        str,
+        "the bottleneck buffer's discipline, the buffer its limit: pfifo (drop-tail; bfifo for a buffer in bytes), "
+        "or an AQM where the kernel has it (the stock-kernel lane, run.sh --vm, has them all)",
+        choices=QDISCS,
+        default=DROP_TAIL,
     ),
     Key(
         "mtu",

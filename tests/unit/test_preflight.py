@@ -190,3 +190,22 @@ def test_a_pipeack_trace_is_refused_before_anything_is_built_where_it_cannot_be_
         preflight.figure_needs(fig, reno, {}, "auto", None)
     with pytest.raises(UserError, match="labs side by side would share: run it without --jobs"):
         preflight.figure_needs(fig, fig.grid(True), {}, "auto", None, held=("newcwv",))
+
+
+def test_an_aqm_the_kernel_lacks_is_refused_naming_the_lane_that_has_it(
+    machine: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path's `qdisc` other than drop-tail needs its qdisc: refused before anything is built, naming the
+    stock-kernel lane; the lab's own commands and `check --qdisc` the same."""
+    fig = expts.find("iw/fig2")
+    grid = [{**p, "qdisc": "fq_codel"} for p in fig.grid(True)]
+    needs = preflight.figure_needs(fig, grid, {"qdisc": "fq_codel"}, "auto", None)
+    assert needs.aqms == ("fq_codel",) and preflight.figure_needs(fig, fig.grid(True), {}, "auto", None).aqms == ()
+    monkeypatch.setattr(preflight, "qdisc_available", lambda kind: False)
+    lane = r"qdisc=fq_codel needs the fq_codel qdisc \(sch_fq_codel\).* stock-kernel lane has it: sudo ./run.sh --vm"
+    with pytest.raises(SetupError, match=lane + " run iw/fig2"):
+        preflight.preflight(needs)
+    with pytest.raises(SetupError, match=lane + " check"):
+        preflight.preflight(preflight.lab_needs("check", "cubic", "auto", None, "fq_codel"))
+    monkeypatch.setattr(preflight, "qdisc_available", lambda kind: kind == "fq_codel")
+    preflight.preflight(needs)

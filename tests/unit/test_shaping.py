@@ -86,3 +86,53 @@ def test_offloads_and_sysctl() -> None:
         "ethtool", "-K", "client-eth0", "gso", "off", "tso", "off", "gro", "off",
     ]  # fmt: skip
     assert shaping.sysctl("net.ipv4.tcp_no_metrics_save", 1) == ["sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1"]
+
+
+@pytest.mark.parametrize(
+    ("qdisc", "leaf"),
+    [
+        ("fq_codel", ["fq_codel", "limit", "33"]),
+        ("codel", ["codel", "limit", "33"]),
+        ("pie", ["pie", "limit", "33"]),
+        ("cake", ["cake", "unlimited", "memlimit", str(33 * 1514)]),
+        # limit 33 frames; max half of it, min a third of max; burst (2 min + max) / (3 avpkt) + 1
+        (
+            "red",
+            [
+                "red",
+                "limit",
+                "49962",
+                "min",
+                "8327",
+                "max",
+                "24981",
+                "avpkt",
+                "1514",
+                "burst",
+                "10",
+                "bandwidth",
+                "10000000bit",
+                "adaptive",
+            ],
+        ),  # fmt: skip
+    ],
+)
+def test_an_aqm_holds_the_bottleneck_buffer_as_its_limit(qdisc: str, leaf: list[str]) -> None:
+    cls, made = shaping.bottleneck("s1-eth1", Rate(10e6), Queue(packets=33), qdisc=qdisc)
+    assert made[:9] == ["tc", "qdisc", "replace", "dev", "s1-eth1", "parent", "1:1", "handle", "10:"]
+    assert made[9:] == leaf and cls[9] == "htb"
+    # a buffer in bytes is counted in whole frames: 30 kb is 20.3 frames, so 21
+    assert shaping.aqm_leaf(qdisc, Rate(10e6), Queue(bytes=30720))[:3] in (
+        [qdisc, "limit", "21"], ["cake", "unlimited", "memlimit"], ["red", "limit", str(21 * 1514)],
+    )  # fmt: skip
+
+
+def test_a_qdisc_not_offered_is_refused_naming_the_ones_that_are() -> None:
+    from ground.path import PathSpec
+    from ground.units import QuantityError
+
+    assert PathSpec.parse(qdisc="fq_codel").qdisc == "fq_codel" and PathSpec.parse().qdisc == "pfifo"
+    assert str(PathSpec.parse(queue="33p", qdisc="codel")).endswith("queue 33p codel")
+    assert PathSpec.parse(qdisc="pie").describe()["qdisc"] == "pie" and "qdisc" not in PathSpec.parse().describe()
+    with pytest.raises(QuantityError, match="--qdisc.*one of pfifo, fq_codel, codel, pie, red, cake"):
+        PathSpec.parse(qdisc="sfq")
