@@ -9,9 +9,9 @@ from __future__ import annotations
 from ground.errors import UserError
 from netrepro.studykit.spec import Figure
 
-from . import cubicplus, iw, linuxcc, newcwv, spdy, web
+from . import bufferbloat, cubicplus, iw, linuxcc, newcwv, spdy, web
 
-STUDIES = (iw, cubicplus, spdy, newcwv, linuxcc, web)
+STUDIES = (iw, cubicplus, spdy, newcwv, linuxcc, web, bufferbloat)
 
 
 class UnknownFigure(UserError, LookupError):

@@ -193,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common, topology_options(), run_options()],
         help="every declared figure of a study, or of all, in one run (the same command resumes it)",
     )
-    rp.add_argument("study", help="a study (iw, cubicplus, spdy, newcwv, linuxcc, web) or all")
+    rp.add_argument("study", help="a study (iw, cubicplus, spdy, newcwv, linuxcc, web, bufferbloat) or all")
 
     pl = sub.add_parser("plot", parents=[common], help="a trial's flows over time: cwnd, RTT, goodput")
     pl.add_argument("figure", help="a figure (iw/fig2; a derived one, cubicplus/fig3@cc=bbr), or a figure's CSV")

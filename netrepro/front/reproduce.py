@@ -1,4 +1,4 @@
-"""`run.sh reproduce STUDY|all`: every declared figure of a study (or of all five and web) in one command.
+"""`run.sh reproduce STUDY|all`: every declared figure of a study (or of all of them) in one command.
 
 The figures run one after another, each exactly as `run.sh run <figure>`
 with the same options would run it: its CSV, figure, caption and manifest

@@ -178,3 +178,25 @@ def test_plot_only_of_a_figure_whose_trials_failed_draws_it_and_says_so(
     manifest = json.loads((tmp_path / fig.study / "fig3.manifest.json").read_text())
     assert manifest["failed_trials"] == trials
     assert (tmp_path / fig.study / "fig3.png").exists()
+
+
+def test_the_tradeoff_draws_a_point_per_series_and_level_at_both_medians(tmp_path: Path) -> None:
+    """bufferbloat/tradeoff's drawing: goodput against the RTT under load, drawn beside its SVG and caption
+    (what a point is); a series without trials is noted."""
+    import expts
+    from ground.trials import Row
+    from netrepro.studykit import plot
+
+    fig = expts.find("bufferbloat/tradeoff")
+    rows = [
+        Row({"series": s, "queue": q, "status": "ok", "rtt_p95_ms": str(rtt + k), "goodput_mbit": str(g)})
+        for s, q, rtt, g in (("CUBIC", "8p", 52.0, 8.8), ("CUBIC", "132p", 200.0, 9.5), ("BBR", "8p", 50.0, 9.4))
+        for k in range(3)
+    ]
+    png = tmp_path / "tradeoff.png"
+    assert fig.drawing is not None
+    notes = fig.drawing(fig, plot.summarize(fig, rows), rows, png)
+    assert notes == ["Reno: no trial with both rtt_p95_ms and goodput_mbit"]
+    assert png.is_file() and png.with_suffix(".svg").is_file()
+    caption = png.with_name("tradeoff.caption.txt").read_text()
+    assert "medians and interquartile ranges over trials (3 a point); labels: queue" in caption
