@@ -105,7 +105,10 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{f'{full.time()} / {quick.time()}':>19}  {kept:<32} {len(fig.claims):>6} {decide:<34} "
             f"{fig.heading}"
         )
-    print("time: estimated from the stored result (results/reference/); <=: an upper bound; ?: none stored")
+    print(
+        "time: estimated from the stored result (results/reference/); <=: an upper bound; "
+        ">=: none stored, the trials' declared durations; ?: neither"
+    )
     print("STALE: the rows its stored verdict read have changed since; `FIGURE --plot-only` judges it again")
     if args.jobs is not None:
         print(f"--jobs {args.jobs}: the time with that many labs side by side (auto: as each figure's cost admits)")

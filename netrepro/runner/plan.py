@@ -7,7 +7,9 @@ trials' own seconds per trial, plus LAB_SECONDS per path setting for the
 lab and the verification of its path (`bench runner` measured 9.9 s of
 fixed cost for iw/fig2's one setting).  A quick grid that shortens its
 trials (`quick_fixed`) is estimated at full trial length: an upper bound.
-A figure without a stored result has no estimate.  With `--jobs N` the
+A figure without a stored result is estimated from its trials' declared
+durations (a workload's `duration_s`), which bound it from below; one whose
+workload declares none has no estimate.  With `--jobs N` the
 trials are dealt as the engine deals them (shards.tasks, largest first to
 the lab that is free first, in phases of one tuning of each netrepro
 variant), each task paying LAB_SECONDS for its lab, and the run
@@ -116,13 +118,28 @@ class Plan:
     def upper_bound(self) -> bool:
         return self.quick and bool(self.fig.quick_fixed)
 
+    def declared_per_trial(self) -> float | None:
+        """The mean of the trials' declared durations (a workload's `duration_s`), which bound a trial's own
+        time from below; None where its workload declares none."""
+        keys_type = WORKLOADS[self.fig.workload].keys_type
+        cells = trial.build_all(self.grid, 1, self.fig.x, keys_type, self.fig.topology)
+        durations = [getattr(t.workload, "duration_s", None) for t in cells]
+        if not durations or not all(isinstance(d, (int, float)) for d in durations):
+            return None
+        return sum(float(d) for d in durations if d is not None) / len(durations)
+
+    @property
+    def from_declared(self) -> bool:
+        """The estimate rests on the declared durations (no stored result): a lower bound."""
+        return self.stored is None or self.stored.seconds_per_trial is None
+
     def seconds(self) -> float | None:
-        """The estimated wall time, or None without a stored result to rest on."""
-        if self.stored is None or self.stored.seconds_per_trial is None:
+        """The estimated wall time, or None without a stored result or declared durations to rest on."""
+        per = self.declared_per_trial() if self.from_declared else self.stored.seconds_per_trial  # type: ignore[union-attr]
+        if per is None:
             return None
         if self.jobs <= 1:
-            return self.trials * self.stored.seconds_per_trial + self.settings * LAB_SECONDS
-        per = self.stored.seconds_per_trial
+            return self.trials * per + self.settings * LAB_SECONDS
         return CLUSTER_SECONDS + sum(
             makespan([len(t) * per + LAB_SECONDS for t in tasks], self.jobs) for tasks in self.phases()
         )
@@ -139,7 +156,7 @@ class Plan:
         seconds = self.seconds()
         if seconds is None:
             return "?"
-        mark = "<=" if self.upper_bound else "~"
+        mark = ">=" if self.from_declared else ("<=" if self.upper_bound else "~")
         if seconds < 90:
             return f"{mark}{seconds:.0f} s"
         if seconds < 90 * 60:
@@ -175,7 +192,10 @@ class Plan:
         elif self.jobs_why:
             lines.append(f"  --jobs: {self.jobs_why}")
         if self.stored is None:
-            lines.append("  no stored result (results/reference/) to estimate from")
+            lines.append(
+                "  no stored result (results/reference/) to estimate from"
+                + ("; >=: the trials' declared durations, a lower bound" if self.seconds() is not None else "")
+            )
         else:
             kind = "quick" if self.stored.quick else "full"
             lines.append(

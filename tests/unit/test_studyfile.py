@@ -256,3 +256,16 @@ def test_the_files_figure_keys_are_read_from_the_figure_itself() -> None:
     assert {"levels", "quick_levels", "summarize", "drawing", "variant"}.isdisjoint(studyfile.FIGURE_KEYS)
     for key in studyfile.FIGURE_KEYS:
         assert key in fields or key in ("claim", "timeout_s"), key
+
+
+def test_a_study_files_dry_run_estimates_from_its_declared_durations(tmp_path: Path) -> None:
+    """Nothing stored: the trials' declared durations bound the time from below (3 pair counts x 10 trials
+    x 5 s, and a lab each); a workload that declares no duration still has no estimate."""
+    from netrepro.runner.plan import LAB_SECONDS, Plan
+
+    [fig] = studyfile.load(write(tmp_path, PAIRS))
+    plan = Plan.of(fig)
+    assert plan.stored is None and plan.seconds() == 3 * 10 * 5 + 3 * LAB_SECONDS and plan.time() == ">=3 min"
+    assert "the trials' declared durations, a lower bound" in "\n".join(plan.describe())
+    [other] = studyfile.load(write(tmp_path, GOOD))
+    assert Plan.of(other).time() == "?"
