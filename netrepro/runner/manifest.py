@@ -129,6 +129,8 @@ def judgement_of(fig: Figure, points: list[Point], rows: Rows) -> dict[str, Any]
     judgement["inputs"] = evidence.inputs(fig, rows)  # every row it read, as digests: a later change shows
     ok = [r for r in rows if row_ok(r)]
     judgement["trials"] = {"ok": len(ok), "without_draw": sum(1 for r in ok if not r.get("draw_seed"))}
+    if not fig.claims and fig.finding:
+        judgement["finding"] = fig.finding  # prose, not a claim: said so, since it reads like one
     return judgement
 
 
@@ -138,6 +140,11 @@ def judgement_lines(judgement: Mapping[str, Any]) -> list[str]:
     head = f"verdict: {judgement['verdict']} (" + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + ")"
     if not judgement["claims"]:
         head = "verdict: unjudged (the figure states no claim of its source)"
+        if judgement.get("finding"):
+            head = (
+                f"verdict: unjudged: the figure's finding ({judgement['finding']!r}) is prose, not a claim with a "
+                "test (a study file's [[figure.claim]], or a built-in figure's `claims`, judges it)"
+            )
     if judgement["verdict"] == "deterministic":
         head += ": every claim holds, but only as a deterministic reading of the emulation (its trials do not vary)"
     checks = judgement.get("checks") or []

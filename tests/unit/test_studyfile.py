@@ -269,3 +269,19 @@ def test_a_study_files_dry_run_estimates_from_its_declared_durations(tmp_path: P
     assert "the trials' declared durations, a lower bound" in "\n".join(plan.describe())
     [other] = studyfile.load(write(tmp_path, GOOD))
     assert Plan.of(other).time() == "?"
+
+
+def test_a_figure_whose_finding_is_not_a_claim_says_so(tmp_path: Path) -> None:
+    """No claim: unjudged, and a finding that reads like one is named as prose with the way to judge it."""
+    from netrepro.runner.manifest import judgement_lines, judgement_of
+
+    [fig] = studyfile.load(write(tmp_path, GOOD.replace("series = [", 'finding = "IW 10 beats IW 3"\nseries = [')))
+    assert not fig.claims
+    [head, *_] = judgement_lines(judgement_of(fig, [], []))
+    assert head.startswith("verdict: unjudged: the figure's finding ('IW 10 beats IW 3') is prose, not a claim")
+    assert "[[figure.claim]]" in head
+    [plain] = studyfile.load(write(tmp_path, GOOD))
+    assert (
+        judgement_lines(judgement_of(plain, [], []))[0]
+        == "verdict: unjudged (the figure states no claim of its source)"
+    )
