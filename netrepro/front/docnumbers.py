@@ -8,9 +8,10 @@ stored CSVs (their latest attempt of each trial, status "ok") and manifests.
 KEY is one), `rewrite` puts the facts in (`run.sh docs`), and
 tests/unit/test_doc_numbers.py holds the two equal, so that a new stored run
 changes the prose or fails the suite.  One function per study computes its
-facts (study newcwv's in docfacts_newcwv), from the rows netrepro.front.docrows
-reads and in the way it writes numbers; every function takes the stored
-tree (`tree`, results/reference).
+facts (study newcwv's in docfacts_newcwv, bufferbloat's in docfacts_bufferbloat,
+the benchmarks' in docfacts_bench), from the rows netrepro.front.docrows reads
+and in the way it writes numbers; every function takes the stored tree
+(`tree`, results/reference).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from ground.manifests import ManifestUnreadable, read_manifest
 from ground.results import REFERENCE, REPO, replace_file
 from netrepro.front.docfacts_bench import bench_facts
+from netrepro.front.docfacts_bufferbloat import bufferbloat_facts
 from netrepro.front.docfacts_newcwv import newcwv_facts
 from netrepro.front.docrows import (
     Facts,
@@ -350,6 +352,7 @@ STUDIES: tuple[Callable[[Stored], Facts], ...] = (
     cubicplus_facts,
     linuxcc_facts,
     newcwv_facts,
+    bufferbloat_facts,
     readme_facts,
     reference_facts,
     bench_facts,
