@@ -321,12 +321,28 @@ def cmd_merge(args: argparse.Namespace) -> int:
         quick = args.quick or _rows_are_quick(fig, keys)
         trials.write_rows(rows, target)
         results.hand_back(target, into)
+        _copy_series(args.csvs, target, into)
         print(f"merge: {len(rows)} rows of {fig.full_name} ({len(keys)} trials, seed {seed}) into {target}", flush=True)
         outcome = sweep.run_figure(
             fig, sweep.Options(out=into, quick=quick, plot_only=True, merged=True, seed=seed), locked=True
         )
     again = "each shard's own command (its --shard K/N) runs its trials again, then merge them again"
     return finished("merge", [outcome], again)
+
+
+def _copy_series(csvs: Sequence[Path], target: Path, into: Path) -> None:
+    """The time series the merged rows name (ground.series), from beside each CSV to beside the merged one."""
+    from ground import series
+
+    for csv_path in csvs:
+        for row in trials.read_rows(csv_path):
+            name = row.get(series.FILE_COLUMN)
+            if not name:
+                continue
+            source, dest = csv_path.parent / name, target.parent / name
+            if source.is_file() and source.resolve() != dest.resolve():
+                results.replace_file(dest, source.read_bytes())
+                results.hand_back(dest, into)
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

@@ -130,9 +130,14 @@ def test_a_merge_of_seed_7_shards_draws_the_figure_of_seed_7(
                  "download_time_ms": 400.0 + 10 * i + n, "backend": "delayline", "kernel": "6.1.0-test"}
                 for n, (p, i) in enumerate(mine)]  # fmt: skip
         csvs.append(tmp_path / f"vm{k}" / "iw" / "fig2.csv")
+        rows[0]["time_series_file"] = f"fig2.series/{k}.csv"  # a trial's series, beside its shard's CSV
+        (csvs[-1].parent / "fig2.series").mkdir(parents=True)
+        (csvs[-1].parent / "fig2.series" / f"{k}.csv").write_text(f"shard {k}\n")
         write_rows([{k: str(v) for k, v in r.items()} for r in rows], csvs[-1])
     into = tmp_path / "merged"
     assert cli.main(["merge", *map(str, csvs), "--into", str(into)]) == 0
+    # each series the merged rows name is beside the merged CSV
+    assert [(into / "iw" / "fig2.series" / f"{k}.csv").read_text() for k in (1, 2)] == ["shard 1\n", "shard 2\n"]
     manifest = json.loads((into / "iw" / "fig2.manifest.json").read_text())
     assert manifest["rows"] == len(every) and manifest["trials_missing"] == 0, manifest["rows"]
     assert manifest["seed"] == 7 and manifest["quick"], manifest
