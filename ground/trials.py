@@ -45,7 +45,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ground import series
 from ground.errors import SetupError, UserError
@@ -271,14 +271,11 @@ def row_seed(row: Mapping[str, str]) -> int | None:
         return None
 
 
-CsvRow = TypeVar("CsvRow", bound=Mapping[str, str])
-
-
-def latest_rows(rows: Iterable[CsvRow]) -> list[CsvRow]:
+def latest_rows(rows: Iterable[Row]) -> list[Row]:
     """The last row of each (trial, seed), in file order: a trial run again counts by its latest attempt."""
-    latest: dict[tuple[str, int | None], CsvRow] = {}
+    latest: dict[tuple[str, int | None], Row] = {}
     for row in rows:
-        key = (row.get("trial_key") or "", row_seed(row))
+        key = (row.key, row.seed)
         latest.pop(key, None)
         latest[key] = row
     return list(latest.values())
@@ -490,12 +487,6 @@ def read_rows(path: Path) -> list[Row]:
     return parse_rows(complete_text(path), path)[1]
 
 
-def numbers(rows: Iterable[Mapping[str, str]], column: str) -> list[float]:
+def numbers(rows: Iterable[Row], column: str) -> list[float]:
     """The column's values that are numbers (failed trials leave it empty)."""
-    out = []
-    for row in rows:
-        try:
-            out.append(float(row[column]))
-        except (KeyError, ValueError):
-            continue
-    return out
+    return [value for row in rows if (value := row.number(column)) is not None]
