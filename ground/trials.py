@@ -24,6 +24,8 @@ row they could not read as it was written.  Each comes back a `Row`, whose
 properties say what every row says about its trial (its key, status,
 series, congestion control, where and from what code it ran), typed; a
 metric is read by the column its figure or claim names (`Row.number`).
+Outside this module a row is read through these, never as a dict of its
+cells (tests/unit/test_house.py).
 
 Each trial also draws what makes it an independent sample rather than a
 replay of the trial before (`trial_draw`): the seed of the emulated loss
