@@ -24,7 +24,6 @@ from typing import Any
 
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS
-from ground.trials import row_ok
 from netrepro.studykit import decisions, intervals
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
@@ -111,9 +110,7 @@ def timeout(trial: Trial) -> float:
 def _mean_se(fig: Figure, rows: Rows, label: str, level: Any) -> tuple[float, float, int] | None:
     """Mean, its standard error and n over the successful trials of a series at a level (one value a trial)."""
     values = [
-        float(r[fig.y])
-        for r in rows
-        if r.get("series") == label and r.get(fig.x) == str(level) and row_ok(r) and r.get(fig.y)
+        r.measured(fig.y) for r in rows if r.series == label and r.text(fig.x) == str(level) and r.ok and r.text(fig.y)
     ]
     if not values:
         return None
@@ -184,10 +181,10 @@ def annotate_iw(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[s
     the two and their sum."""
     notes = []
     for level in fig.levels:
-        ok = [r for r in rows if r.get("series") == CUBIC.label and r.get(fig.x) == str(level) and row_ok(r)]
+        ok = [r for r in rows if r.series == CUBIC.label and r.text(fig.x) == str(level) and r.ok]
         if ok:
-            plt = [float(r["page_load_time_ms"]) for r in ok]
-            page_bytes = int(ok[0]["bytes"])
+            plt = [r.measured("page_load_time_ms") for r in ok]
+            page_bytes = int(ok[0].text("bytes"))
             low, high = page_load_band(page_bytes, int(level), fig)
             notes.append(
                 f"IW {level}: CUBIC loads the page in {statistics.median(plt):.0f} ms; slow start needs "

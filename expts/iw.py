@@ -24,7 +24,6 @@ from typing import Any
 
 from ground.cwnd import slow_start_rounds
 from ground.path import MSS, TCP_OVERHEAD
-from ground.trials import numbers, row_ok
 from ground.units import numeric
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
@@ -88,8 +87,8 @@ def timeout(trial: Trial) -> float:
 
 def reference_fig2() -> list[tuple[int, float]]:
     with open(REFERENCE, newline="") as f:
-        rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return [(int(r["x"]), float(r["value"])) for r in rows if r["source"] == "fig2"]
+        entries = csv.DictReader(line for line in f if not line.startswith("#"))
+        return [(int(entry["x"]), float(entry["value"])) for entry in entries if entry["source"] == "fig2"]
 
 
 # -- figure 2 ---------------------------------------------------------------------
@@ -244,9 +243,9 @@ def improvements(fig: Figure, rows: Rows) -> dict[tuple[str, str], tuple[list[fl
     """Per (target series, level): the paired improvements over IW 3, in ms and in %."""
     by: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     for row in rows:
-        if row_ok(row):
-            for value in numbers([row], fig.y):
-                by[(row["series"], row[fig.x])][int(row["trial"])] = value
+        value = row.number(fig.y)
+        if row.ok and value is not None:
+            by[(row.series, row.text(fig.x))][int(row.text("trial"))] = value
     out = {}
     for (series, level), times in by.items():
         if series == "IW 3":

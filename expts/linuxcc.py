@@ -144,16 +144,16 @@ def physics_notes(rows: Rows) -> list[str]:
     ok = ok_rows(rows)
     if not ok:
         return notes
-    over = [r for r in ok if float(r["goodput_mbit"]) * 1e6 > 1.02 * path_of(r).ideal_goodput_down.bps]
-    most = max(float(r["goodput_mbit"]) for r in ok)
+    over = [r for r in ok if r.measured("goodput_mbit") * 1e6 > 1.02 * path_of(r).ideal_goodput_down.bps]
+    most = max(r.measured("goodput_mbit") for r in ok)
     notes.append(
         f"physics: no flow above the core's {path_of(ok[0]).ideal_goodput_down.mbps:.2f} Mbit/s of "
         f"payload (highest {most:.2f}): {'holds' if not over else f'FAILS in {len(over)} trials'}"
     )
-    beside = [r for r in ok if r.get("cross_delivered_mbit") not in (None, "")]
+    beside = [r for r in ok if r.text("cross_delivered_mbit")]
     if beside:
-        above = [r for r in beside if float(r["goodput_mbit"]) * 1e6 > 1.1 * tcp_share(r) + 0.05e6]
-        udp = statistics.median(float(r["cross_delivered_mbit"]) for r in beside)
+        above = [r for r in beside if r.measured("goodput_mbit") * 1e6 > 1.1 * tcp_share(r) + 0.05e6]
+        udp = statistics.median(r.measured("cross_delivered_mbit") for r in beside)
         notes.append(
             f"physics: beside the UDP flow (median {udp:.2f} Mbit/s delivered) TCP gets at most what is left, "
             f"{statistics.median(tcp_share(r) for r in beside) / 1e6:.2f} Mbit/s: "
@@ -250,7 +250,7 @@ def draw_windows(
     styles = plot.line_styles(len(ALGORITHMS))
     for ax, series in zip(axes[:, 0], scenarios, strict=True):
         for i, cc in enumerate(ALGORITHMS):
-            trials = sorted(ok_rows(rows, series, cc), key=lambda r: int(r["trial"]))
+            trials = sorted(ok_rows(rows, series, cc), key=lambda r: int(r.text("trial")))
             if trials:
                 ts, ws = zip(*window_series(trials[0]), strict=True)
                 ax.plot(ts, ws, label=cc, linewidth=1.1, **styles[i])
@@ -278,8 +278,8 @@ def summarize_drop_pct(fig: Figure, rows: Rows) -> list[Point]:
     points = []
     for s in fig.series:
         for cc in fig.levels:
-            group = [r for r in rows if r.get("series") == s.label and r.get("cc") == str(cc)]
-            values = [float(r["drop_rate"]) * 100 for r in ok_rows(group) if r.get("drop_rate") not in (None, "")]
+            group = [r for r in rows if r.series == s.label and r.cc == str(cc)]
+            values = [r.measured("drop_rate") * 100 for r in ok_rows(group) if r.text("drop_rate")]
             if not group:
                 continue
             if not values:

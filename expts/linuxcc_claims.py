@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from expts.linuxcc_trials import ALGORITHMS, SCENARIOS, drop_rate, drops_per_reduction, first_10s, mean_window
-from ground.trials import row_ok
+from ground.trials import Row
 from netrepro.studykit import decisions
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
@@ -31,7 +31,7 @@ SEED = "004_e93124045b9169be.txt"
 FLOWS = tuple(s.label for s in SCENARIOS)
 POOLED = "mean of the four flows"
 
-RowMetric = Callable[[Mapping[str, str]], float | None]
+RowMetric = Callable[[Row], float | None]
 # The seed's own scale for "same" (section 5): drop rates "70% same" or "80% same", read as the smaller at
 # least 70 % (80 %) of the larger: a ratio within 1/0.7 (1/0.8).  A drop rate "high" or "low as compare to"
 # another is then worth more than what the seed still calls the same: a lead surely under 1/0.7 differs.
@@ -49,18 +49,18 @@ def turned(fig: Figure, levels: Sequence[str]) -> Figure:
     return dataclasses.replace(fig, x="series", levels=tuple(levels))
 
 
-def pooled_rows(rows: Rows, metric: RowMetric) -> list[dict[str, str]]:
+def pooled_rows(rows: Rows, metric: RowMetric) -> list[Row]:
     """One row per algorithm and trial index: `metric`'s mean over the four flows' trials of that index
     (column "value", series POOLED); an index some flow lacks is left out."""
     by: dict[tuple[str, str], dict[str, float]] = {}
     for r in rows:
-        if not row_ok(r) or r.get("series") not in FLOWS:
+        if not r.ok or r.series not in FLOWS:
             continue
         value = metric(r)
         if value is not None and math.isfinite(value):
-            by.setdefault((str(r.get("cc")), str(r.get("trial"))), {})[str(r["series"])] = value
+            by.setdefault((r.cc, r.text("trial")), {})[r.series] = value
     return [
-        {"series": POOLED, "cc": cc, "trial": trial, "status": "ok", "value": repr(sum(v.values()) / len(v))}
+        Row(series=POOLED, cc=cc, trial=trial, status="ok", value=repr(sum(v.values()) / len(v)))
         for (cc, trial), v in sorted(by.items())
         if len(v) == len(FLOWS)
     ]

@@ -78,7 +78,6 @@ from expts.newcwv_trials import (
     trial_values,
 )
 from ground.path import MSS
-from ground.trials import row_ok
 from netrepro.studykit import plot
 from netrepro.studykit.spec import Figure, Point, Rows
 from netrepro.studykit.trial import Trial
@@ -273,10 +272,10 @@ def losses_by_arm(rows: Rows, kb: Any) -> dict[str, tuple[float, float, int]]:
     """Retransmitted segments per burst of `kb` KB, by arm: (mean over trials, its standard error, trials)."""
     by: dict[str, list[float]] = defaultdict(list)
     for r in rows:
-        if row_ok(r) and str(r.get("burst_kb")) == str(kb):
+        if r.ok and r.text("burst_kb") == str(kb):
             value = trial_retransmitted(r)
             if value is not None:
-                by[r["series"]].append(value)
+                by[r.series].append(value)
     return {arm: (*mean_se(v), len(v)) for arm, v in by.items()}
 
 
@@ -308,12 +307,12 @@ def _first_flight_totals(rows: Rows, kb: int, column: str) -> dict[str, tuple[in
     rows recorded before the first flight's column existed are left out."""
     by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for row in rows:
-        if not row_ok(row) or not row.get("first_flight_retransmitted") or int(row["burst_kb"]) != kb:
+        if not row.ok or not row.text("first_flight_retransmitted") or int(row.text("burst_kb")) != kb:
             continue
-        pairs = zip(row["first_flight_retransmitted"].split(";"), row[column].split(";"), strict=True)
+        pairs = zip(row.text("first_flight_retransmitted").split(";"), row.text(column).split(";"), strict=True)
         for again, other in pairs:
-            by[row["series"]][0] += int(again)
-            by[row["series"]][1] += int(other)
+            by[row.series][0] += int(again)
+            by[row.series][1] += int(other)
     return {arm: (a, o) for arm, (a, o) in by.items()}
 
 
@@ -368,9 +367,9 @@ def annotate_pacing(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> li
 
 def seed_table(name: str) -> dict[tuple[int, float], float]:
     with open(REFERENCE, newline="") as f:
-        rows = csv.DictReader(line for line in f if not line.startswith("#"))
+        cells = csv.DictReader(line for line in f if not line.startswith("#"))
         return {
-            (int(r["burst_kb"]), float(r["idle_s"])): float(r["improvement_pct"]) for r in rows if r["table"] == name
+            (int(c["burst_kb"]), float(c["idle_s"])): float(c["improvement_pct"]) for c in cells if c["table"] == name
         }
 
 
@@ -389,7 +388,7 @@ def annotate_table(name: str, arm: str):  # type: ignore[no-untyped-def]
         ax.axhline(0, color="k", linewidth=0.6)
         notes = table_numbers(name, arm, points)
         notes += _losses_at(rows, 80)
-        pacers = sorted({r.get("pacer_used", "") for r in rows if r.get("series") == PACED.label} - {""})
+        pacers = sorted({r.text("pacer_used") for r in rows if r.series == PACED.label} - {""})
         if pacers:
             notes.append(f"paced by: {', '.join(pacers)}" + _spread_note(rows))
         plot.legend_beside(ax)
@@ -429,8 +428,8 @@ def summarize_bulk(fig: Figure, rows: Rows) -> list[Point]:
     """The bulk flow's goodput while the HTTP server ran each arm: mean and standard error over trials."""
     by: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:
-        if row_ok(r) and r.get("bulk_goodput_mbit"):
-            by[(r["series"], str(r["burst_kb"]))].append(float(r["bulk_goodput_mbit"]))
+        if r.ok and r.text("bulk_goodput_mbit"):
+            by[(r.series, r.text("burst_kb"))].append(r.measured("bulk_goodput_mbit"))
     points = []
     for s in fig.series:
         for kb in fig.levels:
@@ -444,8 +443,8 @@ def summarize_bulk(fig: Figure, rows: Rows) -> list[Point]:
 def _bulk_notes(rows: Rows) -> list[str]:
     by: dict[str, list[float]] = defaultdict(list)
     for r in rows:
-        if row_ok(r) and r.get("bulk_goodput_mbit"):
-            by[r["series"]].append(float(r["bulk_goodput_mbit"]))
+        if r.ok and r.text("bulk_goodput_mbit"):
+            by[r.series].append(r.measured("bulk_goodput_mbit"))
     return [
         f"bulk flow's goodput beside {arm}: {mean:.3f} ± {se:.3f} Mbit/s over {len(values)} trials"
         for arm, values in by.items()

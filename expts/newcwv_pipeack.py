@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from ground.trials import row_ok
+from ground.trials import Row
 from netrepro.studykit import plot
 from netrepro.studykit.spec import Figure, Point, Rows
 
@@ -27,29 +27,25 @@ CAPTION = (
 )
 
 
-def _floats(text: str | None) -> list[float]:
-    return [float(v) if v != "" else math.nan for v in (text or "").split(";")] if text else []
+def _floats(text: str) -> list[float]:
+    return [float(v) if v != "" else math.nan for v in text.split(";")] if text else []
 
 
-def trace(row: dict[str, str]) -> tuple[list[float], list[float], list[float]]:
+def trace(row: Row) -> tuple[list[float], list[float], list[float]]:
     """(seconds, pipeACK, tcp_probe's cwnd) of one trial; NaN where pipeACK is undefined or no ACK was seen."""
-    ts, pipeack, cwnd = (
-        _floats(row.get("trace_s")),
-        _floats(row.get("trace_pipeack")),
-        _floats(row.get("trace_probe_cwnd")),
-    )
+    ts, pipeack, cwnd = (_floats(row.text(c)) for c in ("trace_s", "trace_pipeack", "trace_probe_cwnd"))
     if not (len(ts) == len(pipeack) == len(cwnd)):
-        raise ValueError(f"trial {row.get('trial')}: trace columns of {len(ts)}, {len(pipeack)}, {len(cwnd)} values")
+        raise ValueError(f"trial {row.trial}: trace columns of {len(ts)}, {len(pipeack)}, {len(cwnd)} values")
     return ts, pipeack, cwnd
 
 
-def _ok(rows: Rows, series: str, level: Any) -> list[dict[str, str]]:
-    mine = [dict(r) for r in rows if row_ok(r) and r.get("series") == series and str(r.get("burst_kb")) == str(level)]
-    return sorted(mine, key=lambda r: int(r.get("trial") or 0))
+def _ok(rows: Rows, series: str, level: Any) -> list[Row]:
+    mine = [r for r in rows if r.ok and r.series == series and r.text("burst_kb") == str(level)]
+    return sorted(mine, key=lambda r: r.trial or 0)
 
 
-def _mean(rows: list[dict[str, str]], column: str) -> str:
-    values = [float(r[column]) for r in rows if r.get(column) not in (None, "")]
+def _mean(rows: list[Row], column: str) -> str:
+    values = [r.measured(column) for r in rows if r.text(column)]
     if not values:
         return "none"
     return f"{statistics.fmean(values):.3g}" + (f" (n = {len(values)})" if len(values) != len(rows) else "")

@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ground.path import MSS
-from ground.trials import row_ok
+from ground.trials import Row
 from netrepro.studykit.cells import Cell, time_ms, timer_noise
 from netrepro.studykit.spec import Rows, Series
 from servers.burst_trace import gain_pct
@@ -45,9 +45,9 @@ ARMS = (BASELINE, NEWCWV, RENO_KEPT)
 # Each a function of one row: the trial is the unit of every claim and every bar.
 
 
-def _floats(row: Mapping[str, str], column: str) -> list[float] | None:
+def _floats(row: Row, column: str) -> list[float] | None:
     """A column listing one value per burst (in the order they ran), or None where the row has none."""
-    text = row.get(column) or ""
+    text = row.text(column)
     try:
         return [float(v) for v in text.split(";")] if text else None
     except ValueError:
@@ -55,26 +55,26 @@ def _floats(row: Mapping[str, str], column: str) -> list[float] | None:
 
 
 @time_ms
-def trial_burst_ms(row: Mapping[str, str]) -> float | None:
+def trial_burst_ms(row: Row) -> float | None:
     """a trial's mean burst time (ms)"""
     values = _floats(row, "burst_ms")
     return statistics.fmean(values) if values else None
 
 
-def trial_retransmitted(row: Mapping[str, str]) -> float | None:
+def trial_retransmitted(row: Row) -> float | None:
     """a trial's retransmitted segments per burst"""
     values = _floats(row, "retransmitted")
     return statistics.fmean(values) if values else None
 
 
 @time_ms
-def trial_first_flight_ms(row: Mapping[str, str]) -> float | None:
+def trial_first_flight_ms(row: Row) -> float | None:
     """a trial's mean time from the first to the last segment of a burst's first flight (ms)"""
     values = _floats(row, "first_flight_ms")
     return statistics.fmean(values) if values else None
 
 
-def burst_ms_by_idle(row: Mapping[str, str]) -> dict[float, float]:
+def burst_ms_by_idle(row: Row) -> dict[float, float]:
     """A trial's burst time after each idle period it ran (the mean, for a period it ran more than once)."""
     idles, ms = _floats(row, "idle_s"), _floats(row, "burst_ms")
     if not idles or not ms or len(idles) != len(ms):
@@ -85,9 +85,9 @@ def burst_ms_by_idle(row: Mapping[str, str]) -> dict[float, float]:
     return {idle: statistics.fmean(values) for idle, values in by.items()}
 
 
-def arm_trials(rows: Rows, arm: str, kb: Any) -> list[Mapping[str, str]]:
+def arm_trials(rows: Rows, arm: str, kb: Any) -> list[Row]:
     """The successful trials of `arm` at `kb` KB."""
-    return [r for r in rows if row_ok(r) and r.get("series") == arm and str(r.get("burst_kb")) == str(kb)]
+    return [r for r in rows if r.ok and r.series == arm and r.text("burst_kb") == str(kb)]
 
 
 def trial_values(rows: Rows, arm: str, kb: Any, idle: float | None = None) -> list[float]:
@@ -114,7 +114,7 @@ def trial_cell(rows: Rows, arm: str, kb: Any, idle: float | None = None) -> Cell
 
 def idles_of(rows: Rows) -> list[float]:
     """The idle periods the successful trials ran."""
-    return sorted({idle for r in rows if row_ok(r) for idle in burst_ms_by_idle(r)})
+    return sorted({idle for r in rows if r.ok for idle in burst_ms_by_idle(r)})
 
 
 def mean_se(values: Sequence[float]) -> tuple[float, float]:
@@ -162,14 +162,14 @@ class Burst:
 def bursts_of(rows: Rows) -> Iterator[Burst]:
     """Every burst of every successful trial (a row lists its bursts in the order they ran)."""
     for row in rows:
-        if not row_ok(row):
+        if not row.ok:
             continue
         columns = [
-            row[c].split(";") for c in ("idle_s", "burst_ms", "cwnd_resumed", "retransmitted", "first_flight_ms")
+            row.text(c).split(";") for c in ("idle_s", "burst_ms", "cwnd_resumed", "retransmitted", "first_flight_ms")
         ]
         for idle, ms, cwnd, retrans, flight in zip(*columns, strict=True):
             yield Burst(
-                row["series"], int(row["burst_kb"]), float(idle), float(ms), int(cwnd), int(retrans), float(flight)
+                row.series, int(row.text("burst_kb")), float(idle), float(ms), int(cwnd), int(retrans), float(flight)
             )
 
 

@@ -19,11 +19,10 @@ itself without loss compare levels of the x factor as groups
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ground.trials import row_ok
+from ground.trials import Row
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import AllOf, Better, Exact, Regrouped, Same, Trend, Within
@@ -71,8 +70,8 @@ FINDING_BACKOFF = (
 def reference_table() -> list[dict[str, int]]:
     with open(REFERENCE, newline="") as f:
         return [
-            {k: int(v) for k, v in row.items()}
-            for row in csv.DictReader(line for line in f if not line.startswith("#"))
+            {k: int(v) for k, v in entry.items()}
+            for entry in csv.DictReader(line for line in f if not line.startswith("#"))
         ]
 
 
@@ -82,10 +81,11 @@ def reference_table() -> list[dict[str, int]]:
 def annotate_betatable(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
     ref = reference_table()
     for beta in (717, 512):
-        ns = [r["n"] for r in ref if r["beta"] == beta]
-        ax.plot(ns, [r["beta_effective"] for r in ref if r["beta"] == beta], "kx", ms=9, label=f"seed 003, beta {beta}")
+        ns = [entry["n"] for entry in ref if entry["beta"] == beta]
+        effective = [entry["beta_effective"] for entry in ref if entry["beta"] == beta]
+        ax.plot(ns, effective, "kx", ms=9, label=f"seed 003, beta {beta}")
     legend_beside(ax)
-    impls = sorted({row.get("cc_impl", "") for row in rows})
+    impls = sorted({row.cc_impl for row in rows})
     return [f"implementation: {', '.join(impls)}"]
 
 
@@ -96,9 +96,9 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def read_back(rows: Rows) -> dict[tuple[int | None, int | None], Mapping[str, str]]:
+def read_back(rows: Rows) -> dict[tuple[int | None, int | None], Row]:
     """The trials' rows by (beta, n): what the loaded algorithm reported for them."""
-    return {(_int(r.get("beta")), _int(r.get("n"))): r for r in rows if row_ok(r)}
+    return {(_int(r.text("beta")), _int(r.text("n"))): r for r in rows if r.ok}
 
 
 def table_equal(fig: Figure, rows: Rows) -> tuple[bool, str] | None:
@@ -108,16 +108,16 @@ def table_equal(fig: Figure, rows: Rows) -> tuple[bool, str] | None:
         return None
     ref = reference_table()
     mismatches, missing = [], []
-    for r in ref:
-        row = got.get((r["beta"], r["n"]))
+    for entry in ref:
+        row = got.get((entry["beta"], entry["n"]))
         if row is None:
-            missing.append(f"beta {r['beta']} n {r['n']}")
+            missing.append(f"beta {entry['beta']} n {entry['n']}")
             continue
-        ours = (_int(row.get("beta_effective")), _int(row.get("backoff_pct")))
-        if ours != (r["beta_effective"], r["backoff_pct"]):
+        ours = (_int(row.text("beta_effective")), _int(row.text("backoff_pct")))
+        if ours != (entry["beta_effective"], entry["backoff_pct"]):
             mismatches.append(
-                f"beta {r['beta']} n {r['n']}: ours {ours[0]}/{ours[1]} %, seed 003 "
-                f"{r['beta_effective']}/{r['backoff_pct']} %"
+                f"beta {entry['beta']} n {entry['n']}: ours {ours[0]}/{ours[1]} %, seed 003 "
+                f"{entry['beta_effective']}/{entry['backoff_pct']} %"
             )
     read = len(ref) - len(missing)
     text = f"{read - len(mismatches)} of the {len(ref)} rows read back equal to the table (beta_effective/backoff)"
@@ -131,8 +131,8 @@ def plain_cubic_at_n1(fig: Figure, rows: Rows) -> tuple[bool, str] | None:
     if not ones:
         return None
     parts, holds = [], True
-    for beta, r in sorted(ones, key=lambda kv: kv[0]):
-        effective, scaled = _int(r.get("beta_effective")), _int(r.get("rtt_scaled_in_use")) or 0
+    for beta, row in sorted(ones, key=lambda kv: kv[0]):
+        effective, scaled = _int(row.text("beta_effective")), _int(row.text("rtt_scaled_in_use")) or 0
         holds &= effective == beta and scaled == 0
         parts.append(f"beta {beta}: beta_effective {effective}" + (f", RTT-scaled K {scaled}" if scaled else ""))
     return holds, "n = 1: " + "; ".join(parts)

@@ -20,7 +20,12 @@ Every row names the file's format (`csv_format`, CSV_FORMAT); rows are
 read back by one reader (`parse_rows`), which refuses, naming the file and
 the line, a row with more or fewer fields than the header names and a file
 of a format newer than this netrepro reads: merge and resume never take a
-row they could not read as it was written.
+row they could not read as it was written.  Each comes back a `Row`, whose
+properties say what every row says about its trial (its key, status,
+series, congestion control, where and from what code it ran), typed; a
+metric is read by the column its figure or claim names (`Row.number`).
+Outside this module a row is read through these, never as a dict of its
+cells (tests/unit/test_house.py).
 
 Each trial also draws what makes it an independent sample rather than a
 replay of the trial before (`trial_draw`): the seed of the emulated loss
@@ -42,7 +47,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ground import series
 from ground.errors import SetupError, UserError
@@ -84,7 +89,7 @@ def parse_rows(text: str, path: Path) -> tuple[list[str], list[Row]]:
                 "short, or with fields of its own: not a row this file's writer wrote)",
             )
         row = Row(zip(header, fields, strict=True))
-        found = row.get("csv_format") or "1"
+        found = row.text("csv_format") or "1"
         if not found.isdigit() or int(found) > CSV_FORMAT:
             raise RowsRefused(
                 path, reader.line_num, f"csv_format {found!r}: a format this netrepro ({CSV_FORMAT}) does not read"
@@ -142,7 +147,9 @@ def row_ok(row: Mapping[str, Any]) -> bool:
 
 class Row(dict[str, str]):
     """A row of a trial CSV as read back (`parse_rows`): its cells by column, as text, and what every row
-    says about its trial, typed.  A dict still, for the reader that wants a metric by its column name."""
+    says about its trial, typed: a column a row lacks (written before it was recorded) reads as "" or None.
+    A metric is read by the column its figure or claim names (`number`), a cell wanted as text by a name the
+    caller holds (`text`)."""
 
     @property
     def ok(self) -> bool:
@@ -150,24 +157,110 @@ class Row(dict[str, str]):
 
     @property
     def key(self) -> str:
-        return self.get("trial_key") or ""
+        """The trial's key (trial_key): its parameters and index."""
+        return self.text("trial_key")
 
     @property
     def status(self) -> str:
-        return self.get("status") or ""
+        return self.text("status")
 
     @property
     def error(self) -> str:
-        return self.get("error") or ""
+        return self.text("error")
 
     @property
     def seed(self) -> int | None:
         return row_seed(self)
 
+    @property
+    def figure(self) -> str:
+        return self.text("figure")
+
+    @property
+    def series(self) -> str:
+        """The label of the figure's series (a line, a bar) the trial is drawn in."""
+        return self.text("series")
+
+    @property
+    def trial(self) -> int | None:
+        """The trial's index among the trials of its setting."""
+        return self._whole("trial")
+
+    @property
+    def cc(self) -> str:
+        """The congestion control the trial asked for ("": the hosts' default)."""
+        return self.text("cc")
+
+    @property
+    def cc_impl(self) -> str:
+        """The implementation it ran as: the kernel's own, a module or BPF."""
+        return self.text("cc_impl")
+
+    @property
+    def topology(self) -> str:
+        """The label of the topology the trial ran on."""
+        return self.text("topology")
+
+    @property
+    def backend(self) -> str:
+        """The emulation backend that shaped its links."""
+        return self.text("backend")
+
+    @property
+    def switch(self) -> str:
+        return self.text("switch")
+
+    @property
+    def kernel(self) -> str:
+        """The release of the kernel it ran on."""
+        return self.text("kernel")
+
+    @property
+    def host(self) -> str:
+        return self.text("host")
+
+    @property
+    def worker(self) -> str:
+        """The cluster worker that ran it ("": the run's own process)."""
+        return self.text("worker")
+
+    @property
+    def code(self) -> str:
+        """The commit of the netrepro that ran it, as results.code_version writes it (`+dirty`: with changes)."""
+        return self.text("code")
+
+    @property
+    def draw_seed(self) -> int | None:
+        """The name of the trial's draw (trial_draw)."""
+        return self._whole("draw_seed")
+
+    @property
+    def trial_seconds(self) -> float | None:
+        """How long the trial took, wall clock."""
+        return self.number("trial_seconds")
+
     def number(self, column: str) -> float | None:
         """The column's value as a number; None where the row has none (a failed trial leaves it empty)."""
         try:
             return float(self[column])
+        except (KeyError, ValueError):
+            return None
+
+    def measured(self, column: str) -> float:
+        """The column's value as a number, in a row that must hold one (a successful trial's metric):
+        ValueError, naming the trial and the column, where it holds none."""
+        value = self.number(column)
+        if value is None:
+            raise ValueError(f"{self.key or 'a row'}: no number in its {column!r} ({self.get(column)!r})")
+        return value
+
+    def text(self, column: str) -> str:
+        """The column's cell as written; "" where the row has none."""
+        return self.get(column) or ""
+
+    def _whole(self, column: str) -> int | None:
+        try:
+            return int(self[column])
         except (KeyError, ValueError):
             return None
 
@@ -180,14 +273,11 @@ def row_seed(row: Mapping[str, str]) -> int | None:
         return None
 
 
-CsvRow = TypeVar("CsvRow", bound=Mapping[str, str])
-
-
-def latest_rows(rows: Iterable[CsvRow]) -> list[CsvRow]:
+def latest_rows(rows: Iterable[Row]) -> list[Row]:
     """The last row of each (trial, seed), in file order: a trial run again counts by its latest attempt."""
-    latest: dict[tuple[str, int | None], CsvRow] = {}
+    latest: dict[tuple[str, int | None], Row] = {}
     for row in rows:
-        key = (row.get("trial_key") or "", row_seed(row))
+        key = (row.key, row.seed)
         latest.pop(key, None)
         latest[key] = row
     return list(latest.values())
@@ -300,11 +390,7 @@ class TrialLog:
     def done(self, seed: int = DEFAULT_SEED, retry_failed: bool = True) -> set[str]:
         """Keys of the trials this run (of `seed`) need not run again: those with a successful row,
         or with any row at all when failed trials are not to be retried."""
-        return {
-            row["trial_key"]
-            for row in self.rows
-            if row.get("trial_key") and row_seed(row) == seed and (not retry_failed or row_ok(row))
-        }
+        return {row.key for row in self.rows if row.key and row.seed == seed and (not retry_failed or row.ok)}
 
     def append(self, row: dict[str, Any]) -> None:
         """Add one row: one write of one complete line, synced."""
@@ -403,12 +489,6 @@ def read_rows(path: Path) -> list[Row]:
     return parse_rows(complete_text(path), path)[1]
 
 
-def numbers(rows: Iterable[Mapping[str, str]], column: str) -> list[float]:
+def numbers(rows: Iterable[Row], column: str) -> list[float]:
     """The column's values that are numbers (failed trials leave it empty)."""
-    out = []
-    for row in rows:
-        try:
-            out.append(float(row[column]))
-        except (KeyError, ValueError):
-            continue
-    return out
+    return [value for row in rows if (value := row.number(column)) is not None]

@@ -545,9 +545,9 @@ def browser_load(
     entries = _page_entries(browser, timing, protocol, resources)
     names = {str(e["name"]) for e in entries}
     connections = {
-        r["response"]["connectionId"]  # type: ignore[index]
-        for r in received
-        if str(r["response"]["url"]) in names  # type: ignore[index]
+        event["response"]["connectionId"]  # type: ignore[index]
+        for event in received
+        if str(event["response"]["url"]) in names  # type: ignore[index]
     }
     return _load_of(browser, version, entries, len(connections))
 

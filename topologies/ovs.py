@@ -236,18 +236,20 @@ def ports_not_forwarding(listing: str, ports: list[str]) -> dict[str, str]:
     """
     table = json.loads(listing)
     columns = table["headings"]
-    rows = {row[columns.index("name")]: dict(zip(columns, map(_scalar, row), strict=True)) for row in table["data"]}
+    interfaces = {
+        cells[columns.index("name")]: dict(zip(columns, map(_scalar, cells), strict=True)) for cells in table["data"]
+    }
     waiting = {}
     for port in ports:
-        row = rows.get(port)
-        if row is None:
+        interface = interfaces.get(port)
+        if interface is None:
             waiting[port] = "not in the bridge"
-        elif row["error"]:
-            waiting[port] = str(row["error"])
-        elif not isinstance(row["ofport"], int) or row["ofport"] < 1:
-            waiting[port] = f"no OpenFlow port yet ({row['ofport']})"
-        elif row["link_state"] != "up":
-            waiting[port] = f"link {row['link_state'] or 'unknown'}"
+        elif interface["error"]:
+            waiting[port] = str(interface["error"])
+        elif not isinstance(interface["ofport"], int) or interface["ofport"] < 1:
+            waiting[port] = f"no OpenFlow port yet ({interface['ofport']})"
+        elif interface["link_state"] != "up":
+            waiting[port] = f"link {interface['link_state'] or 'unknown'}"
     return waiting
 
 

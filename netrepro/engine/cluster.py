@@ -287,8 +287,8 @@ class Writer:
                 self.rows_not_handed_out_dropped += 1
                 log.warning("%s: a row not as a worker sends one dropped: %.200r", self.fig.full_name, item)
                 continue
-            row = {**item["row"], "worker": item["worker"]}  # beside its host: which of the cluster's workers
-            key = row["trial_key"]
+            sent = {**item["row"], "worker": item["worker"]}  # beside its host: which of the cluster's workers
+            key = sent["trial_key"]
             if self.expected is not None and key not in self.expected:
                 self.rows_not_handed_out_dropped += 1
                 log.warning(
@@ -299,13 +299,13 @@ class Writer:
                     item["worker"],
                 )
                 continue
-            seen = json.dumps(row, sort_keys=True, default=str)
+            seen = json.dumps(sent, sort_keys=True, default=str)
             if key in self.have or seen in self.seen:
                 self.second_rows_dropped += 1
                 log.warning("%s: a second row for %s (from %s) dropped", self.fig.full_name, key, item["host"])
                 continue
             self.seen.add(seen)
-            kind = (str(row.get("kernel")), str(row.get("backend")))
+            kind = (str(sent.get("kernel")), str(sent.get("backend")))
             self.kinds.setdefault(kind, item["host"])
             if len(self.kinds) > 1 and not self.allow_mixed:
                 listed = "; ".join(f"kernel {k}, backend {b} (first from {h})" for (k, b), h in self.kinds.items())
@@ -313,22 +313,22 @@ class Writer:
                     f"{self.fig.full_name}: the workers differ: {listed}; the rows before are kept; "
                     "--allow-mixed runs on all the same"
                 )
-            differs = _not_as_agreed(row, self.agreed)
+            differs = _not_as_agreed(sent, self.agreed)
             if differs:
                 raise UserError(
                     f"{self.fig.full_name}: a row from {item['host']} ({item['worker']}) ran with {differs}; "
                     "one CSV holds one setup; the rows before are kept"
                 )
-            self.trial_log.append(row)
+            self.trial_log.append(sent)
             me = self.workers.setdefault(item["worker"], {"host": item["host"], "kernel": item["kernel"], "rows": 0})
             me["rows"] += 1
-            if row_ok(row):
+            if row_ok(sent):
                 self.have.add(key)
                 if self.on_done is not None:
                     self.on_done(sorted(self.have))
             if self.progress is not None and key not in self.counted:
                 self.counted.add(key)
-                self.progress.step(f"{item['host']}: {self.fig.x}={row.get(self.fig.x)}")
+                self.progress.step(f"{item['host']}: {self.fig.x}={sent.get(self.fig.x)}")
 
     def manifest(self) -> dict[str, Any]:
         """The manifest's `engine`: the cluster, and each worker with the rows it sent."""
@@ -342,15 +342,16 @@ class Writer:
         }
 
 
-def _not_as_agreed(row: dict[str, Any], agreed: agree.Agreed | None) -> str:
-    """How a row's switch or implementation differs from the agreed setup ("" where it does not)."""
+def _not_as_agreed(sent: dict[str, Any], agreed: agree.Agreed | None) -> str:
+    """How the switch or implementation of the row a worker `sent` differs from the agreed setup ("" where it does
+    not)."""
     if agreed is None:
         return ""
     said = []
-    switch = str(row.get("switch") or "")
+    switch = str(sent.get("switch") or "")
     if switch and agreed.switch and switch != agreed.switch:
         said.append(f"switch {switch}, not {agreed.switch}")
-    impl, cc = str(row.get("cc_impl") or ""), str(row.get("cc") or "")
+    impl, cc = str(sent.get("cc_impl") or ""), str(sent.get("cc") or "")
     wanted = agreed.impls.get(cc, "")
     if impl and wanted and impl != wanted:
         said.append(f"cc_impl {impl}, not {wanted}")

@@ -20,7 +20,7 @@ SOAKS = {"jobs3": "soak-jobs3.json", "lose_host": "soak-lose-host.json"}
 
 
 def _rounds(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [r for r in doc.get("rounds") or [] if isinstance(r, dict)]
+    return [round_ for round_ in doc.get("rounds") or [] if isinstance(round_, dict)]
 
 
 def _span(values: Sequence[float], unit: str = "") -> str:
@@ -53,20 +53,22 @@ def rounds_table(doc: Mapping[str, Any], *, lost_host: bool = False) -> str:
     kill; for a lost host, trials ok at the end and how many the other host took), what `clean` undid,
     how the resume ended, and what the round left on the machine."""
     body = []
-    for n, r in enumerate(_rounds(doc), 1):
-        problems = [*(r.get("csv_problems") or []), *(r.get("resume_problems") or [])]
-        resumed = str(r.get("resumed") or "not needed") + ("; " + "; ".join(map(str, problems)) if problems else "")
+    for n, round_ in enumerate(_rounds(doc), 1):
+        problems = [*(round_.get("csv_problems") or []), *(round_.get("resume_problems") or [])]
+        resumed = str(round_.get("resumed") or "not needed") + (
+            "; " + "; ".join(map(str, problems)) if problems else ""
+        )
         body.append(
             [
                 str(n),
-                str(r["how"]),
-                f"{float(r['after_s']):.1f}",
-                str(r["exit_code"]),
-                str(r["rows"]),
-                *([str(r["handed"]), str(r["launched"])] if lost_host else []),
-                str(_undone(str(r.get("clean_output") or ""))),
+                str(round_["how"]),
+                f"{float(round_['after_s']):.1f}",
+                str(round_["exit_code"]),
+                str(round_["rows"]),
+                *([str(round_["handed"]), str(round_["launched"])] if lost_host else []),
+                str(_undone(str(round_.get("clean_output") or ""))),
                 resumed,
-                _left(r.get("left")),
+                _left(round_.get("left")),
             ]
         )
     counts = ["trials ok", "handed over", "processes launched (all gone)"] if lost_host else ["rows home"]
@@ -76,21 +78,23 @@ def rounds_table(doc: Mapping[str, Any], *, lost_host: bool = False) -> str:
 
 def jobs_soak(doc: Mapping[str, Any]) -> Facts:
     rounds = _rounds(doc)
-    kills = [r for r in rounds if str(r["how"]).startswith("SIGKILL")]
-    mid = [r for r in kills if r["exit_code"] != 0]
-    resumed = sum(1 for r in kills if str(r.get("resumed", "")).startswith("exit 0") and not r.get("resume_problems"))
-    group = sum(1 for r in kills if r["how"] == "SIGKILL group")
+    kills = [round_ for round_ in rounds if str(round_["how"]).startswith("SIGKILL")]
+    mid = [kill for kill in kills if kill["exit_code"] != 0]
+    resumed = sum(
+        1 for kill in kills if str(kill.get("resumed", "")).startswith("exit 0") and not kill.get("resume_problems")
+    )
+    group = sum(1 for kill in kills if kill["how"] == "SIGKILL group")
     return {
         "bench.soak_jobs3.commit": _commit(doc),
         "bench.soak_jobs3.survived": f"{doc['survived']} of {doc['of']} rounds",
         "bench.soak_jobs3.seconds": f"{float(doc['wall_seconds']):.0f} s",
         "bench.soak_jobs3.kills": (
             f"{len(kills)} SIGKILLs ({len(kills) - group} of the run's process, {group} of its group), "
-            f"{_span([float(r['after_s']) for r in kills], ' s')} in"
+            f"{_span([float(kill['after_s']) for kill in kills], ' s')} in"
         ),
         "bench.soak_jobs3.mid": (
-            f"{len(mid)} of them while it ran ({min(int(r['rows']) for r in mid)} to "
-            f"{max(int(r['rows']) for r in mid)} of its rows home)"
+            f"{len(mid)} of them while it ran ({min(int(kill['rows']) for kill in mid)} to "
+            f"{max(int(kill['rows']) for kill in mid)} of its rows home)"
             if mid
             else "none of them while it ran"
         ),
@@ -105,10 +109,10 @@ def lose_host_soak(doc: Mapping[str, Any]) -> Facts:
         "bench.soak_lose_host.commit": _commit(doc),
         "bench.soak_lose_host.survived": f"{doc['survived']} of {doc['of']} runs",
         "bench.soak_lose_host.seconds": f"{float(doc['wall_seconds']):.0f} s",
-        "bench.soak_lose_host.killed": f"{_span([float(r['after_s']) for r in rounds], ' s')} in",
-        "bench.soak_lose_host.handed": _whole_span([int(r["handed"]) for r in rounds]),
-        "bench.soak_lose_host.launched": _whole_span([int(r["launched"]) for r in rounds]),
-        "bench.soak_lose_host.trials": _whole_span([int(r["rows"]) for r in rounds]),
+        "bench.soak_lose_host.killed": f"{_span([float(round_['after_s']) for round_ in rounds], ' s')} in",
+        "bench.soak_lose_host.handed": _whole_span([int(round_["handed"]) for round_ in rounds]),
+        "bench.soak_lose_host.launched": _whole_span([int(round_["launched"]) for round_ in rounds]),
+        "bench.soak_lose_host.trials": _whole_span([int(round_["rows"]) for round_ in rounds]),
         "bench.soak_lose_host.table": rounds_table(doc, lost_host=True),
     }
 

@@ -11,7 +11,8 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 
 from ground.manifests import read_manifest
-from netrepro.front.docrows import Facts, Row, Stored, change, figure_facts, levels, mean, ms, pct, table, values, where
+from ground.trials import Row
+from netrepro.front.docrows import Facts, Stored, change, figure_facts, levels, mean, ms, pct, table, values, where
 
 NEWCWV_RUNS = (
     ("newcwv/fig5", "newcwv.fig5"),
@@ -28,7 +29,7 @@ BASE, CWV, KEEP, PACED = "NewReno+SACK", "newCWV", "Reno, no restart", "newCWV, 
 
 def _per_burst(rows: Iterable[Row], column: str) -> list[float]:
     """Every burst's value of a column that lists one a burst (`14;17;9`), over the rows, in order."""
-    return [float(v) for r in rows for v in (r.get(column) or "").split(";") if v.strip()]
+    return [float(v) for r in rows for v in r.text(column).split(";") if v.strip()]
 
 
 def _span(found: Sequence[float], show: Callable[[float], str] = lambda v: f"{v:.0f}") -> str:
@@ -84,7 +85,7 @@ def _newcwv_runs(stored: Stored) -> Facts:
     facts: Facts = {}
     for name, prefix in NEWCWV_RUNS:
         facts |= figure_facts(stored, name, prefix)
-        seconds = sum(float(r.get("trial_seconds") or 0) for r in stored.rows(name))
+        seconds = sum(r.trial_seconds or 0.0 for r in stored.rows(name))
         facts[f"{prefix}.seconds"] = f"{seconds:.0f} s"
         doc = read_manifest(stored.tree / f"{name}.manifest.json").doc
         failed = doc.get("failed_attempts") or 0
@@ -94,7 +95,7 @@ def _newcwv_runs(stored: Stored) -> Facts:
 
 def _newcwv_fig5(stored: Stored) -> Facts:
     rows = stored.rows("newcwv/fig5")
-    series = sorted({r["series"] for r in rows})
+    series = sorted({r.series for r in rows})
     body = []
     for kb in levels(rows, "burst_kb"):
         for s in series:
@@ -152,9 +153,9 @@ def _added(rows: Sequence[Row]) -> str:
 def _newcwv_congested(stored: Stored) -> Facts:
     rows = stored.rows("newcwv/fig8")
     facts: Facts = {"newcwv.fig7.added": _added(stored.rows("newcwv/fig7")), "newcwv.fig8.added": _added(rows)}
-    small = [r for r in rows if int(r["burst_kb"]) <= 20]
+    small = [r for r in rows if int(r.text("burst_kb")) <= 20]
     facts["newcwv.fig8.lost_small"] = f"{sum(_per_burst(small, 'retransmitted')):.0f}"
-    kept = [r for r in rows if r["series"] in (CWV, KEEP) and r["burst_kb"] in ("40", "80")]
+    kept = [r for r in rows if r.series in (CWV, KEEP) and r.text("burst_kb") in ("40", "80")]
     bursts = [
         (c, x)
         for r in kept
@@ -327,4 +328,4 @@ def newcwv_facts(stored: Stored) -> Facts:
 
 def _listed(rows: Iterable[Row], column: str) -> float:
     """The sum over trials of a column that lists a value per burst (`14;17;9`)."""
-    return sum(float(v) for r in rows for v in (r.get(column) or "").split(";") if v.strip())
+    return sum(float(v) for r in rows for v in r.text(column).split(";") if v.strip())

@@ -25,12 +25,12 @@ from pathlib import Path
 
 from ground.manifests import ManifestUnreadable, read_manifest
 from ground.results import REFERENCE, REPO, replace_file
+from ground.trials import Row
 from netrepro.front.docfacts_bench import bench_facts
 from netrepro.front.docfacts_bufferbloat import bufferbloat_facts
 from netrepro.front.docfacts_newcwv import newcwv_facts
 from netrepro.front.docrows import (
     Facts,
-    Row,
     Stored,
     change,
     figure_facts,
@@ -69,7 +69,7 @@ def iw_facts(stored: Stored) -> Facts:
         facts[f"iw.fig2.iw{w}"] = f"{t:.0f} ms"
     facts["iw.fig2.gain10"] = pct(-change(times["3"], times["10"]))
     facts["iw.fig2.gain26"] = pct(-change(times["3"], times["26"]))
-    facts["iw.fig2.iw_equal"] = str(sum(r["initcwnd_measured"] == r["initcwnd"] for r in fig2))
+    facts["iw.fig2.iw_equal"] = str(sum(r.text("initcwnd_measured") == r.text("initcwnd") for r in fig2))
     series = [("IW 3", "IW 3 (ms)"), ("IW 10", "IW 10 (ms)"), ("IW 26", "IW 26 (ms)")]
 
     def gains(name: str, x: str, head: str) -> str:
@@ -99,7 +99,7 @@ def iw_facts(stored: Stored) -> Facts:
     ten = sorted(values(fig2, "download_time_ms", initcwnd="10"))
     facts["iw.fig2.iw10_range"] = f"{ten[0]:.1f} to {ten[-1]:.1f} ms"
     fig5c = stored.rows("iw/fig5c")
-    wrong = sum(r.get("initcwnd_measured") != r.get("initcwnd") for r in fig5c)
+    wrong = sum(r.text("initcwnd_measured") != r.text("initcwnd") for r in fig5c)
     facts["iw.fig5c.wrong_iw"] = f"{wrong} of {len(fig5c)}"
     return facts
 
@@ -155,7 +155,7 @@ def web_facts(stored: Stored) -> Facts:
     body = []
     browser_ratios, h2load_ratios, added = [], [], []
     for rtt in levels(plt, "rtt"):
-        cells = {s: median(plt, y, rtt=rtt, series=s) for s in {r["series"] for r in plt}}
+        cells = {s: median(plt, y, rtt=rtt, series=s) for s in {r.series for r in plt}}
         browser = cells[f"HTTP/2, {small}"] / cells[f"HTTP/1.1, {small}"]
         h2load = cells[f"HTTP/2, {small}, h2load"] / cells[f"HTTP/1.1, {small}, h2load"]
         browser_ratios.append(f"{browser:.2f}")
@@ -198,7 +198,7 @@ def web_facts(stored: Stored) -> Facts:
         facts |= figure_facts(stored, name, f"web.chromium_{fig}")
         browser_rows, h2load_rows = stored.rows(name), stored.rows(f"cubicplus/{'fig3' if fig == 'fig6' else fig}")
         diffs = []
-        for row_series in sorted({r["series"] for r in browser_rows}):
+        for row_series in sorted({r.series for r in browser_rows}):
             for level in levels(browser_rows, "loss"):
                 b = mean(browser_rows, y, loss=level, series=row_series)
                 h = mean(h2load_rows, y, loss=level, series=row_series)
@@ -269,7 +269,7 @@ def cubicplus_facts(stored: Stored) -> Facts:
         f"{mean(fig10, 'page_load_time_ms', initcwnd=w, series=CUBIC):.0f}" for w in levels(fig10, "initcwnd")
     )
     fig12 = stored.rows("cubicplus/fig12")
-    reno = [(s, s.removesuffix(" (HTTP/2)")) for s in sorted({r["series"] for r in fig12})]
+    reno = [(s, s.removesuffix(" (HTTP/2)")) for s in sorted({r.series for r in fig12})]
     facts["cubicplus.fig12.table"] = grid(
         fig12, "loss", "page_load_time_ms", reno, head="loss", show=lambda v: num(v / 1000), stat=mean
     )
@@ -287,7 +287,7 @@ def linuxcc_facts(stored: Stored) -> Facts:
         ("cwnd_max", "cwnd", lambda v: f"{v:.0f}"),
     ):
         facts[f"linuxcc.{key}.table"] = grid(rows, "cc", metric, scenarios, head="algorithm", show=show)
-    facts["linuxcc.seconds"] = f"{sum(float(r['trial_seconds']) for r in rows):.0f}"
+    facts["linuxcc.seconds"] = f"{sum(r.measured('trial_seconds') for r in rows):.0f}"
     return facts
 
 
@@ -324,7 +324,7 @@ def reference_facts(stored: Stored) -> Facts:
     for csv in sorted(stored.tree.rglob("*.csv")):
         name = csv.relative_to(stored.tree).with_suffix("").as_posix()
         rows = stored.rows(name)
-        seconds = sum(float(r.get("trial_seconds") or 0) for r in rows)
+        seconds = sum(r.trial_seconds or 0.0 for r in rows)
         study = name.split("/")[0]
         total[study] = total.get(study, 0.0) + seconds
         shown = name.rsplit("/", 1)[0] if "@" in name else name

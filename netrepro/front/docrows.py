@@ -8,15 +8,13 @@ netrepro.front.docnumbers (and docfacts_newcwv, study newcwv's).
 
 from __future__ import annotations
 
-import contextlib
 import re
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from ground.trials import latest_rows, read_rows, row_ok
+from ground.trials import Row, latest_rows, read_rows
 
-Row = Mapping[str, str]
 Facts = dict[str, str]
 _UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "ms": 1e-3, "s": 1.0, "%": 1.0, "": 1.0}
 
@@ -35,26 +33,22 @@ class Stored:
         """`name` is the CSV's path under the tree without `.csv`: `iw/fig2`, `newcwv/pacing@idle_s=5/pacing`."""
         if name not in self._rows:
             every = latest_rows(read_rows(self.tree / f"{name}.csv"))
-            self._rows[name] = [r for r in every if row_ok(r)]
+            self._rows[name] = [r for r in every if r.ok]
         return self._rows[name]
 
     def commit(self, name: str) -> str:
         """The commit the rows ran from, as `run.sh list` shows it (12 digits; `of N commits` if several)."""
-        codes = sorted({r.get("code", "")[:12] for r in self.rows(name)} - {""})
+        codes = sorted({r.code[:12] for r in self.rows(name)} - {""})
         return codes[0] if len(codes) == 1 else f"of {len(codes)} commits"
 
 
 def where(rows: Iterable[Row], **match: str) -> list[Row]:
-    return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+    return [r for r in rows if all(r.text(k) == v for k, v in match.items())]
 
 
 def values(rows: Iterable[Row], metric: str, **match: str) -> list[float]:
     """The metric of each matching trial (one value a trial)."""
-    out = []
-    for row in where(rows, **match):
-        with contextlib.suppress(KeyError, ValueError):
-            out.append(float(row[metric]))
-    return out
+    return [value for row in where(rows, **match) if (value := row.number(metric)) is not None]
 
 
 def median(rows: Iterable[Row], metric: str, **match: str) -> float:
@@ -80,7 +74,7 @@ def level_order(level: str) -> float:
 
 
 def levels(rows: Iterable[Row], column: str) -> list[str]:
-    return sorted({r[column] for r in rows if r.get(column)}, key=lambda level: (level_order(level), level))
+    return sorted({r.text(column) for r in rows if r.text(column)}, key=lambda level: (level_order(level), level))
 
 
 # -- how a number is written ---------------------------------------------------------

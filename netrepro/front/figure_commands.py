@@ -317,7 +317,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
             raise UserError(f"merge: {target} exists and is not among the CSVs: give it too, or another --into")
         rows = shards.merge_files(args.csvs, args.allow_mixed)
         seed = shards.merged_seed(rows)
-        keys = {r["trial_key"] for r in rows}
+        keys = {r.key for r in rows}
         quick = args.quick or _rows_are_quick(fig, keys)
         trials.write_rows(rows, target)
         results.hand_back(target, into)
@@ -336,7 +336,7 @@ def _copy_series(csvs: Sequence[Path], target: Path, into: Path) -> None:
 
     for csv_path in csvs:
         for row in trials.read_rows(csv_path):
-            name = row.get(series.FILE_COLUMN)
+            name = row.text(series.FILE_COLUMN)
             if not name:
                 continue
             source, dest = csv_path.parent / name, target.parent / name
@@ -362,25 +362,25 @@ def cmd_plot(args: argparse.Namespace) -> int:
     checks.readable_csv(csv_path, "plot: ")
     if not csv_path.is_file():
         raise UserError(f"plot: {csv_path}: no such file: no rows of {name} there")
-    rows = [r for r in trials.latest_rows(trials.read_rows(csv_path)) if r.get(series.FILE_COLUMN)]
+    rows = [r for r in trials.latest_rows(trials.read_rows(csv_path)) if r.text(series.FILE_COLUMN)]
     if not rows:
         storing = ", ".join(w.name for w in WORKLOADS.values() if w.time_series)
         raise UserError(f"plot: {csv_path} holds no trial with a time series (the workloads that store one: {storing})")
     if args.trial is None:
         print(f"{name}: {len(rows)} trials with a time series ({csv_path}); draw one with --trial N")
         for n, row in enumerate(rows, 1):
-            setting = json.loads(row["trial_key"])["params"]
+            setting = json.loads(row.key)["params"]
             shown = ", ".join(f"{k}={v}" for k, v in setting.items())
-            print(f"  {n:>3}  trial {row.get('trial', '?')}, {row.status}: {shown}")
+            print(f"  {n:>3}  trial {'?' if row.trial is None else row.trial}, {row.status}: {shown}")
         return 0
     if not 1 <= args.trial <= len(rows):
         raise UserError(f"plot: --trial {args.trial}: {name} has trials 1 to {len(rows)} with a series")
     row = rows[args.trial - 1]
-    stored = folder / row[series.FILE_COLUMN]
+    stored = folder / row.text(series.FILE_COLUMN)
     if not stored.is_file():
         raise UserError(f"plot: {stored}: the row names this series file, and it is not there")
-    path = trial_path(json.loads(row["trial_key"])["params"])
-    title = f"{name}, trial {args.trial} of {len(rows)}: {row.get('cc') or ''} {path}".replace("  ", " ")
+    path = trial_path(json.loads(row.key)["params"])
+    title = f"{name}, trial {args.trial} of {len(rows)}: {row.cc} {path}".replace("  ", " ")
     written = trial_plot.draw(series.read(stored), stored.with_suffix(".png"), title, base_rtt_ms=path.rtt.ms)
     for w in written:
         results.hand_back(w, tree)

@@ -74,7 +74,6 @@ from ground.ledger import Ledger
 from ground.path import FRAME, MSS, PathSpec
 from ground.results import RESULTS, hand_back, provenance, replace_file, write_json
 from ground.tcpprobe import ProbeSample, delivery_rate, reductions
-from ground.trials import row_ok
 from kmod import loader
 from netrepro.runner.verify import measure_goodput, ping_rtts, rtt_check
 from netrepro.studykit import trial
@@ -422,7 +421,7 @@ def cluster(figure: str = "iw/fig5b", quick: bool = False, out: Path | None = No
             trials = read_rows(csv_path)
             by_setting: dict[str, float] = {}
             for r in trials:
-                by_setting[shards.setting(r)] = by_setting.get(shards.setting(r), 0.0) + float(r["trial_seconds"])
+                by_setting[shards.setting(r)] = by_setting.get(shards.setting(r), 0.0) + r.measured("trial_seconds")
             total = sum(numbers(trials, "trial_seconds"))
             if workers == 1:
                 fixed = (wall - total) / len(by_setting)
@@ -433,12 +432,12 @@ def cluster(figure: str = "iw/fig5b", quick: bool = False, out: Path | None = No
                     "quick": quick,
                     "workers": workers,
                     "trials": len(trials),
-                    "failed": sum(1 for r in trials if not row_ok(r)),
+                    "failed": sum(1 for r in trials if not r.ok),
                     "settings": len(by_setting),
                     "wall_seconds": round(wall, 1),
                     "sum_of_trial_seconds": round(total, 1),
                     "rows_per_worker": "/".join(
-                        str(n) for n in sorted(Counter(r["worker"] for r in trials).values(), reverse=True)
+                        str(n) for n in sorted(Counter(r.worker for r in trials).values(), reverse=True)
                     ),
                     # a worker per VM: trial time as measured here, spread as the settings allow
                     "model_speed_up_a_vm_each": round(sum(loads) / _makespan(loads, workers), 2),

@@ -23,12 +23,12 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ground.manifests import read_manifest
-from ground.trials import numbers, read_rows, row_ok
+from ground.trials import Row, numbers, read_rows
 from netrepro.lanes.bench import write_rows
 
 FIGURES = ("linuxcc/fig6", "iw/fig5a")
@@ -42,13 +42,12 @@ def _busy_seconds() -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def _by_trial(rows: Sequence[Mapping[str, str]], metric: str) -> dict[str, float]:
+def _by_trial(rows: Sequence[Row], metric: str) -> dict[str, float]:
     out = {}
     for row in rows:
-        if row_ok(row):
-            values = numbers([row], metric)
-            if values:
-                out[row["trial_key"]] = values[0]
+        value = row.number(metric)
+        if row.ok and value is not None:
+            out[row.key] = value
     return out
 
 
@@ -96,15 +95,15 @@ def jobs(
                     replay = max(changes, default=0.0)
                 if n == 2:
                     noise = max(changes, default=0.0)
-                late = [r for r in trials if r.get("late_p99_ms")]
-                row = {
+                late = [r for r in trials if r.text("late_p99_ms")]
+                summary = {
                     "figure": fig.full_name,
                     "run": name,
                     "labs": count,
                     "seed": seed,
                     "trials": len(trials),
-                    "ok": sum(1 for r in trials if row_ok(r)),
-                    "failed_late": sum(1 for r in trials if r.get("late_over_bound") == "true"),
+                    "ok": sum(1 for r in trials if r.ok),
+                    "failed_late": sum(1 for r in trials if r.text("late_over_bound") == "true"),
                     "paths_verified": all(v.get("ok") for v in manifest.verifications.values()),
                     "wall_seconds": round(wall, 1),
                     "speed_up": round(first_wall / wall, 2),
@@ -119,24 +118,24 @@ def jobs(
                     "beyond_replay": sum(1 for c in changes if c > replay) if n > 1 else "",
                     "beyond_noise": sum(1 for c in changes if c > noise) if n > 2 else "",
                 }
-                rows.append(row)
-                print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-                cells = {r["trial_key"]: r for r in trials if row_ok(r)}
+                rows.append(summary)
+                print(" ".join(f"{k}={v}" for k, v in summary.items()), flush=True)
+                cells = {r.key: r for r in trials if r.ok}
                 for key, value in sorted(values.items()):
                     cell = cells[key]
                     per_trial.append(
                         {
                             "figure": fig.full_name,
                             "run": name,
-                            "cell": f"{fig.x}={cell.get(fig.x)} {cell.get('series', '')}".rstrip(),
-                            "trial": cell.get("trial"),
+                            "cell": f"{fig.x}={cell.text(fig.x)} {cell.series}".rstrip(),
+                            "trial": cell.trial,
                             fig.y: value,
                             "serial": serial.get(key),
                             "change_pct": round(100 * (value - serial[key]) / serial[key], 2)
                             if serial.get(key)
                             else "",
-                            "late_p99_ms": cell.get("late_p99_ms"),
-                            "late_max_ms": cell.get("late_max_ms"),
+                            "late_p99_ms": cell.text("late_p99_ms"),
+                            "late_max_ms": cell.text("late_max_ms"),
                         }
                     )
                 for c in (manifest.doc.get("verdict") or {}).get("claims") or []:

@@ -69,7 +69,7 @@ def ssthresh(
                 traces = iperf3_traces(lab, ledger, cc, seconds, parallel=flows)
                 after = algorithm.counters().get("ss_repairs") if algorithm is not None else None
                 found = [(trace, implausible_ssthresh(trace)) for trace in traces]
-                row = {
+                measured = {
                     "algorithm": name,
                     "implementation": algorithm.impl if algorithm is not None else "kernel",
                     "run": run_no,
@@ -83,9 +83,9 @@ def ssthresh(
                     # each event as ssthresh/cwnd (cwnd, by PRR, derived from it) at the sample
                     "values": " ".join(f"{t[i].ssthresh}/{t[i].snd_cwnd}" for t, idx in found for i in idx),
                 }
-                print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-                rows.append(row)
-                summary[name] = _summary([r for r in rows if r["algorithm"] == name])
+                print(" ".join(f"{k}={v}" for k, v in measured.items()), flush=True)
+                rows.append(measured)
+                summary[name] = _summary([m for m in rows if m["algorithm"] == name])
                 about = {"path": path.describe(), "runs": runs, "flows": flows, "seconds": seconds}
                 write_rows(rows, "ssthresh", {**about, "rows_done": len(rows), "summary": summary}, out)
     for name, s in summary.items():
@@ -98,19 +98,20 @@ def ssthresh(
     return summary
 
 
-def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    minutes = sum(r["flows"] * r["seconds"] for r in rows) / 60
-    events = sum(r["events"] for r in rows)
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One algorithm's runs (each as it was measured) taken together."""
+    minutes = sum(run["flows"] * run["seconds"] for run in runs) / 60
+    events = sum(run["events"] for run in runs)
     low, high = poisson_interval(events, minutes)
-    repairs = [r["guard_repairs"] for r in rows if r["guard_repairs"] is not None]
+    repairs = [run["guard_repairs"] for run in runs if run["guard_repairs"] is not None]
     return {
-        "implementation": rows[0]["implementation"],
+        "implementation": runs[0]["implementation"],
         "flow_minutes": round(minutes, 2),
         "events": events,
         "rate_per_flow_minute": round(events / minutes, 4),
         "rate_low": round(low, 4),
         "rate_high": round(high, 4),
-        "per_1000_reductions": round(1000 * events / max(1, sum(r["reductions"] for r in rows)), 3),
+        "per_1000_reductions": round(1000 * events / max(1, sum(run["reductions"] for run in runs)), 3),
         "guard_repairs": sum(repairs) if repairs else None,
-        "values": sorted({v for r in rows for v in r["values"].split()}),
+        "values": sorted({v for run in runs for v in run["values"].split()}),
     }

@@ -49,7 +49,7 @@ from ground.machinestate import MachineState, snapshot, wait_until_as_before
 from ground.manifests import read_manifest
 from ground.proc import start_time
 from ground.results import REPO
-from ground.trials import Row, read_rows, row_ok
+from ground.trials import Row, read_rows
 from netrepro.engine.ssh_cluster import remote_certificate_copies
 from netrepro.lanes.loopback_sshd import Sshd, descendants, still_running
 from netrepro.runner import shards
@@ -126,9 +126,9 @@ def completed(out: Path) -> tuple[list[Row], list[str]]:
         missing = read_manifest(manifests[0]).trials_missing
     except (SetupError, UserError, OSError) as e:  # a manifest unreadable, rows refused
         return [], [str(e)]
-    ok = [r for r in rows if row_ok(r)]
+    ok = [r for r in rows if r.ok]
     problems = []
-    doubled = sorted(k for k, n in Counter(r["trial_key"] for r in ok).items() if n > 1)
+    doubled = sorted(k for k, n in Counter(r.key for r in ok).items() if n > 1)
     if doubled:
         problems.append(f"{len(doubled)} trials ok more than once ({doubled[0]} first)")
     if missing:
@@ -315,7 +315,7 @@ def session_round(out: Path, sshd: Sshd, settle: float = SETTLE_S, before: Machi
                 rows = read_rows(written[0]) if written else []
             except (SetupError, UserError):  # a row being written
                 rows = []
-            theirs = {shards.setting(r) for r in rows if f"//{victim}:" in r.get("worker", "") and row_ok(r)}
+            theirs = {shards.setting(r) for r in rows if f"//{victim}:" in r.worker and r.ok}
             time.sleep(0.2)
         if theirs:
             result.after_s = time.monotonic() - began
@@ -336,7 +336,7 @@ def session_round(out: Path, sshd: Sshd, settle: float = SETTLE_S, before: Machi
     ok, problems = completed(out)
     result.rows = len(ok)
     result.csv_problems = problems
-    result.handed = sum(1 for r in ok if shards.setting(r) in theirs and f"//{victim}:" not in r.get("worker", ""))
+    result.handed = sum(1 for r in ok if shards.setting(r) in theirs and f"//{victim}:" not in r.worker)
     if theirs and not result.handed:
         result.left.append(f"none of the trials of {victim}'s settings was run by another host")
     ended = time.monotonic()

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ground import results
-from ground.trials import read_rows, row_ok
+from ground.trials import Row, read_rows
 from ground.units import QuantityError
 from netrepro.studykit.spec import Figure
 
@@ -56,15 +56,14 @@ class Admission:
     why: str
 
 
-def cost_of(rows: Iterable[Mapping[str, str]], source: str) -> Cost | None:
+def cost_of(rows: Iterable[Row], source: str) -> Cost | None:
     """A lab's cost from a figure's rows (successful ones recording cpu_s and trial_seconds), or None."""
     shares = []
     for row in rows:
-        try:
-            cpu, wall = float(row.get("cpu_s") or "nan"), float(row.get("trial_seconds") or "nan")
-        except ValueError:
+        cpu, wall = row.number("cpu_s"), row.trial_seconds
+        if cpu is None or wall is None:
             continue
-        if row_ok(row) and math.isfinite(cpu) and wall > 0:
+        if row.ok and math.isfinite(cpu) and wall > 0:
             shares.append(cpu / wall)
     if not shares:
         return None

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from ground import results
 from ground.manifests import ManifestUnreadable, read_manifest
-from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_ok, row_seed, trial_key
+from ground.trials import DEFAULT_SEED, Row, latest_rows, read_rows, trial_key
 from netrepro.runner.shards import Shard
 from netrepro.runner.workloads import CLIENT
 from netrepro.studykit import claims, evidence, plot
@@ -53,11 +53,11 @@ def earlier_verifications(manifest: Path, fresh: bool) -> dict[str, Any]:
         return {}
 
 
-def _ran_as(row: Mapping[str, Any]) -> str:
+def _ran_as(row: Row) -> str:
     """How a trial's congestion control ran: `cubic_plus (lkm)`, `vegas (bpf as bpf_vegas)`."""
-    registered = row.get("cc_registered")
-    as_ = f" as {registered}" if registered and registered != row.get("cc") else ""
-    return f"{row.get('cc')} ({row.get('cc_impl')}{as_})"
+    registered = row.text("cc_registered")
+    as_ = f" as {registered}" if registered and registered != row.cc else ""
+    return f"{row.cc} ({row.cc_impl}{as_})"
 
 
 def figure_manifest(
@@ -99,26 +99,26 @@ def figure_manifest(
         "shard": str(opts.shard) if opts.shard is not None else None,
         "seed": opts.seed,
         # the manifest's `git` is the code that wrote it; the trials may have run earlier, from these
-        "code_of_rows": sorted({r.get("code") or "unrecorded" for r in rows}),
-        "hosts_of_rows": sorted({r.get("host") or "unrecorded" for r in rows}),
-        "kernels_of_rows": sorted({r.get("kernel") or "unrecorded" for r in rows}),
-        "switches_of_rows": sorted({r.get("switch") or "unrecorded" for r in rows}),
-        "cc_impls_of_rows": sorted({r.get("cc_impl") or "unrecorded" for r in rows}),
-        "shaper": sorted({r.get("backend", "") for r in rows}),
+        "code_of_rows": sorted({r.code or "unrecorded" for r in rows}),
+        "hosts_of_rows": sorted({r.host or "unrecorded" for r in rows}),
+        "kernels_of_rows": sorted({r.kernel or "unrecorded" for r in rows}),
+        "switches_of_rows": sorted({r.switch or "unrecorded" for r in rows}),
+        "cc_impls_of_rows": sorted({r.cc_impl or "unrecorded" for r in rows}),
+        "shaper": sorted({r.backend for r in rows}),
         # ovs or bridge ("none": a chain has no switch); runs before Open vSwitch came all had the bridge
         "switch": sorted({v.get("switch", "bridge") for v in verifications.values()}),
         # false where netem took no seed (Linux or iproute2 older than 6.3)
-        "loss_repeatable": all(r.get("loss_seeded") != "false" for r in rows),
-        "congestion_control": sorted({_ran_as(r) for r in rows if r.get("cc")}),
+        "loss_repeatable": all(r.text("loss_seeded") != "false" for r in rows),
+        "congestion_control": sorted({_ran_as(r) for r in rows if r.cc}),
         "verification": verifications,
         "finding_of_the_source": fig.finding,
         "deviations": list(fig.deviations) + ([fig.quick_note] if opts.quick and fig.quick_note else []),
         "notes": notes,
         "points": [p.__dict__ for p in points],
         "rows": len(rows),
-        "failed_trials": sum(1 for r in rows if not row_ok(r)),
+        "failed_trials": sum(1 for r in rows if not r.ok),
         "failed_attempts": failed_attempts,
-        "trial_seconds_all_rows": round(sum(float(r.get("trial_seconds") or 0) for r in rows), 1),
+        "trial_seconds_all_rows": round(sum(r.trial_seconds or 0.0 for r in rows), 1),
     }
 
 
@@ -127,8 +127,8 @@ def judgement_of(fig: Figure, points: list[Point], rows: Rows) -> dict[str, Any]
     before each trial drew its own loss seed and start phase (ground.trials.trial_draw)."""
     judgement = claims.verdict(claims.judge(fig.claims, fig, rows))
     judgement["inputs"] = evidence.inputs(fig, rows)  # every row it read, as digests: a later change shows
-    ok = [r for r in rows if row_ok(r)]
-    judgement["trials"] = {"ok": len(ok), "without_draw": sum(1 for r in ok if not r.get("draw_seed"))}
+    ok = [r for r in rows if r.ok]
+    judgement["trials"] = {"ok": len(ok), "without_draw": sum(1 for r in ok if r.draw_seed is None)}
     if not fig.claims and fig.finding:
         judgement["finding"] = fig.finding  # prose, not a claim: said so, since it reads like one
     return judgement
@@ -225,9 +225,7 @@ def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Refer
     except (ManifestUnreadable, ValueError, TypeError) as e:
         log.warning("%s: the reference is shown without its provenance", e)
     wanted = {trial_key(p, i) for p in fig.grid() for i in range(fig.trials)}
-    rows = latest_rows(
-        r for r in read_rows(csv_path) if r.get("trial_key") in wanted and row_seed(r) == made_by["seed"]
-    )
+    rows = latest_rows(r for r in read_rows(csv_path) if r.key in wanted and r.seed == made_by["seed"])
     if not rows:
         return None
     return Reference(csv_path, plot.summarize(fig, rows), len(rows), made_by, of)

@@ -19,9 +19,10 @@ measured_cost, RecentLateness.of) and runs the labs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ground.trials import Row
 from netrepro.runner.admission import HEADROOM, MAX_AUTO_JOBS, Cost
 from netrepro.runner.plan import CLUSTER_SECONDS, LAB_SECONDS
 
@@ -79,15 +80,15 @@ class RecentLateness:
         return self.p99_ms / self.bound_ms if self.bound_ms > 0 else math.inf
 
     @classmethod
-    def of(cls, rows: Iterable[Mapping[str, str]], labs: int) -> RecentLateness | None:
+    def of(cls, rows: Iterable[Row], labs: int) -> RecentLateness | None:
         """The worst of these rows (the running labs' latest) against its own bound, or None where no row
         records both."""
         worst: RecentLateness | None = None
         for row in rows:
-            try:
-                late = cls(float(row.get("late_p99_ms") or "nan"), float(row.get("late_bound_ms") or "nan"), labs)
-            except ValueError:
+            p99_ms, bound_ms = row.number("late_p99_ms"), row.number("late_bound_ms")
+            if p99_ms is None or bound_ms is None:
                 continue
+            late = cls(p99_ms, bound_ms, labs)
             if (
                 math.isfinite(late.p99_ms)
                 and math.isfinite(late.bound_ms)

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ground import kernel
 from ground.errors import UserError
-from ground.trials import TrialLog, row_ok, row_seed, trial_key
+from ground.trials import Row, TrialLog, row_ok, trial_key
 from netrepro.studykit.spec import Figure, Params
 from netrepro.studykit.trial import congestion_control, trial_path
 
@@ -58,9 +58,9 @@ class Setup:
     impls: Mapping[str | None, str]
     topology: str = ""  # its label (topologies.topology.Topology.label); "": not checked
 
-    def value(self, column: str, row: Mapping[str, str]) -> str:
+    def value(self, column: str, row: Row) -> str:
         if column == "cc_impl":
-            return self.impls.get(row.get("cc") or None, "")
+            return self.impls.get(row.cc or None, "")
         return str(getattr(self, column))
 
 
@@ -85,15 +85,15 @@ def planned_setup(
     return Setup(backend=backend, switch=chosen, kernel=kernel.release(), impls=impls, topology=fig.topology.label)
 
 
-def resumed_rows(trial_log: TrialLog, grid: list[Params], trials: int, seed: int) -> list[dict[str, str]]:
+def resumed_rows(trial_log: TrialLog, grid: list[Params], trials: int, seed: int) -> list[Row]:
     """The rows a run's new rows will be drawn beside: the successful rows of the figure's trials and seed
     (a failed row holds no measurement, and is run again)."""
     wanted = {trial_key(p, i) for p in grid for i in range(trials)}
-    return [r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == seed and row_ok(r)]
+    return [r for r in trial_log.rows if r.key in wanted and r.seed == seed and r.ok]
 
 
 def resume_mismatches(
-    rows: list[dict[str, str]], value_of: Callable[[str, Mapping[str, str]], str], columns: tuple[str, ...]
+    rows: list[Row], value_of: Callable[[str, Row], str], columns: tuple[str, ...]
 ) -> tuple[list[tuple[str, str, str, int]], dict[str, int]]:
     """(column, the rows' value, this run's, how many rows) for each value of the rows that differs from this
     run's; and for each column, how many rows lack it (written before it was recorded: accepted)."""
@@ -101,7 +101,7 @@ def resume_mismatches(
     lacking: dict[str, int] = {}
     for row in rows:
         for column in columns:
-            theirs = row.get(column) or ""
+            theirs = row.text(column)
             if not theirs:
                 lacking[column] = lacking.get(column, 0) + 1
                 continue
@@ -124,7 +124,7 @@ def mismatch_line(fig: Figure, csv_path: Path, column: str, theirs: str, ours: s
 
 
 def check_resume(
-    fig: Figure, csv_path: Path, rows: list[dict[str, str]], setup: Setup, columns: tuple[str, ...] = RESUME_COLUMNS
+    fig: Figure, csv_path: Path, rows: list[Row], setup: Setup, columns: tuple[str, ...] = RESUME_COLUMNS
 ) -> None:
     """Refuse (ResumeMismatch, one line per difference) a run whose rows would differ from the figure's rows in
     what changes the measurement; rows without a column (older than it) are accepted, and said so."""
@@ -147,7 +147,7 @@ class ResumeGuard:
     such row is not written and the run stops (ResumeMismatch): the rows before it are kept."""
 
     def __init__(
-        self, fig: Figure, csv_path: Path, sink: RowSink, earlier: list[dict[str, str]], allow_mixed: bool = False
+        self, fig: Figure, csv_path: Path, sink: RowSink, earlier: list[Row], allow_mixed: bool = False
     ) -> None:
         self.fig = fig
         self.csv_path = csv_path
@@ -160,8 +160,8 @@ class ResumeGuard:
         if self.earlier and row_ok(row):
             cells = {k: ("" if v is None else str(v)) for k, v in row.items()}
 
-            def value_of(column: str, earlier: Mapping[str, str]) -> str:
-                if column == "cc_impl" and (earlier.get("cc") or "") != cells.get("cc", ""):
+            def value_of(column: str, earlier: Row) -> str:
+                if column == "cc_impl" and earlier.cc != cells.get("cc", ""):
                     return ""  # another congestion control: its own implementation
                 return cells.get(column, "")
 
@@ -169,6 +169,6 @@ class ResumeGuard:
             if differ:
                 raise ResumeMismatch(
                     "\n".join(mismatch_line(self.fig, self.csv_path, *d) for d in differ)
-                    + f"\n(the trial {row.get('trial_key')} that showed it is not written; the rows before are kept)"
+                    + f"\n(the trial {cells.get('trial_key')} that showed it is not written; the rows before are kept)"
                 )
         self.sink.append(row)

@@ -38,7 +38,7 @@ from typing import Any
 
 from ground import figurelock
 from ground.errors import UserError
-from ground.trials import DEFAULT_SEED, read_rows, row_ok, row_seed, trial_key
+from ground.trials import DEFAULT_SEED, Row, read_rows, trial_key
 from ground.units import QuantityError
 from netrepro.studykit.spec import Params
 from netrepro.studykit.trial import Trial, lab_params
@@ -132,18 +132,16 @@ class MergeConflict(UserError):
     """Two files hold different successful results for one trial."""
 
 
-def _same(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
-    return all(a.get(k, "") == b.get(k, "") for k in {*a, *b})
+def _same(a: Row, b: Row) -> bool:
+    return all(a.text(k) == b.text(k) for k in {*a, *b})
 
 
-def merge_rows(
-    files: Sequence[tuple[str, Sequence[Mapping[str, str]]]], allow_mixed: bool = False
-) -> list[dict[str, str]]:
+def merge_rows(files: Sequence[tuple[str, Sequence[Row]]], allow_mixed: bool = False) -> list[Row]:
     """The rows of (name, rows) files as one trial log: failed attempts first, then one successful
     row per (trial key, seed); MergeConflict where two successful rows of one trial differ.  Rows of
     several kernels or backends are refused unless `allow_mixed`: the variance they add is one a
     reader of the figure cannot see."""
-    figures = {r.get("figure", "") for _, rows in files for r in rows}
+    figures = {r.figure for _, rows in files for r in rows}
     if len(figures) > 1:
         raise UserError(
             f"merge: the files hold rows of several figures ({', '.join(sorted(figures))}); "
@@ -152,8 +150,7 @@ def merge_rows(
     seeds: dict[str, set[str]] = {}
     for name, rows in files:
         for row in rows:
-            seed = row_seed(row)
-            seeds.setdefault(str(seed) if seed is not None else repr(row.get("seed")), set()).add(name)
+            seeds.setdefault(str(row.seed) if row.seed is not None else repr(row.text("seed")), set()).add(name)
     if len(seeds) > 1:
         listed = "; ".join(f"seed {seed} ({', '.join(sorted(names))})" for seed, names in sorted(seeds.items()))
         raise UserError(
@@ -163,31 +160,31 @@ def merge_rows(
     topologies: dict[str, set[str]] = {}
     for name, rows in files:
         for row in rows:
-            if row.get("topology"):  # a row older than the column is on none in particular
-                topologies.setdefault(row["topology"], set()).add(name)
+            if row.topology:  # a row older than the column is on none in particular
+                topologies.setdefault(row.topology, set()).add(name)
     if len(topologies) > 1:  # another experiment, not another machine's variance: --allow-mixed does not take it
         listed = "; ".join(f"{t} ({', '.join(sorted(names))})" for t, names in sorted(topologies.items()))
         raise UserError(
             f"merge: the rows ran on {len(topologies)} topologies: {listed}; a figure is drawn on one: "
             "merge one topology's CSVs at a time"
         )
-    if any(row_seed(r) is None for _, rows in files for r in rows):
+    if any(r.seed is None for _, rows in files for r in rows):
         raise UserError(f"merge: a row's seed is not a number ({', '.join(sorted(seeds))})")
-    failed: list[dict[str, str]] = []
-    ok: dict[tuple[str, int | None], tuple[str, dict[str, str]]] = {}
+    failed: list[Row] = []
+    ok: dict[tuple[str, int | None], tuple[str, Row]] = {}
     clashes: list[str] = []
     for name, rows in files:
         for row in rows:
-            key = (row.get("trial_key") or "", row_seed(row))
+            key = (row.key, row.seed)
             if not key[0]:
                 raise UserError(f"merge: {name} has a row without a trial_key: not a figure's CSV")
-            if not row_ok(row):
+            if not row.ok:
                 if not any(_same(row, f) for f in failed):
-                    failed.append(dict(row))
+                    failed.append(Row(row))
                 continue
             if key in ok and not _same(ok[key][1], row):
                 clashes.append(f"{key[0]} (seed {key[1]}): in {ok[key][0]} and in {name}")
-            ok.setdefault(key, (name, dict(row)))
+            ok.setdefault(key, (name, Row(row)))
     if clashes:
         shown = "\n  ".join(clashes[:10]) + (f"\n  ... and {len(clashes) - 10} more" if len(clashes) > 10 else "")
         raise MergeConflict(
@@ -200,9 +197,9 @@ def merge_rows(
             found: dict[tuple[str, str], dict[str, set[str]]] = {}
             for name, rows in files:
                 for row in rows:
-                    if row.get(column):  # an old row without the column mixes with none
-                        of = ("cc", row.get("cc") or "") if column in MIXED_BY_CC else ("", "")
-                        found.setdefault(of, {}).setdefault(row[column], set()).add(name)
+                    if row.text(column):  # an old row without the column mixes with none
+                        of = ("cc", row.cc) if column in MIXED_BY_CC else ("", "")
+                        found.setdefault(of, {}).setdefault(row.text(column), set()).add(name)
             for (_, cc), values in sorted(found.items()):
                 if len(values) > 1:
                     listed = "; ".join(f"{v} ({', '.join(sorted(names))})" for v, names in sorted(values.items()))
@@ -215,9 +212,9 @@ def merge_rows(
     return merged
 
 
-def merged_seed(rows: Sequence[Mapping[str, str]]) -> int:
+def merged_seed(rows: Sequence[Row]) -> int:
     """The seed of merged rows (merge_rows has refused rows of several): the merged figure's seed."""
-    seeds = {row_seed(r) for r in rows}
+    seeds = {r.seed for r in rows}
     seed = seeds.pop() if len(seeds) == 1 else None
     if seeds or (rows and seed is None):
         raise UserError(f"merge: the rows do not share one seed ({', '.join(sorted(map(str, seeds)))})")
@@ -227,7 +224,7 @@ def merged_seed(rows: Sequence[Mapping[str, str]]) -> int:
 def figure_of(paths: Sequence[Path]) -> str:
     """The figure the CSVs' rows name (read once to find where to merge them, then again under the lock of
     the merged CSV: merge_files); UserError where they name none, or several."""
-    names = {r.get("figure", "") for r in merge_files(paths, allow_mixed=True, check=False)}
+    names = {r.figure for r in merge_files(paths, allow_mixed=True, check=False)}
     if len(names) > 1:
         raise UserError(
             f"merge: the files hold rows of several figures ({', '.join(sorted(names))}); "
@@ -239,7 +236,7 @@ def figure_of(paths: Sequence[Path]) -> str:
     return name
 
 
-def merge_files(paths: Sequence[Path], allow_mixed: bool = False, check: bool = True) -> list[dict[str, str]]:
+def merge_files(paths: Sequence[Path], allow_mixed: bool = False, check: bool = True) -> list[Row]:
     """merge_rows over CSV files (UserError naming one that cannot be read); `check=False`: every row of
     every file as read, unmerged.  Each file is read under its lock, shared (FigureBusy while a run writes
     it: its later rows would be missed); a torn last line (a run that died mid-row) is read around."""
@@ -251,5 +248,5 @@ def merge_files(paths: Sequence[Path], allow_mixed: bool = False, check: bool = 
         except (OSError, UnicodeDecodeError, csv.Error) as e:
             raise UserError(f"merge: cannot read {path}: {e}") from None
     if not check:
-        return [dict(r) for _, rows in files for r in rows]
+        return [Row(r) for _, rows in files for r in rows]
     return merge_rows(files, allow_mixed)

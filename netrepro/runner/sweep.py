@@ -50,7 +50,7 @@ from ground.errors import SetupError, TrialError, UserError
 from ground.ledger import Ledger
 from ground.proc import CommandError
 from ground.progress import Progress
-from ground.trials import TrialLog, latest_rows, row_ok, row_seed, trial_draw, trial_key
+from ground.trials import TrialLog, latest_rows, row_ok, trial_draw, trial_key
 from netrepro.runner import preflight, resume, shards
 from netrepro.runner.manifest import earlier_verifications, figure_manifest, judgement_lines, judgement_of, reference_of
 from netrepro.runner.resume import RowSink
@@ -101,13 +101,13 @@ assert len(LATE_PAUSES_S) == ATTEMPTS_AT_ONCE - 1
 SSTHRESH_ATTEMPTS = 8
 
 
-def attempt_again(row: Mapping[str, Any], late_attempts: int, repaired_attempts: int) -> bool:
-    """Whether a trial runs again after the attempt whose row is `row`: late past its bound, while fewer than
-    ATTEMPTS_AT_ONCE of its attempts were late; its ssthresh repaired, while fewer than SSTHRESH_ATTEMPTS
+def attempt_again(made: Mapping[str, Any], late_attempts: int, repaired_attempts: int) -> bool:
+    """Whether a trial runs again after the attempt that made the row `made`: late past its bound, while fewer
+    than ATTEMPTS_AT_ONCE of its attempts were late; its ssthresh repaired, while fewer than SSTHRESH_ATTEMPTS
     were.  The counts include this attempt."""
-    if row.get("late_over_bound"):
+    if made.get("late_over_bound"):
         return late_attempts < ATTEMPTS_AT_ONCE
-    if row.get("ssthresh_repaired"):
+    if made.get("ssthresh_repaired"):
         return repaired_attempts < SSTHRESH_ATTEMPTS
     return False
 
@@ -333,18 +333,18 @@ def _run_on_one_lab(
                 v_cols = _verification_columns_from(verifications[name])
                 late_attempts = repaired_attempts = 0
                 while True:  # bounded: attempt_again stops at ATTEMPTS_AT_ONCE late or SSTHRESH_ATTEMPTS repaired
-                    row = _run_one_trial(fig, trial, opts, lab, ledger, session, workload, code, machine)
-                    row.update(v_cols)
-                    late = bool(row.get("late_over_bound"))
+                    made = _run_one_trial(fig, trial, opts, lab, ledger, session, workload, code, machine)
+                    made.update(v_cols)
+                    late = bool(made.get("late_over_bound"))
                     late_attempts += late
-                    repaired_attempts += bool(row.get("ssthresh_repaired"))
-                    again = attempt_again(row, late_attempts, repaired_attempts)
+                    repaired_attempts += bool(made.get("ssthresh_repaired"))
+                    again = attempt_again(made, late_attempts, repaired_attempts)
                     pause = LATE_PAUSES_S[late_attempts - 1] if late and again else 0.0
                     if again:
-                        log.warning("%s; run again%s", row["error"], f" after {pause:g} s" if pause else "")
-                    trial_log.append(row)
+                        log.warning("%s; run again%s", made["error"], f" after {pause:g} s" if pause else "")
+                    trial_log.append(made)
                     counted = late or not again  # a repaired attempt run again is not the trial's outcome
-                    if counted and streak.record(row["status"], row["error"]):
+                    if counted and streak.record(made["status"], made["error"]):
                         raise RunAborted(streak.report(session.apache.error_log_tail()))
                     if not again:
                         break
@@ -365,14 +365,14 @@ def _run_one_trial(
     code: str,
     machine: Mapping[str, str],
 ) -> dict[str, Any]:
-    """One trial on the lab as it is set for its path: its row, with its metrics or its failure, the CPU
+    """One trial on the lab as it is set for its path: the row it made, with its metrics or its failure, the CPU
     its lab spent and how late its delay lines released packets (a trial past LATE_BOUND is failed)."""
     path = trial.path
     key = trial.key
     # The trial's own draw (a re-run of it draws the same): its loss and jitter seed, its start.
     draw = trial_draw(key, opts.seed)
     offset_s = draw.start_offset_s(path.rtt.seconds)
-    row: dict[str, Any] = {
+    made: dict[str, Any] = {
         "trial_key": key,
         "figure": fig.full_name,
         "trial": trial.index,
@@ -391,7 +391,7 @@ def _run_one_trial(
     }
     began = time.monotonic()
     # The trial's host set-up: a failure here is the machine's, not the trial's, and stops the run.
-    row.update(session.congestion_control(trial))
+    made.update(session.congestion_control(trial))
     session.apply_hosts(trial)
     repairs_before = session.ss_repairs(trial)
     lab.reseed(draw.loss_seed)
@@ -403,18 +403,18 @@ def _run_one_trial(
         with time_limit(fig.trial_timeout(trial) + offset_s):
             time.sleep(offset_s)
             metrics = workload(session, trial)
-        row.update(metrics, status="ok", error="")
-        row.update(_initcwnd_check(trial, metrics))
+        made.update(metrics, status="ok", error="")
+        made.update(_initcwnd_check(trial, metrics))
         if repairs_before is not None:
-            row["cc_ss_repairs_in_trial"] = (session.ss_repairs(trial) or 0) - repairs_before
-            if row["cc_ss_repairs_in_trial"] > 0:
+            made["cc_ss_repairs_in_trial"] = (session.ss_repairs(trial) or 0) - repairs_before
+            if made["cc_ss_repairs_in_trial"] > 0:
                 # The kernel stored a value no code computed as ssthresh, and the program's guard put its
                 # own back: the trial ran on a window TCP did not choose for a moment, so it is not kept.
-                row.update(
+                made.update(
                     status="failed",
                     ssthresh_repaired=True,
                     error=f"the BPF congestion control repaired a corrupted ssthresh "
-                    f"{row['cc_ss_repairs_in_trial']} time(s) in this trial (kmod/README.md, 'The ssthresh "
+                    f"{made['cc_ss_repairs_in_trial']} time(s) in this trial (kmod/README.md, 'The ssthresh "
                     "corruption'): not kept",
                 )
     except Exception as e:
@@ -423,25 +423,25 @@ def _run_one_trial(
             raise  # a setup or programming error: no row, the run stops
         if status == "failed":
             log.warning("trial failed: %s", e)
-        row.update(status=status, error=str(e)[:500])
+        made.update(status=status, error=str(e)[:500])
     cpu_after = cgroups.cpu_seconds(ledger.cgroup)
-    row["trial_seconds"] = round(time.monotonic() - began, 3)
+    made["trial_seconds"] = round(time.monotonic() - began, 3)
     if cpu_before is not None and cpu_after is not None:
-        row["cpu_s"] = round(cpu_after - cpu_before, 3)
+        made["cpu_s"] = round(cpu_after - cpu_before, 3)
     late = lab.lateness()
     if late is not None:
-        row.update(late.columns())
+        made.update(late.columns())
         bound = late_bound_ms(path.rtt.ms)
-        row["late_bound_ms"] = bound
-        if late.p99_ms > bound and row_ok(row):
-            row.update(
+        made["late_bound_ms"] = bound
+        if late.p99_ms > bound and row_ok(made):
+            made.update(
                 status="failed",
                 late_over_bound=True,
                 error=f"the delay line released packets late: p99 {late.p99_ms:.3f} ms over the bound "
                 f"{bound:.3f} ms (median {late.median_ms:.3f} ms, max {late.max_ms:.3f} ms, "
                 f"{late.packets} packets); the machine was too busy for this path",
             )
-    return row
+    return made
 
 
 def late_bound_ms(rtt_ms: float) -> float:
@@ -533,7 +533,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         print(f"  --shard {opts.shard}: {planned} of the {len(grid) * trials} trials are this shard's", flush=True)
     skipped = planned - len(todo)
     earlier = resume.resumed_rows(trial_log, grid, trials, opts.seed)  # what this run's rows must not differ from
-    tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
+    tried = {r.key for r in trial_log.rows if r.seed == opts.seed}
     retried = sum(1 for t in todo if t.key in tried)
     again = f", {retried} failed before, run again (--no-retry-failed: keep them)" if retried else ""
     print(
@@ -559,7 +559,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         verifications.update(home.verifications)
         engine = home.manifest()
         # a setting Dask gave up on (its workers kept dying): its trials without a row are missing, and said so
-        tried = {r["trial_key"] for r in trial_log.rows if row_seed(r) == opts.seed}
+        tried = {r.key for r in trial_log.rows if r.seed == opts.seed}
         missing = sum(1 for t in todo if t.key not in tried)
         if missing:
             print(
@@ -575,7 +575,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         )
         verifications.update(run_trials(fig, todo, opts, resume.ResumeGuard(fig, csv_path, trial_log, earlier)))
     wanted = {trial_key(p, i) for p in grid for i in range(trials)}
-    attempts = [r for r in trial_log.rows if r.get("trial_key") in wanted and row_seed(r) == opts.seed]
+    attempts = [r for r in trial_log.rows if r.key in wanted and r.seed == opts.seed]
     rows = latest_rows(attempts)
     points = plot.summarize(fig, rows)
     reference = reference_of(fig, opts.out)
@@ -589,7 +589,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     for drawn in (png, png.with_suffix(".svg"), png.with_name(f"{png.stem}.caption.txt")):
         if drawn.exists():
             results.hand_back(drawn, opts.out)
-    failed_attempts = sum(1 for r in attempts if not row_ok(r))
+    failed_attempts = sum(1 for r in attempts if not r.ok)
     manifest = figure_manifest(
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
     )
@@ -612,10 +612,10 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         print(f"note: {note}")
     for line in judgement_lines(judgement):
         print(line)
-    answered = [r for r in rows if mine is None or r.get("trial_key") in mine]  # a shard: only its own
-    failed = [r for r in answered if not row_ok(r)]
+    answered = [r for r in rows if mine is None or r.key in mine]  # a shard: only its own
+    failed = [r for r in answered if not r.ok]
     if failed:
-        first = str(failed[0].get("error") or failed[0].get("status"))[:300]
+        first = (failed[0].error or failed[0].status)[:300]
         without = [
             flag for flag, on in (("--plot-only", opts.plot_only), ("--no-retry-failed", not opts.retry_failed)) if on
         ]

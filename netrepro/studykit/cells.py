@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from ground.trials import row_ok
+from ground.trials import Row
 from ground.units import parse_duration
 
-Rows = Sequence[Mapping[str, str]]
+Rows = Sequence[Row]
 
 
 class Figure(Protocol):
@@ -27,7 +27,7 @@ class Figure(Protocol):
     def x(self) -> str: ...
 
 
-Metric = str | Callable[[Mapping[str, str]], float | None]
+Metric = str | Callable[[Row], float | None]
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def all_fixed(*cells: Cell | Sequence[float]) -> bool:
     return all((c if isinstance(c, Cell) else cell(c)).fixed for c in cells)
 
 
-RowMetric = TypeVar("RowMetric", bound=Callable[[Mapping[str, str]], float | None])
+RowMetric = TypeVar("RowMetric", bound=Callable[[Row], float | None])
 
 
 def time_ms(metric: RowMetric) -> RowMetric:
@@ -76,16 +76,16 @@ def is_time(metric: Metric) -> bool:
 RANDOM = ("loss", "loss_down", "loss_up", "jitter")  # a path that draws these moves a trial by its draw
 
 
-def timer_noise(row: Mapping[str, str], metric: Metric, value: float) -> float:
+def timer_noise(row: Row, metric: Metric, value: float) -> float:
     """How far the delay line's timer alone could move a trial's time: its measured lateness (`late_p99_ms`)
     at each hold on the way, two a round trip (one each way) over the round trips the time spans.  0 for
     anything but a time, where the row has no lateness (netem) or no RTT, and on a path that drops or
     jitters at random: there each trial's own draw moves it, and only equal values are alike."""
-    if not is_time(metric) or any(number(str(row.get(k) or "0").rstrip("%ms")) for k in RANDOM):
+    if not is_time(metric) or any(number((row.text(k) or "0").rstrip("%ms")) for k in RANDOM):
         return 0.0
-    late = number(row.get("late_p99_ms"))
+    late = row.number("late_p99_ms")
     try:
-        rtt = parse_duration(str(row.get("rtt") or "")).ms
+        rtt = parse_duration(row.text("rtt")).ms
     except ValueError:
         return 0.0
     if late is None or rtt <= 0:
@@ -107,13 +107,13 @@ class Group:
         """The metric of each successful trial of this group at `level`, with each trial's timer noise."""
         values, noise = [], []
         for r in rows:
-            if not row_ok(r) or str(r.get(fig.x)) != str(level):
+            if not r.ok or r.text(fig.x) != str(level):
                 continue
-            if self.series is not None and r.get("series", "") != self.series:
+            if self.series is not None and r.series != self.series:
                 continue
-            if any(str(r.get(k)) != str(v) for k, v in self.where.items()):
+            if any(r.text(k) != str(v) for k, v in self.where.items()):
                 continue
-            value = metric(r) if callable(metric) else number(r.get(metric))
+            value = metric(r) if callable(metric) else r.number(metric)
             if value is not None and math.isfinite(value):
                 values.append(value)
                 noise.append(timer_noise(r, metric, value))

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ground import results
-from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_seed, trial_key
+from ground.trials import DEFAULT_SEED, Row, latest_rows, read_rows, trial_key
 from netrepro.studykit.decisions import AllOf, ByDesign, Computed, Regrouped, Test
 
 if TYPE_CHECKING:
     from netrepro.studykit.spec import Figure, Rows
 
 
-def digest(rows: Iterable[Mapping[str, str]]) -> str:
+def digest(rows: Iterable[Row]) -> str:
     """A digest of rows, whatever their order: each row's fields sorted, the rows sorted."""
     lines = sorted(json.dumps(dict(sorted(r.items())), sort_keys=True) for r in rows)
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
@@ -35,7 +35,7 @@ def digest(rows: Iterable[Mapping[str, str]]) -> str:
 
 def judged_rows(
     fig: Figure, csv_path: Path, quick: bool = False, trials: int | None = None, seed: int | None = None
-) -> list[dict[str, str]]:
+) -> list[Row]:
     """The rows a run of `fig` judges from the CSV at `csv_path`: its grid's trials at `seed`, the latest
     row of each (as netrepro.runner.sweep selects them)."""
     if not csv_path.is_file():
@@ -43,7 +43,7 @@ def judged_rows(
     count = fig.trial_count(quick, trials)
     wanted = {trial_key(p, i) for p in fig.grid(quick) for i in range(count)}
     seed = DEFAULT_SEED if seed is None else seed
-    return latest_rows(r for r in read_rows(csv_path) if r.get("trial_key") in wanted and row_seed(r) == seed)
+    return latest_rows(r for r in read_rows(csv_path) if r.key in wanted and r.seed == seed)
 
 
 def reads(test: Test) -> tuple[str, ...]:
@@ -73,10 +73,10 @@ def rows_beside(fig: Figure, name: str, rows: Rows, trees: Sequence[Path] | None
     """The latest rows of the study's figure `name` from the results tree whose CSV holds these rows (a
     run's results, or the reference reproduction); none where no tree holds them (another --out, a derived
     figure: its directory has no such figure)."""
-    ours = {(r.get("trial_key"), r.get(fig.y)) for r in rows}
+    ours = {(r.key, r.text(fig.y)) for r in rows}
     for tree in trees if trees is not None else (results.RESULTS, results.REFERENCE):
         here = tree / fig.directory / fig.csv_name
-        if ours and here.is_file() and ours <= {(r.get("trial_key"), r.get(fig.y)) for r in read_rows(here)}:
+        if ours and here.is_file() and ours <= {(r.key, r.text(fig.y)) for r in read_rows(here)}:
             there = tree / fig.directory / f"{name}.csv"
             return latest_rows(read_rows(there)) if there.is_file() else []
     return []

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ground.results import replace_file
-from ground.trials import numbers, row_ok
+from ground.trials import Row, numbers
 from ground.units import numeric
 from netrepro.studykit.spec import Figure, Point, Rows
 
@@ -150,13 +150,13 @@ def point_at(points: list[Point], series: str, x: object) -> Point | None:
 def summarize(fig: Figure, rows: Rows) -> list[Point]:
     if fig.summarize is not None:
         return fig.summarize(fig, rows)
-    groups: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
-        groups[(row.get("series", ""), row[fig.x])].append(row)
+        groups[(row.series, row.text(fig.x))].append(row)
     points = []
     order = {str(level): i for i, level in enumerate(fig.levels)}
     for (series, x), group in sorted(groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 0))):
-        ok = [r for r in group if row_ok(r)]
+        ok = [r for r in group if r.ok]
         values = numbers(ok, fig.y)
         if not values:
             points.append(Point(series, x, float("nan"), float("nan"), float("nan"), 0, len(group)))

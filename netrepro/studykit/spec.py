@@ -33,13 +33,14 @@ from typing import Any
 
 from ground.errors import UserError
 from ground.path import PathSpec
+from ground.trials import Row
 from ground.units import parse_duration, parse_rate
 from netrepro.studykit.claims import Claim, as_derived
 from netrepro.studykit.trial import Trial, trial_path
 from topologies.topology import Topology
 
 Params = dict[str, Any]
-Rows = Sequence[Mapping[str, str]]
+Rows = Sequence[Row]
 
 
 @dataclass(frozen=True)

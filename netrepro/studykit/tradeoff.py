@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ground.trials import numbers, row_ok
+from ground.trials import numbers
 from netrepro.studykit.plot import legend_beside, line_styles, quartiles, save
 from netrepro.studykit.spec import Figure, Point, Rows
 
@@ -45,7 +45,7 @@ def draw(delay: str, x_label: str, y_label: str) -> Drawing:
         for style, series in zip(styles, fig.series, strict=True):
             xs, ys = [], []
             for level in fig.levels:
-                here = [r for r in rows if row_ok(r) and r.get("series") == series.label and r.get(fig.x) == str(level)]
+                here = [r for r in rows if r.ok and r.series == series.label and r.text(fig.x) == str(level)]
                 delays, values = numbers(here, delay), numbers(here, fig.y)
                 if not delays or not values:
                     continue

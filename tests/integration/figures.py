@@ -13,7 +13,7 @@ from netrepro.studykit.spec import Figure
 __all__ = ["ok_rows", "run_quick"]
 
 
-def run_quick(fig: Figure, out: Path, *options: str) -> tuple[list[dict[str, str]], dict[str, object]]:
+def run_quick(fig: Figure, out: Path, *options: str) -> tuple[list[Row], dict[str, object]]:
     """Run the figure's quick variant into `out` (with the run's `options`, such as --trials 1); its CSV's
     rows, each trial's latest attempt (a trial run again at once, late or with its ssthresh repaired,
     counts by the attempt after), and its manifest."""

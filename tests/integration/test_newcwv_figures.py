@@ -20,6 +20,7 @@ import pytest
 from figures import run_quick
 
 from expts import newcwv, newcwv_trials
+from ground.trials import Row
 from netrepro.studykit.spec import Figure
 
 pytestmark = pytest.mark.root
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.root
 RTT_MS = 200.0
 
 
-def run_ok(fig: Figure, out: Path, *options: str) -> tuple[list[dict[str, str]], dict[str, object]]:
+def run_ok(fig: Figure, out: Path, *options: str) -> tuple[list[Row], dict[str, object]]:
     rows, manifest = run_quick(fig, out, *options)
     assert {r["status"] for r in rows} == {"ok"}, [r["error"] for r in rows if r["status"] != "ok"]
     return rows, manifest

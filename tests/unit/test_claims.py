@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ground.trials import Row
 from netrepro.studykit import cells, claims, decisions, intervals
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, ByDesign, Same, Trend
@@ -27,16 +28,16 @@ def figure(levels: tuple[Any, ...] = ("1%",)) -> Figure:
                   fixed={}, series=(Series("A"), Series("B")))  # fmt: skip
 
 
-def trials(series: str, level: str, mean: float, sd: float, n: int, seed: int) -> list[dict[str, str]]:
+def trials(series: str, level: str, mean: float, sd: float, n: int, seed: int) -> list[Row]:
     rng = random.Random(seed)
-    return [{"series": series, "loss": level, "status": "ok", "plt_ms": str(rng.gauss(mean, sd))} for _ in range(n)]
+    return [Row(series=series, loss=level, status="ok", plt_ms=str(rng.gauss(mean, sd))) for _ in range(n)]
 
 
 def claim(test: decisions.Test) -> Claim:
     return Claim("000_x.txt", "section 1", "a sentence", test)
 
 
-def outcome(test: decisions.Test, rows: list[dict[str, str]], levels: tuple[Any, ...] = ("1%",)) -> claims.Judged:
+def outcome(test: decisions.Test, rows: list[Row], levels: tuple[Any, ...] = ("1%",)) -> claims.Judged:
     return claims.judge([claim(test)], figure(levels), rows)[0]
 
 
@@ -77,10 +78,10 @@ def test_no_effect_measured_precisely_differs_from_a_claimed_effect() -> None:
     assert outcome(LOWER, rows).outcome == DIFFERS  # the interval lies inside +-5 %: no effect worth the word
 
 
-def spread_rows(series: str, mean: float, times: int) -> list[dict[str, str]]:
+def spread_rows(series: str, mean: float, times: int) -> list[Row]:
     """Trials at mean - 200, mean, mean + 200, `times` over: the same mean and nearly the same spread at any n."""
     values = [mean - 200, mean, mean + 200] * times
-    return [{"series": series, "loss": "1%", "status": "ok", "plt_ms": str(v)} for v in values]
+    return [Row(series=series, loss="1%", status="ok", plt_ms=str(v)) for v in values]
 
 
 def test_a_difference_within_noise_at_small_n_is_undecided_with_the_trials_that_would_decide_it() -> None:
@@ -96,9 +97,9 @@ def test_a_difference_within_noise_at_small_n_is_undecided_with_the_trials_that_
     assert outcome(LOWER, spread_rows("A", 1000, few) + spread_rows("B", 800, few)).outcome == UNDECIDED
 
 
-def alike(series: str, value: str, n: int, level: str = "1%") -> list[dict[str, str]]:
+def alike(series: str, value: str, n: int, level: str = "1%") -> list[Row]:
     """`n` trials of `series` alike to the last digit: a cell that does not vary."""
-    return [{"series": series, "loss": level, "status": "ok", "plt_ms": value} for _ in range(n)]
+    return [Row(series=series, loss=level, status="ok", plt_ms=value) for _ in range(n)]
 
 
 def test_a_gain_wholly_above_no_effect_but_below_its_worth_does_not_hold() -> None:
@@ -140,9 +141,9 @@ def test_a_time_varying_within_its_trials_timer_noise_is_deterministic() -> None
     """A time whose trials spread by less than the delay line's measured lateness over their round trips
     is deterministic; the same spread with no lateness recorded is a spread."""
 
-    def rows(series: str, values: tuple[float, ...], late: str) -> list[dict[str, str]]:
-        return [{"series": series, "loss": "0%", "status": "ok", "plt_ms": str(v), "rtt": "100ms",
-                 "late_p99_ms": late} for v in values]  # fmt: skip
+    def rows(series: str, values: tuple[float, ...], late: str) -> list[Row]:
+        return [Row(series=series, loss="0%", status="ok", plt_ms=str(v), rtt="100ms", late_p99_ms=late)
+                for v in values]  # fmt: skip
 
     # ten or eleven round trips of 100 ms: 20 or 22 holds of up to 0.2 ms each, 4 to 4.4 ms a trial
     noisy = rows("A", (1000.0, 1000.6, 1001.1), "0.2") + rows("B", (700.0, 700.9, 700.3), "0.2")
@@ -152,7 +153,7 @@ def test_a_time_varying_within_its_trials_timer_noise_is_deterministic() -> None
     cell = cells.Group(series="A").cell(figure(("0%",)), noisy, "0%", "plt_ms")
     assert cell.fixed and cell.noise == pytest.approx((4.0, 4.4, 4.4))
     # on a path that drops at random, each trial's draw moves it: only equal values are alike
-    lossy = [{**r, "loss": "2%"} for r in noisy]
+    lossy = [Row({**r, "loss": "2%"}) for r in noisy]
     assert not outcome(LOWER, lossy, ("2%",)).deterministic
     # a count (not a time) is deterministic only where its values are equal
     assert not cells.Group(series="A").cell(figure(("0%",)), noisy, "0%", "retransmits").values
@@ -294,7 +295,7 @@ def test_a_derived_figure_that_undoes_the_design_tests_the_sentence_instead() ->
 def test_an_undecided_trend_names_the_trials_that_would_decide_it() -> None:
     levels = ("0%", "2%", "6%")
     rows = [
-        {"series": "A", "loss": level, "status": "ok", "plt_ms": str(mean + d)}
+        Row(series="A", loss=level, status="ok", plt_ms=str(mean + d))
         for level, mean in zip(levels, (1000, 1004, 1012), strict=True)
         for d in (-100, -30, 30, 100)
     ]

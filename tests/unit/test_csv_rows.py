@@ -91,6 +91,23 @@ def test_a_row_read_back_is_typed(tmp_path: Path) -> None:
     assert isinstance(done, Row) and (done.ok, done.key, done.status, done.seed) == (True, "k1", "ok", 1)
     assert done.number("download_time_ms") == 501.0 and done["download_time_ms"] == "501"
     assert (failed.ok, failed.number("download_time_ms"), failed.number("no_such_column")) == (False, None, None)
+    assert (done.figure, done.trial, done.series, done.cc, done.trial_seconds) == ("iw/fig2", 1, "", "", None)
+    assert (done.text("download_time_ms"), done.text("no_such_column")) == ("501", "")
+    assert done.measured("download_time_ms") == 501.0
+    with pytest.raises(ValueError, match="k2: no number in its 'download_time_ms'"):
+        failed.measured("download_time_ms")
+
+
+def test_a_rows_fields_are_typed_and_a_column_it_lacks_reads_empty() -> None:
+    cells = {"trial_key": "k", "series": "IW 10", "cc": "cubic", "cc_impl": "bpf", "topology": "path",
+             "backend": "netem", "switch": "none", "kernel": "6.18.0", "host": "vm1", "worker": "tls://10.0.0.1:4001",
+             "code": "0ebe09c1a2b3"}  # fmt: skip
+    row = Row({**cells, "trial": "3", "draw_seed": "5", "trial_seconds": "2.5", "seed": "7", "status": "ok"})
+    texts = {"trial_key": row.key, **{c: getattr(row, c) for c in cells if c != "trial_key"}}
+    assert texts == cells
+    assert (row.trial, row.draw_seed, row.trial_seconds, row.seed) == (3, 5, 2.5, 7)
+    older = Row(trial_key="k", trial="", draw_seed="", status="ok")  # columns written empty, or not at all
+    assert (older.trial, older.draw_seed, older.trial_seconds, older.cc, older.worker) == (None, None, None, "", "")
 
 
 def test_the_rule_of_a_trials_outcome_is_written_once() -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from expts import cubicplus
+from ground.trials import Row
 from netrepro.studykit import claims, decisions, evidence
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, ByDesign
@@ -29,34 +30,34 @@ def fig(name: str) -> Figure:
     return next(f for f in cubicplus.FIGURES if f.name == name)
 
 
-def trials(f: Figure, label: str, level: Any, mean: float, sd: float, n: int, seed: int) -> list[dict[str, str]]:
+def trials(f: Figure, label: str, level: Any, mean: float, sd: float, n: int, seed: int) -> list[Row]:
     rng = random.Random(seed)
     return [
-        {
-            "trial_key": f"{f.name}-{label}-{level}-{i}",
-            "series": label,
-            f.x: str(level),
-            "status": "ok",
-            f.y: repr(max(1e-6, rng.gauss(mean, sd))),
-        }
+        Row(
+            {
+                "trial_key": f"{f.name}-{label}-{level}-{i}",
+                "series": label,
+                f.x: str(level),
+                "status": "ok",
+                f.y: repr(max(1e-6, rng.gauss(mean, sd))),
+            }
+        )
         for i in range(n)
     ]
 
 
-def gain_rows(
-    f: Figure, gain: float, level: str = "6%", spread: float = 0.03, n: int = 10, seed: int = 0
-) -> list[dict[str, str]]:
+def gain_rows(f: Figure, gain: float, level: str = "6%", spread: float = 0.03, n: int = 10, seed: int = 0) -> list[Row]:
     """CUBIC at 10 Mbit/s and CUBIC+ at `gain` times that, each with a relative spread, n trials each."""
     return trials(f, CUBIC, level, 10.0, 10.0 * spread, n, seed) + trials(
         f, PLUS, level, 10.0 * gain, 10.0 * gain * spread, n, seed + 1
     )
 
 
-def judged(f: Figure, test: decisions.Test, rows: list[dict[str, str]]) -> claims.Judged:
+def judged(f: Figure, test: decisions.Test, rows: list[Row]) -> claims.Judged:
     return claims.judge([Claim("000_x.txt", "section 7.1", "a sentence here", test)], f, rows)[0]
 
 
-def smaller(others: list[dict[str, str]], levels: tuple[str, ...] = ("6%",)) -> decisions.Computed:
+def smaller(others: list[Row], levels: tuple[str, ...] = ("6%",)) -> decisions.Computed:
     return cubicplus.smaller_gain(("fig3",), levels, 0.10, beside=lambda f, name, rows: others)
 
 
@@ -98,7 +99,7 @@ def test_each_level_and_each_larger_page_is_judged() -> None:
     assert verdict.outcome == DIFFERS  # one page against it is enough
 
 
-def write(path: Path, rows: list[dict[str, str]]) -> None:
+def write(path: Path, rows: list[Row]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -124,7 +125,7 @@ def test_the_larger_pages_trials_come_from_the_tree_that_holds_these(
     assert evidence.rows_beside(small, "fig4", ours) == []  # no such figure beside them
 
 
-def window_rows(f: Figure, throughput: dict[int, float], odd: dict[int, float] | None = None) -> list[dict[str, str]]:
+def window_rows(f: Figure, throughput: dict[int, float], odd: dict[int, float] | None = None) -> list[Row]:
     """The three CUBICs' throughput at each window; `odd` replaces CUBIC+ RTT-scaled K's."""
     out = []
     for i, label in enumerate((CUBIC, PLUS, PLUS_K)):

@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 
 from expts import cubicplus
+from ground.trials import Row
 from netrepro.studykit.spec import Figure
 
 VERDICT_WORDS = ("agrees", "differs", "holds", "noise", "verdict")
@@ -14,9 +15,9 @@ def fig(name: str) -> Figure:
     return next(f for f in cubicplus.FIGURES if f.name == name)
 
 
-def rows(f: Figure, values: dict[tuple[str, Any], list[float]], **extra: str) -> list[dict[str, Any]]:
+def rows(f: Figure, values: dict[tuple[str, Any], list[float]], **extra: str) -> list[Row]:
     return [
-        {"series": label, f.x: str(level), "status": "ok", f.y: str(v), **extra}
+        Row({"series": label, f.x: str(level), "status": "ok", f.y: str(v), **extra})
         for (label, level), vs in values.items()
         for v in vs
     ]

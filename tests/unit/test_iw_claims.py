@@ -16,19 +16,17 @@ import pytest
 import expts
 from expts import iw
 from ground.results import REFERENCE
-from ground.trials import latest_rows, read_rows
+from ground.trials import Row, latest_rows, read_rows
 from netrepro.studykit import cells, claims, decisions
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, HOLDS, UNDECIDED, Better, Same
 from netrepro.studykit.spec import Figure
 
-Row = dict[str, str]
-
 
 def download(level_key: str, level: Any, mean: float, sd: float, n: int, seed: int, series: str = "") -> list[Row]:
     rng = random.Random(seed)
     return [
-        {"series": series, level_key: str(level), "status": "ok", "download_time_ms": str(rng.gauss(mean, sd))}
+        Row({"series": series, level_key: str(level), "status": "ok", "download_time_ms": str(rng.gauss(mean, sd))})
         for _ in range(n)
     ]
 
@@ -62,14 +60,14 @@ def test_no_gain_measured_precisely_differs_and_so_does_a_loss() -> None:
 def test_other_levels_and_failed_trials_are_left_out_of_the_groups() -> None:
     rows = download("initcwnd", 3, 513, 5, 10, 1) + download("initcwnd", 10, 357, 5, 10, 2)
     noise = download("initcwnd", 26, 10, 5, 10, 3) + [
-        {**r, "status": "failed"} for r in download("initcwnd", 10, 9e9, 1, 5, 4)
+        Row({**r, "status": "failed"}) for r in download("initcwnd", 10, 9e9, 1, 5, 4)
     ]
     assert "n = 10, 10" in judged(faster_than_3(10, 0.10), iw.FIG2, rows + noise).evidence()
 
 
 def test_regrouped_replays_and_missing_levels_are_undecided() -> None:
     replays = [
-        {"series": "", "initcwnd": w, "status": "ok", "download_time_ms": v} for w, v in (("3", "513"), ("10", "357"))
+        Row(series="", initcwnd=w, status="ok", download_time_ms=v) for w, v in (("3", "513"), ("10", "357"))
     ] * 3
     replayed = judged(faster_than_3(10, 0.10), iw.FIG2, replays)
     assert replayed.outcome == HOLDS and replayed.deterministic  # read by its estimate, no test run
@@ -82,7 +80,7 @@ def test_regrouped_with_another_x_runs_the_test_over_that_parameter() -> None:
     rows = []
     for n in range(1, 7):
         for r in download("loss", "0.1%", 40 + 10 * n, 1, 5, n, series=f"n={n}"):
-            rows.append({**r, "n": str(n), "throughput_mbit": r["download_time_ms"]})
+            rows.append(Row({**r, "n": str(n), "throughput_mbit": r["download_time_ms"]}))
     rising = decisions.Trend("throughput_mbit", cells.Group(where={"loss": "0.1%"}), rises=True)
     found = judged(decisions.Regrouped(rising, "0.1%, over n", "n", (1, 2, 3, 4, 5, 6)), fig, rows)
     assert found.outcome == HOLDS and found.findings[0].at == "0.1%, over n"
@@ -124,8 +122,7 @@ def test_a_ratio_with_too_few_or_replayed_trials_is_undecided() -> None:
     assert judged(ALMOST_40, iw.FIG5B, fig5b_rows(0.6, 3, n=1)).outcome == UNDECIDED
     top = iw.FIG5B.levels[-1]
     replays = [
-        {"series": s, "rate": top, "status": "ok", "download_time_ms": v}
-        for s, v in (("IW 3", "500"), ("IW 26", "300"))
+        Row(series=s, rate=str(top), status="ok", download_time_ms=v) for s, v in (("IW 3", "500"), ("IW 26", "300"))
     ] * 3
     found = judged(ALMOST_40, iw.FIG5B, replays)
     assert found.outcome == HOLDS and found.deterministic and "deterministic" in found.evidence()
@@ -138,7 +135,7 @@ def test_fig5s_gain_rises_over_all_levels() -> None:
         rows += download("rtt", level, 500, 3, 6, 2 * i + 1, "IW 26")
     assert judged(iw.gain_rises("26"), iw.FIG5A, rows).outcome == HOLDS
     flat = [r for r in rows if r["series"] == "IW 26"] + [
-        {**r, "series": "IW 3"} for r in rows if r["series"] == "IW 26"
+        Row({**r, "series": "IW 3"}) for r in rows if r["series"] == "IW 26"
     ]
     assert judged(iw.gain_rises("26"), iw.FIG5A, flat).outcome in (UNDECIDED, DIFFERS)
 
@@ -182,7 +179,7 @@ def test_a_derived_figure_that_cannot_let_it_fail_keeps_it_by_design() -> None:
 
 def stored(fig: Figure) -> list[Row]:
     path = REFERENCE / fig.directory / fig.csv_name
-    return [dict(r) for r in latest_rows(read_rows(path))] if path.exists() else []
+    return latest_rows(read_rows(path)) if path.exists() else []
 
 
 def test_the_stored_fig2_is_judged_with_its_design_apart() -> None:

@@ -18,15 +18,14 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from expts import linuxcc, linuxcc_claims, linuxcc_trials
+from ground.trials import Row
 from netrepro.studykit import claims, decisions
 from netrepro.studykit.decisions import DIFFERS, HOLDS, UNDECIDED
 
 Means = Mapping[str, float]  # an algorithm's mean in a flow, by flow (a missing flow takes "*")
 
 
-def trials(
-    metric: str, means: Mapping[str, Means], sd: float = 0.02, n: int = 6, seed: int = 1
-) -> list[dict[str, str]]:
+def trials(metric: str, means: Mapping[str, Means], sd: float = 0.02, n: int = 6, seed: int = 1) -> list[Row]:
     """n trials of each algorithm in each flow, `metric` drawn around its mean with a relative spread `sd`."""
     rng = random.Random(seed)
     rows = []
@@ -35,22 +34,22 @@ def trials(
             mean = by_flow.get(flow, by_flow.get("*", 0.0))
             for k in range(n):
                 value = mean * (1 + rng.gauss(0, sd))
-                rows.append({"series": flow, "cc": cc, "trial": str(k), "status": "ok", metric: repr(value)})
+                rows.append(Row({"series": flow, "cc": cc, "trial": str(k), "status": "ok", metric: repr(value)}))
     return rows
 
 
-def windows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+def windows(rows: list[Row]) -> list[Row]:
     """Each row's "window" value as a flat window series (its mean is the value) and drops per fall."""
     out = []
     for r in rows:
         w = max(1, round(float(r.pop("window"))))
         drops = r.pop("drops", "10")
         series = ";".join([str(w)] * 4 + [str(w // 2)])
-        out.append({**r, "window_step_s": "0.5", "cwnd_series": series, "bottleneck_drops": drops})
+        out.append(Row({**r, "window_step_s": "0.5", "cwnd_series": series, "bottleneck_drops": drops}))
     return out
 
 
-def decide(test: decisions.Test, rows: list[dict[str, str]]) -> claims.Judged:
+def decide(test: decisions.Test, rows: list[Row]) -> claims.Judged:
     claim = claims.Claim(linuxcc_claims.SEED, "section 5", "a sentence of the seed", test)
     return claims.judge([claim], linuxcc.FIG5, rows)[0]
 
@@ -60,8 +59,8 @@ EVERYWHERE = {"*": 1.0}
 
 def test_the_mean_over_the_four_flows_is_one_value_per_trial_index() -> None:
     rows = trials("drop_rate", {"reno": {"WrFl-1": 0.1, "WrFl-1a": 0.2, "WrFl-2": 0.3, "WrFl-2a": 0.4}}, sd=0, n=2)
-    rows.append({"series": "WrFl-1", "cc": "reno", "trial": "2", "status": "ok", "drop_rate": "0.9"})  # one flow only
-    rows.append({"series": "WrFl-2", "cc": "reno", "trial": "0", "status": "failed", "drop_rate": "5"})
+    rows.append(Row(series="WrFl-1", cc="reno", trial="2", status="ok", drop_rate="0.9"))  # one flow only
+    rows.append(Row(series="WrFl-2", cc="reno", trial="0", status="failed", drop_rate="5"))
     pooled = linuxcc_claims.pooled_rows(rows, linuxcc_trials.drop_rate)
     assert [(r["cc"], r["trial"], r["series"]) for r in pooled] == [
         ("reno", t, linuxcc_claims.POOLED) for t in ("0", "1")
@@ -119,7 +118,7 @@ def test_too_few_trials_or_too_wide_a_spread_is_undecided() -> None:
     assert judged.outcome == HOLDS and judged.deterministic
 
 
-def top_rows(cubic_drops: float, cubic_window: float) -> list[dict[str, str]]:
+def top_rows(cubic_drops: float, cubic_window: float) -> list[Row]:
     """CUBIC against the other twelve, all alike Reno but Hybla: drop rates and windows (Hybla's window the largest
     and its drop rate the highest)."""
     drop_means = {cc: {"*": 0.3 if cc == "hybla" else 0.01} for cc in linuxcc_trials.ALGORITHMS} | {
@@ -128,13 +127,13 @@ def top_rows(cubic_drops: float, cubic_window: float) -> list[dict[str, str]]:
     window_means = {cc: {"*": 1500.0 if cc == "hybla" else 60.0} for cc in linuxcc_trials.ALGORITHMS}
     drops = trials("drop_rate", drop_means, seed=1)
     wins = windows(trials("window", window_means | {"cubic": {"*": cubic_window}}, seed=2))
-    merged = {(r["series"], r["cc"], r["trial"]): dict(r) for r in wins}
+    merged = {(r["series"], r["cc"], r["trial"]): Row(r) for r in wins}
     for r in drops:
         merged[(r["series"], r["cc"], r["trial"])]["drop_rate"] = r["drop_rate"]
     return list(merged.values())
 
 
-def on_top(rows: list[dict[str, str]]) -> claims.Judged:
+def on_top(rows: list[Row]) -> claims.Judged:
     claim = claims.Claim(linuxcc_claims.SEED, "section 6", "a sentence of the seed", linuxcc_claims.on_top("cubic"))
     return claims.judge([claim], linuxcc.WHOLE, rows)[0]
 
@@ -160,7 +159,7 @@ def test_cubic_on_the_top_needs_both_of_the_seeds_grounds(
     [("10;20;40;20;25;30;15;16", 2), ("10;20;40;30;20;25", 1), ("10;20;40", 0), ("50;40;30;20", 1)],
 )
 def test_the_falls_of_the_window_count_runs_of_falling_samples(series: str, expected: int) -> None:
-    row = {"window_step_s": "0.5", "cwnd_series": series, "bottleneck_drops": "12"}
+    row = Row(window_step_s="0.5", cwnd_series=series, bottleneck_drops="12")
     assert linuxcc_trials.window_reductions(row) == expected
     assert linuxcc_trials.drops_per_reduction(row) == (12 / expected if expected else None)
 
@@ -168,5 +167,5 @@ def test_the_falls_of_the_window_count_runs_of_falling_samples(series: str, expe
 @pytest.mark.parametrize(
     "metric", [linuxcc_trials.mean_window, linuxcc_trials.drops_per_reduction, linuxcc_trials.drop_rate]
 )
-def test_an_old_row_without_the_column_gives_no_value(metric: Callable[[Mapping[str, str]], float | None]) -> None:
-    assert metric({"series": "WrFl-1", "cc": "reno", "status": "ok"}) is None
+def test_an_old_row_without_the_column_gives_no_value(metric: Callable[[Row], float | None]) -> None:
+    assert metric(Row(series="WrFl-1", cc="reno", status="ok")) is None

@@ -8,6 +8,7 @@ import matplotlib
 import pytest
 
 from expts import linuxcc, linuxcc_claims, linuxcc_trials
+from ground.trials import Row
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import claims, params, plot, trial
 from netrepro.studykit.decisions import ByDesign
@@ -16,7 +17,7 @@ matplotlib.use("Agg")
 
 
 def row(series: str, cc: str, first10: float, drops: int, goodput: float = 0.8, cwnd: str = "10;20;40;80;160",
-        **extra: Any) -> dict[str, str]:  # fmt: skip
+        **extra: Any) -> Row:  # fmt: skip
     rtt = "1700ms" if series.endswith("a") else "1300ms"
     out = {
         "series": series, "cc": cc, "trial": "0", "status": "ok", "rtt": rtt, "rate": "11mbit", "mtu": "3486",
@@ -24,7 +25,7 @@ def row(series: str, cc: str, first10: float, drops: int, goodput: float = 0.8, 
         "bottleneck_drops": str(drops), "drop_rate": str(drops / 1000), "retransmit_rate": "0.001",
         "tcp_mss": "3434", "window_step_s": "0.5", "cwnd_series": cwnd, "cwnd_max": cwnd.split(";")[-1],
     }  # fmt: skip
-    return {**out, **{k: str(v) for k, v in extra.items()}}
+    return Row({**out, **{k: str(v) for k, v in extra.items()}})
 
 
 ROWS = [
@@ -35,7 +36,7 @@ ROWS = [
     row("WrFl-1", "veno", 0.5, 12),
     row("WrFl-2", "hybla", 0.4, 60, cross_delivered_mbit=9.9),
     row("WrFl-2", "reno", 0.5, 50, cross_delivered_mbit=9.9),
-    {"series": "WrFl-2", "cc": "vegas", "trial": "0", "status": "failed", "rtt": "1300ms"},
+    Row(series="WrFl-2", cc="vegas", trial="0", status="failed", rtt="1300ms"),
 ]
 
 

@@ -15,6 +15,7 @@ import random
 from collections.abc import Mapping
 
 from expts import newcwv, newcwv_claims, newcwv_trials
+from ground.trials import Row
 from netrepro.studykit import claims, decisions
 from netrepro.studykit.decisions import DIFFERS, HOLDS, UNDECIDED
 from netrepro.studykit.spec import Figure
@@ -25,25 +26,25 @@ BASE, NEW, PACED = newcwv_trials.BASELINE.label, newcwv_trials.NEWCWV.label, new
 
 def trial(
     series: str, kb: int, ms: Mapping[float, float], retrans: float = 0, flight_ms: float = 0.1, bulk: float = 1.8
-) -> dict[str, str]:
+) -> Row:
     """One trial's row: a burst after each idle period of `ms` (in a shuffled order, as the workload runs)."""
     order = list(ms)
     random.Random(kb + len(series) + int(sum(ms.values()))).shuffle(order)
     n = len(order)
-    return {
-        "series": series,
-        "burst_kb": str(kb),
-        "status": "ok",
-        "idle_s": ";".join(f"{t:g}" for t in order),
-        "burst_ms": ";".join(f"{ms[t]:.3f}" for t in order),
-        "retransmitted": ";".join([f"{retrans:g}"] * n),
-        "first_flight_ms": ";".join([f"{flight_ms:g}"] * n),
-        "cwnd_resumed": ";".join(["10"] * n),
-        "bulk_goodput_mbit": f"{bulk:.4f}",
-    }
+    return Row(
+        series=series,
+        burst_kb=str(kb),
+        status="ok",
+        idle_s=";".join(f"{t:g}" for t in order),
+        burst_ms=";".join(f"{ms[t]:.3f}" for t in order),
+        retransmitted=";".join([f"{retrans:g}"] * n),
+        first_flight_ms=";".join([f"{flight_ms:g}"] * n),
+        cwnd_resumed=";".join(["10"] * n),
+        bulk_goodput_mbit=f"{bulk:.4f}",
+    )
 
 
-def trials(series: str, kb: int, mean_of: Mapping[float, float], sd: float, n: int, seed: int) -> list[dict[str, str]]:
+def trials(series: str, kb: int, mean_of: Mapping[float, float], sd: float, n: int, seed: int) -> list[Row]:
     rng = random.Random(seed)
     return [trial(series, kb, {t: rng.gauss(m, sd) for t, m in mean_of.items()}) for _ in range(n)]
 
@@ -52,7 +53,7 @@ def flat(ms: float) -> dict[float, float]:
     return dict.fromkeys(IDLES, ms)
 
 
-def outcome(test: decisions.Test, rows: list[dict[str, str]], fig: Figure = newcwv.FIG7) -> claims.Judged:
+def outcome(test: decisions.Test, rows: list[Row], fig: Figure = newcwv.FIG7) -> claims.Judged:
     return claims.judge([claims.Claim(newcwv_claims.SEED, "here", "a sentence", test)], fig, rows)[0]
 
 
@@ -147,7 +148,7 @@ def test_the_trial_is_the_unit_not_the_burst() -> None:
     for series, ms in ((BASE, flat(1000)), (NEW, RISING)):
         for k in range(2):
             r = trial(series, 40, {t: m + k for t, m in ms.items()})
-            many.append({**r, "idle_s": ";".join([r["idle_s"]] * 30), "burst_ms": ";".join([r["burst_ms"]] * 30)})
+            many.append(Row({**r, "idle_s": ";".join([r["idle_s"]] * 30), "burst_ms": ";".join([r["burst_ms"]] * 30)}))
     assert newcwv_trials.burst_ms_by_idle(many[0]) == newcwv_trials.burst_ms_by_idle(trial(BASE, 40, flat(1000)))
     assert outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), many).outcome == UNDECIDED
     assert newcwv_trials.trial_values(many, NEW, 40, 1.0) == [780.0, 781.0]
@@ -166,9 +167,9 @@ def test_a_trend_averages_the_burst_sizes_it_names() -> None:
     assert outcome(newcwv_claims.idle_trend(NEW, rises=False, levels=(80,)), rows).outcome == HOLDS
 
 
-def timed(row: dict[str, str], late_ms: float) -> dict[str, str]:
+def timed(row: Row, late_ms: float) -> Row:
     """A trial on the delay line whose timer was up to `late_ms` late at a hold (cells.timer_noise)."""
-    return {**row, "rtt": "200ms", "late_p99_ms": f"{late_ms:g}"}
+    return Row({**row, "rtt": "200ms", "late_p99_ms": f"{late_ms:g}"})
 
 
 def test_trials_within_their_timer_noise_decide_a_trend_by_its_estimate() -> None:
@@ -178,7 +179,7 @@ def test_trials_within_their_timer_noise_decide_a_trend_by_its_estimate() -> Non
     judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), rows)
     assert judged.outcome == HOLDS and all(f.deterministic for f in judged.findings), judged.evidence()
     # without the lateness the same trials vary, and the bootstrap decides them
-    rows = [{**r, "late_p99_ms": "0"} for r in rows]
+    rows = [Row({**r, "late_p99_ms": "0"}) for r in rows]
     judged = outcome(newcwv_claims.idle_trend(NEW, rises=True, levels=(40,)), rows)
     assert judged.outcome == HOLDS and not any(f.deterministic for f in judged.findings), judged.evidence()
 
@@ -256,7 +257,7 @@ def test_the_bulk_flows_goodput_alike_within_five_percent() -> None:
     (same,) = [c for c in newcwv.PACING.claims if isinstance(c.test, decisions.Same)]
     assert claims.judge([same], newcwv.PACING, rows)[0].outcome == HOLDS
     rows = [
-        {**r, "bulk_goodput_mbit": f"{float(r['bulk_goodput_mbit']) * 0.85:.4f}"} if r["series"] == NEW else r
+        Row({**r, "bulk_goodput_mbit": f"{float(r['bulk_goodput_mbit']) * 0.85:.4f}"}) if r["series"] == NEW else r
         for r in rows
     ]
     assert claims.judge([same], newcwv.PACING, rows)[0].outcome == DIFFERS

@@ -4,13 +4,13 @@ seed (numbers and models, no verdict: the claims give it, tests/unit/test_newcwv
 import csv
 import shutil
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 import pytest
 
 from expts import newcwv, newcwv_trials
 from ground.results import REFERENCE
+from ground.trials import Row
 from netrepro.front import docfacts_newcwv, docrows
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import params, trial
@@ -18,13 +18,13 @@ from netrepro.studykit import params, trial
 matplotlib.use("Agg")
 
 
-def row(series: str, kb: int, idles: str, ms: str, cwnd: str, retrans: str = "", flight: str = "") -> dict[str, str]:
+def row(series: str, kb: int, idles: str, ms: str, cwnd: str, retrans: str = "", flight: str = "") -> Row:
     n = len(idles.split(";"))
-    return {
+    return Row({
         "series": series, "burst_kb": str(kb), "status": "ok", "idle_s": idles, "burst_ms": ms,
         "cwnd_resumed": cwnd, "retransmitted": retrans or ";".join(["0"] * n),
         "first_flight_ms": flight or ";".join(["0.1"] * n), "pacer_used": "none", "bulk_goodput_mbit": "1.5",
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 ROWS = [
@@ -33,7 +33,7 @@ ROWS = [
     row("newCWV", 5, "1;5", "200;201", "6;6"),
     row("newCWV", 5, "5;1", "202;199", "6;6"),
     row("Reno, no restart", 5, "1;5", "200;200", "8;8"),
-    {"series": "newCWV", "burst_kb": "5", "status": "failed", "idle_s": "", "burst_ms": ""},
+    Row(series="newCWV", burst_kb="5", status="failed", idle_s="", burst_ms=""),
 ]
 
 
@@ -56,7 +56,7 @@ def test_a_trials_bursts_make_one_value() -> None:
     r = row("newCWV", 80, "1;1;5", "100;300;500", "6;6;6", retrans="0;3;3")
     assert newcwv_trials.trial_burst_ms(r) == 300 and newcwv_trials.trial_retransmitted(r) == 2
     assert newcwv_trials.burst_ms_by_idle(r) == {1.0: 200, 5.0: 500}
-    assert newcwv_trials.trial_burst_ms({"burst_ms": ""}) is None and newcwv_trials.burst_ms_by_idle({}) == {}
+    assert newcwv_trials.trial_burst_ms(Row(burst_ms="")) is None and newcwv_trials.burst_ms_by_idle(Row()) == {}
 
 
 def test_the_model_takes_each_bursts_own_window() -> None:
@@ -118,8 +118,8 @@ def test_table_notes_set_each_cell_beside_the_seeds() -> None:
 
 
 def test_fig11_gives_the_bulk_flows_goodput_beside_each_arm() -> None:
-    rows: list[dict[str, Any]] = [
-        {"series": s, "burst_kb": "80", "status": "ok", "bulk_goodput_mbit": g}
+    rows = [
+        Row(series=s, burst_kb="80", status="ok", bulk_goodput_mbit=g)
         for s, g in [("NewReno+SACK", "1.50"), ("NewReno+SACK", "1.52"), ("newCWV", "1.49"), ("newCWV", "1.53")]
     ]
     points = newcwv.summarize_bulk(newcwv.FIG11, rows)
@@ -167,8 +167,10 @@ def test_idle_periods_out_of_range_are_refused_by_name() -> None:
 
 def test_the_losses_of_the_first_flight_are_counted_apart() -> None:
     with_column = [
-        {**row("newCWV", 80, "1;5", "900;910", "20;20", retrans="3;1"), "first_flight_retransmitted": "1;0"},
-        {**row("newCWV, paced", 80, "1;5", "950;960", "20;20", retrans="2;2"), "first_flight_retransmitted": "0;0"},
+        Row({**row("newCWV", 80, "1;5", "900;910", "20;20", retrans="3;1"), "first_flight_retransmitted": "1;0"}),
+        Row(
+            {**row("newCWV, paced", 80, "1;5", "950;960", "20;20", retrans="2;2"), "first_flight_retransmitted": "0;0"}
+        ),
         row("NewReno+SACK", 80, "1;5", "1300;1310", "3;3", retrans="1;0"),  # recorded before the column
     ]
     assert newcwv.first_flight_share(with_column, 80) == {"newCWV": (1, 4), "newCWV, paced": (0, 4)}
@@ -176,13 +178,13 @@ def test_the_losses_of_the_first_flight_are_counted_apart() -> None:
     assert notes[-1].endswith("newCWV 1 of 4, newCWV, paced 0 of 4"), notes
 
 
-def bursts_row(series: str, retrans: list[int], flight_again: list[int], ms: int) -> dict[str, str]:
+def bursts_row(series: str, retrans: list[int], flight_again: list[int], ms: int) -> Row:
     n = len(retrans)
-    return {
+    return Row({
         **row(series, 80, ";".join(["1"] * n), ";".join([str(ms)] * n), ";".join(["12"] * n),
               retrans=";".join(map(str, retrans))),
         "first_flight_retransmitted": ";".join(map(str, flight_again)), "first_flight": ";".join(["12"] * n),
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 def test_the_pacing_figure_plots_and_notes_one_value_per_trial() -> None:

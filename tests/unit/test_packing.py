@@ -7,6 +7,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from ground.trials import Row
 from netrepro.runner import admission
 from netrepro.runner.packing import (
     UNMEASURED_CORES,
@@ -94,12 +95,12 @@ def test_one_lab_always_starts_when_nothing_runs_even_above_the_budget() -> None
 
 def test_the_recent_lateness_is_the_worst_row_against_its_own_bound() -> None:
     rows = [
-        {"late_p99_ms": "4.0", "late_bound_ms": "20"},  # 20 %
-        {"late_p99_ms": "3.0", "late_bound_ms": "5"},  # 60 %: the worst, though not the latest in ms
-        {"late_p99_ms": "", "late_bound_ms": "5"},  # a row that measured nothing
-        {"late_p99_ms": "x", "late_bound_ms": "5"},
+        Row(late_p99_ms="4.0", late_bound_ms="20"),  # 20 %
+        Row(late_p99_ms="3.0", late_bound_ms="5"),  # 60 %: the worst, though not the latest in ms
+        Row(late_p99_ms="", late_bound_ms="5"),  # a row that measured nothing
+        Row(late_p99_ms="x", late_bound_ms="5"),
     ]
     late = RecentLateness.of(rows, labs=3)
     assert late == RecentLateness(3.0, 5.0, 3)
     assert late.share == pytest.approx(0.6)
-    assert RecentLateness.of([{"status": "ok"}], labs=3) is None
+    assert RecentLateness.of([Row(status="ok")], labs=3) is None

@@ -136,12 +136,12 @@ def test_a_figure_whose_every_trial_failed_is_drawn_empty_on_its_log_axis(tmp_pa
     matplotlib cannot log-scale an axis with nothing on it (CI's run of one late trial stopped there)."""
     import expts
     from ground.results import REFERENCE
-    from ground.trials import latest_rows, read_rows
+    from ground.trials import Row, latest_rows, read_rows
     from netrepro.studykit import plot
 
     fig = expts.find("cubicplus/fig3")
     assert fig.y_log
-    rows = [{**r, "status": "failed"} for r in latest_rows(read_rows(REFERENCE / fig.study / fig.csv_name))]
+    rows = [Row({**r, "status": "failed"}) for r in latest_rows(read_rows(REFERENCE / fig.study / fig.csv_name))]
     png = tmp_path / "fig3.png"
     plot.draw(fig, plot.summarize(fig, rows), rows, png)
     assert png_size(png)[0] > 0

@@ -18,7 +18,7 @@ import pytest
 import expts
 from ground import figurelock, kernel, proc, results, trials
 from ground.figurelock import FigureBusy
-from ground.trials import TrialLog, complete_length, latest_rows, trial_key
+from ground.trials import Row, TrialLog, complete_length, latest_rows, trial_key
 from netrepro.front import cli
 from netrepro.runner.sweep import FailureStreak, Options, trials_to_run
 from netrepro.studykit.spec import Figure
@@ -139,11 +139,11 @@ def test_seed_2_does_not_resume_seed_1(tmp_path: Path) -> None:
 
 def test_latest_rows_keeps_the_last_attempt_of_each_trial_and_seed() -> None:
     rows = [
-        {"trial_key": "k0", "seed": "1", "status": "failed"},
-        {"trial_key": "k1", "seed": "1", "status": "ok"},
-        {"trial_key": "k0", "seed": "2", "status": "ok"},
-        {"trial_key": "k0", "seed": "1", "status": "timeout"},
-        {"trial_key": "k0", "status": "ok"},  # no seed column: seed 1
+        Row(trial_key="k0", seed="1", status="failed"),
+        Row(trial_key="k1", seed="1", status="ok"),
+        Row(trial_key="k0", seed="2", status="ok"),
+        Row(trial_key="k0", seed="1", status="timeout"),
+        Row(trial_key="k0", status="ok"),  # no seed column: seed 1
     ]
     assert latest_rows(rows) == [rows[1], rows[2], rows[4]]
 

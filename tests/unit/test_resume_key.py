@@ -11,7 +11,7 @@ import pytest
 
 import expts
 from ground import kernel
-from ground.trials import TrialLog, trial_key
+from ground.trials import Row, TrialLog, trial_key
 from kmod import loader
 from netrepro.front import cli
 from netrepro.runner import preflight, sweep
@@ -23,9 +23,9 @@ CSV = Path("results/iw/fig2.csv")
 HERE = Setup(backend="delayline", switch="bridge", kernel="6.1.0-test", impls={None: "kernel", "cubic_plus": "lkm"})
 
 
-def rows(n: int = 3, /, **cells: str) -> list[dict[str, str]]:
+def rows(n: int = 3, /, **cells: str) -> list[Row]:
     base = {"status": "ok", "backend": "delayline", "switch": "bridge", "kernel": "6.1.0-test", "cc_impl": "kernel"}
-    return [{"trial_key": f"k{i}", **base, **cells} for i in range(n)]
+    return [Row({"trial_key": f"k{i}", **base, **cells}) for i in range(n)]
 
 
 def test_rows_that_ran_as_this_run_will_resume() -> None:
@@ -63,7 +63,7 @@ def test_each_difference_is_a_line_of_its_own() -> None:
 
 
 def test_old_rows_without_a_column_are_accepted_and_said_so(caplog: pytest.LogCaptureFixture) -> None:
-    old = [{k: v for k, v in r.items() if k not in ("switch", "cc_impl")} for r in rows()]
+    old = [Row({k: v for k, v in r.items() if k not in ("switch", "cc_impl")}) for r in rows()]
     with caplog.at_level(logging.INFO, logger="netrepro.runner.resume"):
         check_resume(FIG, CSV, old, Setup("delayline", "ovs", "6.1.0-test", {None: "bpf"}))
     assert "3 of its 3 earlier rows record no switch" in caplog.text

@@ -8,7 +8,7 @@ import pytest
 
 import expts
 from ground.errors import UserError
-from ground.trials import trial_key, write_rows
+from ground.trials import Row, trial_key, write_rows
 from ground.units import QuantityError
 from netrepro.front import cli
 from netrepro.runner import shards
@@ -57,8 +57,8 @@ def test_a_bad_shard_is_refused_naming_the_option(text: str) -> None:
     assert str(Shard.parse(" 2 / 8 ")) == "2/8"
 
 
-def row(key: str, status: str = "ok", value: str = "1.0", figure: str = "iw/fig2") -> dict[str, str]:
-    return {"trial_key": key, "seed": "1", "status": status, "figure": figure, "download_time_ms": value}
+def row(key: str, status: str = "ok", value: str = "1.0", figure: str = "iw/fig2") -> Row:
+    return Row(trial_key=key, seed="1", status=status, figure=figure, download_time_ms=value)
 
 
 def test_merge_keeps_every_trial_once_and_failed_attempts_before() -> None:
@@ -80,40 +80,40 @@ def test_merge_refuses_a_trial_that_succeeded_twice_with_different_results() -> 
 
 def test_merged_rows_are_written_as_one_csv_with_every_column(tmp_path: Path) -> None:
     target = tmp_path / "iw" / "fig2.csv"
-    write_rows([row("k1"), {**row("k2"), "extra": "x"}], target)
+    write_rows([row("k1"), Row({**row("k2"), "extra": "x"})], target)
     with open(target, newline="") as f:
         read = list(csv.DictReader(f))
     assert [r["trial_key"] for r in read] == ["k1", "k2"] and read[0]["extra"] == "" and read[1]["extra"] == "x"
 
 
 def test_merge_refuses_rows_of_two_kernels_unless_asked() -> None:
-    a = [{**row("k1"), "kernel": "6.18.0", "backend": "delayline"}]
-    b = [{**row("k2"), "kernel": "6.1.0-56-amd64", "backend": "delayline"}]
+    a = [Row({**row("k1"), "kernel": "6.18.0", "backend": "delayline"})]
+    b = [Row({**row("k2"), "kernel": "6.1.0-56-amd64", "backend": "delayline"})]
     with pytest.raises(UserError, match=r"2 kernels: 6.1.0-56-amd64 \(b.csv\); 6.18.0 \(a.csv\); --allow-mixed"):
         shards.merge_rows([("a.csv", a), ("b.csv", b)])
     assert len(shards.merge_rows([("a.csv", a), ("b.csv", b)], allow_mixed=True)) == 2
 
 
 def test_merge_refuses_rows_of_two_seeds_naming_each_seeds_files() -> None:
-    a = [{**row("k1"), "seed": "7"}]
-    b = [{**row("k2"), "seed": "8"}, {**row("k3"), "seed": "7"}]
+    a = [Row({**row("k1"), "seed": "7"})]
+    b = [Row({**row("k2"), "seed": "8"}), Row({**row("k3"), "seed": "7"})]
     with pytest.raises(UserError, match=r"2 seeds: seed 7 \(a.csv, b.csv\); seed 8 \(b.csv\); .*one seed's"):
         shards.merge_rows([("a.csv", a), ("b.csv", b)], allow_mixed=True)
     assert shards.merged_seed(shards.merge_rows([("a.csv", a), ("b.csv", b[1:])])) == 7
-    assert shards.merged_seed([{**row("k1"), "seed": ""}]) == 1  # rows older than the column: seed 1
+    assert shards.merged_seed([Row({**row("k1"), "seed": ""})]) == 1  # rows older than the column: seed 1
 
 
 def test_merge_refuses_two_switches_or_one_cc_run_two_ways_unless_asked() -> None:
-    a = [{**row("k1"), "switch": "ovs", "cc": "vegas", "cc_impl": "bpf"}]
-    b = [{**row("k2"), "switch": "bridge", "cc": "vegas", "cc_impl": "bpf"}]
+    a = [Row({**row("k1"), "switch": "ovs", "cc": "vegas", "cc_impl": "bpf"})]
+    b = [Row({**row("k2"), "switch": "bridge", "cc": "vegas", "cc_impl": "bpf"})]
     with pytest.raises(UserError, match=r"2 switches: bridge \(b.csv\); ovs \(a.csv\)"):
         shards.merge_rows([("a.csv", a), ("b.csv", b)])
-    c = [{**row("k3"), "cc": "vegas", "cc_impl": "kernel"}, {**row("k4"), "cc": "cubic", "cc_impl": "kernel"}]
+    c = [Row({**row("k3"), "cc": "vegas", "cc_impl": "kernel"}), Row({**row("k4"), "cc": "cubic", "cc_impl": "kernel"})]
     with pytest.raises(UserError, match=r"rows of vegas ran on 2 cc_impls: bpf \(a.csv\); kernel \(c.csv\)"):
         shards.merge_rows([("a.csv", a), ("c.csv", c)])
-    d = [{**row("k5"), "cc": "cubic_plus", "cc_impl": "lkm"}]  # another cc, another implementation: no mix
+    d = [Row({**row("k5"), "cc": "cubic_plus", "cc_impl": "lkm"})]  # another cc, another implementation: no mix
     assert len(shards.merge_rows([("a.csv", a), ("d.csv", d)])) == 2
-    old = [{**row("k6")}]  # no switch, no cc_impl: mixes with none
+    old = [Row({**row("k6")})]  # no switch, no cc_impl: mixes with none
     assert len(shards.merge_rows([("a.csv", a), ("old.csv", old)])) == 2
 
 

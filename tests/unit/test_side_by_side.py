@@ -14,6 +14,7 @@ import pytest
 
 import expts
 from ground.errors import UserError
+from ground.trials import Row
 from ground.units import QuantityError
 from netrepro.engine import local
 from netrepro.engine.cluster import Engine
@@ -75,15 +76,15 @@ def test_the_plan_with_jobs_is_the_makespan_of_its_labs() -> None:
     assert any("--jobs 3: 3 labs side by side, 3 labs built in all" in line for line in three.describe())
 
 
-def _rows(shares: list[float], status: str = "ok") -> list[dict[str, str]]:
-    return [{"status": status, "cpu_s": f"{s * 10:.3f}", "trial_seconds": "10"} for s in shares]
+def _rows(shares: list[float], status: str = "ok") -> list[Row]:
+    return [Row(status=status, cpu_s=f"{s * 10:.3f}", trial_seconds="10") for s in shares]
 
 
 def test_a_labs_cost_is_the_90th_percentile_of_its_trials_share_of_a_core() -> None:
     cost = admission.cost_of(_rows([0.01 * k for k in range(1, 11)]), "x.csv")
     assert cost is not None and cost.cores == pytest.approx(0.09) and cost.rows == 10
     assert admission.cost_of(_rows([0.5], status="failed"), "x.csv") is None  # a failed row measures nothing
-    assert admission.cost_of([{"status": "ok", "trial_seconds": "3"}], "x.csv") is None  # rows before cpu_s
+    assert admission.cost_of([Row(status="ok", trial_seconds="3")], "x.csv") is None  # rows before cpu_s
 
 
 def test_auto_admits_labs_under_the_budget_and_says_why() -> None:

@@ -11,19 +11,17 @@ import random
 
 from expts import spdy
 from ground.results import REFERENCE
-from ground.trials import latest_rows, read_rows
+from ground.trials import Row, latest_rows, read_rows
 from netrepro.studykit import claims
 from netrepro.studykit.decisions import DIFFERS, HOLDS, UNDECIDED
 from netrepro.studykit.spec import Figure
-
-Row = dict[str, str]
 
 
 def trials(series: str, loss: str, mean: float, sd: float, n: int, seed: int) -> list[Row]:
     rng = random.Random(seed)
     n_param = series.rsplit("n=", 1)[-1]
     return [
-        {"series": series, "loss": loss, "n": n_param, "status": "ok", "throughput_mbit": str(rng.gauss(mean, sd))}
+        Row(series=series, loss=loss, n=n_param, status="ok", throughput_mbit=str(rng.gauss(mean, sd)))
         for _ in range(n)
     ]
 
@@ -43,16 +41,16 @@ def outcome(fig: Figure, words: str, rows: list[Row]) -> claims.Judged:
 def table_rows(change: dict[tuple[int, int], int] | None = None) -> list[Row]:
     change = change or {}
     return [
-        {
-            "series": f"beta {r['beta']}",
-            "beta": str(r["beta"]),
-            "n": str(r["n"]),
-            "status": "ok",
-            "beta_effective": str(change.get((r["beta"], r["n"]), r["beta_effective"])),
-            "backoff_pct": str(r["backoff_pct"]),
-            "rtt_scaled_in_use": "0",
-        }
-        for r in spdy.reference_table()
+        Row(
+            series=f"beta {entry['beta']}",
+            beta=str(entry["beta"]),
+            n=str(entry["n"]),
+            status="ok",
+            beta_effective=str(change.get((entry["beta"], entry["n"]), entry["beta_effective"])),
+            backoff_pct=str(entry["backoff_pct"]),
+            rtt_scaled_in_use="0",
+        )
+        for entry in spdy.reference_table()
     ]
 
 
@@ -73,7 +71,7 @@ def test_n_1_is_plain_cubic() -> None:
     fig = spdy.BETATABLE
     assert outcome(fig, "special case", table_rows()).outcome == HOLDS
     assert outcome(fig, "special case", table_rows({(512, 1): 600})).outcome == DIFFERS
-    scaled = [{**r, "rtt_scaled_in_use": "1"} for r in table_rows()]
+    scaled = [Row({**r, "rtt_scaled_in_use": "1"}) for r in table_rows()]
     assert outcome(fig, "special case", scaled).outcome == DIFFERS
 
 
@@ -115,7 +113,8 @@ def test_the_backoff_helps_under_low_loss_and_not_considerably_under_high() -> N
     assert outcome(spdy.CONNS, "we observe the throughput increase", rows).outcome == HOLDS
     assert outcome(spdy.CONNS, "not considerable", rows).outcome == HOLDS
     doubled = [
-        {**r, "throughput_mbit": str(2 * float(r["throughput_mbit"]))} if r["series"] == spdy.S6 else r for r in rows
+        Row({**r, "throughput_mbit": str(2 * float(r["throughput_mbit"]))}) if r["series"] == spdy.S6 else r
+        for r in rows
     ]
     assert outcome(spdy.CONNS, "not considerable", doubled).outcome == DIFFERS
 

@@ -7,7 +7,7 @@ import pytest
 
 from expts import iw
 from ground.results import REPO
-from ground.trials import trial_key
+from ground.trials import Row, trial_key
 from netrepro.front import cli, studyfile
 from netrepro.runner import derive
 from netrepro.studykit import claims, decisions
@@ -211,7 +211,7 @@ def test_a_study_file_states_its_claims_as_a_built_in_figure_does(tmp_path: Path
     better, same = fig.claims
     assert (better.where, better.source, same.where) == ("section 4", "source.txt", "section 5")
     rows = [
-        {"series": s, "initcwnd": str(w), "status": "ok", "download_time_ms": str(ms + d)}
+        Row(series=s, initcwnd=str(w), status="ok", download_time_ms=str(ms + d))
         for s in ("CUBIC", "Reno")
         for w, ms in ((3, 513.0), (10, 357.0))
         for d in (-2.0, 0.0, 2.0)

@@ -8,7 +8,7 @@ import pytest
 import expts
 from expts import iw
 from ground.cwnd import slow_start_rounds
-from ground.trials import TrialLog, read_rows, trial_key
+from ground.trials import Row, TrialLog, read_rows, trial_key
 from ground.units import numeric
 from netrepro.runner.manifest import earlier_verifications, figure_manifest
 from netrepro.runner.sweep import Options
@@ -77,8 +77,8 @@ def test_trial_key_ignores_order() -> None:
 def test_default_summary_is_median_and_iqr_counting_failures() -> None:
     fig = Figure(study="s", name="f", title="t", workload="download", x="w", levels=(1, 2), y="t_ms", fixed={},
                  series=(Series("a"),))  # fmt: skip
-    rows = [{"series": "a", "w": "1", "status": "ok", "t_ms": str(v)} for v in (10, 20, 30, 40)]
-    rows += [{"series": "a", "w": "2", "status": "timeout", "t_ms": ""}]
+    rows = [Row(series="a", w="1", status="ok", t_ms=str(v)) for v in (10, 20, 30, 40)]
+    rows += [Row(series="a", w="2", status="timeout", t_ms="")]
     points = summarize(fig, rows)
     assert (points[0].y, points[0].n, points[0].failed) == (25.0, 4, 0)
     assert points[0].low == pytest.approx(17.5) and points[0].high == pytest.approx(32.5)
@@ -89,12 +89,8 @@ def test_default_summary_is_median_and_iqr_counting_failures() -> None:
 def test_fig5_improvements_pair_trials() -> None:
     rows = []
     for trial, (base, target) in enumerate([(500.0, 300.0), (520.0, 310.0)]):
-        rows.append(
-            {"series": "IW 3", "rtt": "100ms", "trial": str(trial), "status": "ok", "download_time_ms": str(base)}
-        )
-        rows.append(
-            {"series": "IW 26", "rtt": "100ms", "trial": str(trial), "status": "ok", "download_time_ms": str(target)}
-        )
+        rows.append(Row(series="IW 3", rtt="100ms", trial=str(trial), status="ok", download_time_ms=str(base)))
+        rows.append(Row(series="IW 26", rtt="100ms", trial=str(trial), status="ok", download_time_ms=str(target)))
     points = iw.summarize_fig5(iw.FIG5A, rows)
     assert len(points) == 1 and points[0].series == "IW 3 -> 26"
     assert points[0].y == pytest.approx((40 + 210 / 520 * 100) / 2)
@@ -132,10 +128,10 @@ def test_the_manifest_says_what_its_rows_ran_on() -> None:
     fig = expts.find("cubicplus/fig3")
     grid = fig.grid(quick=True)
     rows = [
-        {"code": "10854c6", "backend": "delayline", "loss_seeded": "true", "cc": "cubic", "cc_impl": "builtin",
-         "status": "ok", "trial_seconds": "2.5"},
-        {"backend": "netem", "loss_seeded": "false", "cc": "cubic_plus", "cc_impl": "bpf", "status": "timeout",
-         "trial_seconds": "60"},
+        Row(code="10854c6", backend="delayline", loss_seeded="true", cc="cubic", cc_impl="builtin", status="ok",
+            trial_seconds="2.5"),
+        Row(backend="netem", loss_seeded="false", cc="cubic_plus", cc_impl="bpf", status="timeout",
+            trial_seconds="60"),
     ]  # fmt: skip
     doc = figure_manifest(fig, Options(quick=True), grid, 2, 0, rows, {"rtt 20 ms": {"ok": True}}, [], ["a note"])
     assert doc["code_of_rows"] == ["10854c6", "unrecorded"]

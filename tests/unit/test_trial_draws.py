@@ -15,6 +15,7 @@ from ground.path import PathSpec
 from ground.trials import (
     LOSS_SEED_LIMIT,
     START_OFFSET_FLOOR_S,
+    Row,
     TrialDraw,
     TrialLog,
     read_rows,
@@ -138,10 +139,10 @@ def test_a_reseeded_netem_stage_changes_its_qdisc_with_the_seed(monkeypatch: pyt
 def test_the_manifest_tells_the_machine_of_the_rows_from_the_one_that_drew_them() -> None:
     fig = expts.find("iw/fig2")
     grid = fig.grid(quick=True)
-    new = {"code": "0ebe09c1a2b3", "host": "vm1", "kernel": "6.18.44", "backend": "delayline", "switch": "bridge",
-           "cc": "cubic", "cc_impl": "kernel", "status": "ok", "trial_seconds": "1.5", "draw_seed": "5",
-           "loss_seed": "6", "start_offset_ms": "12.5"}  # fmt: skip
-    old = {"code": "10854c6", "backend": "delayline", "cc": "cubic", "status": "ok", "trial_seconds": "2"}
+    new = Row(code="0ebe09c1a2b3", host="vm1", kernel="6.18.44", backend="delayline", switch="bridge", cc="cubic",
+              cc_impl="kernel", status="ok", trial_seconds="1.5", draw_seed="5", loss_seed="6",
+              start_offset_ms="12.5")  # fmt: skip
+    old = Row(code="10854c6", backend="delayline", cc="cubic", status="ok", trial_seconds="2")
     doc = figure_manifest(fig, Options(quick=True), grid, 2, 0, [new, old], {}, [], [])
     assert doc["code_of_rows"] == ["0ebe09c1a2b3", "10854c6"]
     assert doc["hosts_of_rows"] == ["unrecorded", "vm1"] and doc["kernels_of_rows"] == ["6.18.44", "unrecorded"]

@@ -17,7 +17,7 @@ import pytest
 
 import expts
 from ground.results import REFERENCE
-from ground.trials import DEFAULT_SEED, latest_rows, read_rows, row_seed, trial_key
+from ground.trials import DEFAULT_SEED, Row, latest_rows, read_rows, row_seed, trial_key
 from netrepro.runner.manifest import judgement_lines, judgement_of
 from netrepro.studykit import plot
 from netrepro.studykit.claims import VERDICTS
@@ -94,7 +94,7 @@ def test_the_verdict_lines_quote_each_claim_and_say_when_trials_were_replays() -
     assert lines[0].startswith(f"verdict: {judged['verdict']} (")
     assert all(f'"{c.quote}"' in "\n".join(lines) for c in fig.claims)
     assert judged["trials"] == {"ok": 250, "without_draw": 0} and not any("near replays" in x for x in lines)
-    rows = [{**r, "draw_seed": ""} for r in latest_rows(read_rows(REFERENCE / fig.directory / fig.csv_name))]
+    rows = [Row({**r, "draw_seed": ""}) for r in latest_rows(read_rows(REFERENCE / fig.directory / fig.csv_name))]
     before = judgement_of(fig, plot.summarize(fig, rows), rows)
     assert before["trials"] == {"ok": 250, "without_draw": 250}
     assert "250 of 250 trials ran before each trial drew its own" in judgement_lines(before)[-1]

@@ -78,10 +78,10 @@ class Lateness:
             for bucket, n in reply.get("buckets") or []:
                 merged[int(bucket)] = merged.get(int(bucket), 0) + int(n)
         buckets = sorted(merged.items())
-        count = sum(int(r.get("count") or 0) for r in replies)
-        max_ms = max((int(r.get("max_ns") or 0) for r in replies), default=0) / 1e6
+        count = sum(int(reply.get("count") or 0) for reply in replies)
+        max_ms = max((int(reply.get("max_ns") or 0) for reply in replies), default=0) / 1e6
         # a reply without its maximum (none does: delayline.c always sends it) caps nothing
-        cap = max_ms if all("max_ns" in r for r in replies) else math.inf
+        cap = max_ms if all("max_ns" in reply for reply in replies) else math.inf
         return cls(
             packets=count,
             median_ms=min(percentile_us(buckets, count, 50) / 1e3, cap),
