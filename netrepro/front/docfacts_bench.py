@@ -85,6 +85,7 @@ def jobs_soak(doc: Mapping[str, Any]) -> Facts:
     )
     group = sum(1 for kill in kills if kill["how"] == "SIGKILL group")
     return {
+        "bench.soak_jobs3.command": f"sudo ./run.sh bench soak --jobs 3 --kills {len(kills)} --seed {doc['seed']}",
         "bench.soak_jobs3.commit": _commit(doc),
         "bench.soak_jobs3.survived": f"{doc['survived']} of {doc['of']} rounds",
         "bench.soak_jobs3.seconds": f"{float(doc['wall_seconds']):.0f} s",
