@@ -86,12 +86,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Every figure: its trials and estimated time (full and quick), its stored result, its title."""
+    figures = expts.all_figures()
+    width = max(len(f.full_name) for f in figures)
     print(
-        f"{'figure':<16} {'trials':>11} {'time full / quick':>19}  {'stored result':<32} "
+        f"{'figure':<{width}} {'trials':>11} {'time full / quick':>20}  {'stored result':<32} "
         f"{'claims':>6} {'the stored trials decide':<34} title"
     )
     asked = admission.parse_jobs(args.jobs) if args.jobs is not None else 1
-    for fig in expts.all_figures():
+    for fig in figures:
         full, quick = Plan.of(fig), Plan.of(fig, quick=True)
         if args.jobs is not None:
             full, quick = (_with_jobs(plan, asked, RESULTS) for plan in (full, quick))
@@ -101,8 +103,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             kept += ", STALE"
         decide = stored.to_decide() if stored else "-"
         print(
-            f"{fig.full_name:<16} {f'{full.trials} / {quick.trials}':>11} "
-            f"{f'{full.time()} / {quick.time()}':>19}  {kept:<32} {len(fig.claims):>6} {decide:<34} "
+            f"{fig.full_name:<{width}} {f'{full.trials} / {quick.trials}':>11} "
+            f"{f'{full.time()} / {quick.time()}':>20}  {kept:<32} {len(fig.claims):>6} {decide:<34} "
             f"{fig.heading}"
         )
     print(
