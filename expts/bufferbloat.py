@@ -1,6 +1,6 @@
 """Study bufferbloat: CUBIC, Reno and BBR through bottleneck buffers from a quarter of a BDP to four.
 
-One long flow a trial (the `long_flow` workload: iperf3, tcp_probe at every
+One 15 s flow a trial (the `long_flow` workload: iperf3, tcp_probe at every
 ACK) over a 10 Mbit/s, 40 ms path, whose bandwidth-delay product is 50,000
 bytes, 33 full frames: the buffer goes from 8 packets (a quarter of it) to
 132 (four times it).  Each trial reports its goodput and its RTT under load
@@ -56,7 +56,7 @@ SHALLOW = ("8p",)
 DEEP = ("66p", "132p")
 # Each emulated direction's delay jitters by +-1 ms (uniform, packets kept in order): the trials vary as a
 # path's do, rather than replay the emulator at another start phase.
-PATH: dict[str, Any] = {"rtt": "40ms", "rate": "10mbit", "jitter": "1ms", "duration_s": 20}
+PATH: dict[str, Any] = {"rtt": "40ms", "rate": "10mbit", "jitter": "1ms", "duration_s": 15}
 
 CUBIC, RENO, BBR = Series("CUBIC", {"cc": "cubic"}), Series("Reno", {"cc": "reno"}), Series("BBR", {"cc": "bbr"})
 LOSS_BASED = (CUBIC, RENO)
@@ -144,7 +144,7 @@ FQ_CODEL_LATENCY = _claim(
 
 
 def timeout(trial: Trial) -> float:
-    """A trial's limit: its flow's 20 s, iperf3's start and end, and the flows' ends draining."""
+    """A trial's limit: its flow's 15 s, iperf3's start and end, and the flows' ends draining."""
     return 90.0
 
 
@@ -167,7 +167,7 @@ def _figure(name: str, title: str, y: str, **kw: Any) -> Figure:
         y=y,
         deviations=DEVIATIONS,
         trial_timeout=timeout,
-        trials=5,
+        trials=4,
         quick_trials=2,
         **spec,
     )
@@ -213,7 +213,7 @@ FIGURES = (
         # no jitter: the lane's netem would reorder the packets it jitters (ground.path)
         fixed={**{k: v for k, v in PATH.items() if k != "jitter"}, "queue": "132p"},
         series=(CUBIC,),
-        trials=5,
+        trials=4,
         quick_trials=2,
         x_label="the bottleneck buffer's discipline (the stock-kernel lane: run.sh --vm)",
         y_label="RTT under load, 95th percentile (ms)",
