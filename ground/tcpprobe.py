@@ -256,6 +256,19 @@ def sender_samples(samples: Sequence[ProbeSample], sender: str) -> list[ProbeSam
     return [s for s in samples if s.flow.startswith(f"{sender}>")]
 
 
+def data_samples(samples: Sequence[ProbeSample], sender: str) -> list[ProbeSample]:
+    """The samples of the one connection from `sender` ("ip:port") that had the most data acknowledged: a
+    server port may hold a control connection beside the data (iperf3's), whose few bytes are no flow."""
+    by_flow: dict[str, list[ProbeSample]] = {}
+    for s in sender_samples(samples, sender):
+        by_flow.setdefault(s.flow, []).append(s)
+    return max(by_flow.values(), key=_acked_bytes, default=[])
+
+
+def _acked_bytes(samples: Sequence[ProbeSample]) -> int:
+    return sum((b.snd_una - a.snd_una) % 2**32 for a, b in itertools.pairwise(samples))
+
+
 UNSET_SSTHRESH = 2**31 - 1  # TCP_INFINITE_SSTHRESH: no loss yet
 SSTHRESH_FLOOR = 2  # the least ssthresh TCP sets (tcp_reno_ssthresh: max(cwnd / 2, 2); an RTO at cwnd 1)
 

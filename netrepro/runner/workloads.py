@@ -28,7 +28,7 @@ from ground.ledger import Ledger
 from ground.parsers import ParseError, iperf3_json, parse_iperf3_tcp
 from ground.path import IP_UDP_HEADERS, MSS
 from ground.proc import Process, run
-from ground.tcpprobe import ProbeSample, TcpProbe, sender_samples
+from ground.tcpprobe import ProbeSample, TcpProbe, data_samples, sender_samples
 from ground.units import parse_rate
 from netrepro.runner import countertrace
 from netrepro.runner.session import Metrics, Session
@@ -248,6 +248,9 @@ def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
     with TcpProbe(session.ledger, ports, network=lab.subnet) as probe:
         reports = run_together(senders)
     drops = lab.bottleneck_queue(since=before).drops
+    # each pair's data connection, not iperf3's control connection on the same port
+    pairs = zip(lab.pairs, ports, strict=True)
+    data = [(p, data_samples(probe.samples, f"{lab.ip(p.server)}:{port}")) for p, port in pairs]
     tcp = reports[: len(lab.pairs)]
     whole = [parse_iperf3_tcp(r) for r in tcp]
     first = [flows.window_throughput(flows.throughput_bins(r), 0, window) for r in tcp]
@@ -258,17 +261,8 @@ def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
         "jain_index": round(flows.jain_index([r.goodput_bps for r in whole]), 4) if len(whole) > 1 else 1.0,
         "retransmits": ";".join(str(r.retransmits) for r in whole),
         "bottleneck_drops": drops,
-        **latency.columns(
-            [
-                (sender_samples(probe.samples, f"{lab.ip(p.server)}:{port}"), _base_rtt_ms(lab, p))
-                for p, port in zip(lab.pairs, ports, strict=True)
-            ]
-        ),  # fmt: skip
-        series.FIELD: series.from_probe(
-            s
-            for p, port in zip(lab.pairs, ports, strict=True)
-            for s in sender_samples(probe.samples, f"{lab.ip(p.server)}:{port}")
-        ).as_json(),  # fmt: skip
+        **latency.columns([(samples, _base_rtt_ms(lab, p)) for p, samples in data]),
+        series.FIELD: series.from_probe(s for _, samples in data for s in samples).as_json(),
     }
     if len(reports) > len(tcp):
         metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[-1]).delivered_bps / 1e6, 4)
@@ -329,6 +323,7 @@ def long_flow(session: Session, trial: Trial, keys: LongFlowKeys) -> Metrics:
     if data is None:
         raise flows.FlowDataError(f"tcp_probe saw no ACK of the flow from {address}:{LONG_FLOW_PORT}")
     window = flows.sampled_every(data.points, WINDOW_STEP_S, seconds)
+    flow_samples = data_samples(probe.samples, f"{address}:{LONG_FLOW_PORT}")  # not iperf3's control connection
     metrics: Metrics = {
         "goodput_mbit": round(whole.goodput_bps / 1e6, 4),
         **{f"first_{w}s_mbit": round(flows.window_throughput(bins, 0, w) / 1e6, 4) for w in LONG_FLOW_WINDOWS_S},
@@ -343,8 +338,8 @@ def long_flow(session: Session, trial: Trial, keys: LongFlowKeys) -> Metrics:
         "window_step_s": WINDOW_STEP_S,
         "cwnd_series": _joined([p.cwnd for p in window]),
         "ssthresh_series": ";".join("" if p.ssthresh is None else str(p.ssthresh) for p in window),
-        **latency.columns([(sender_samples(probe.samples, f"{address}:{LONG_FLOW_PORT}"), _base_rtt_ms(lab, pair))]),
-        series.FIELD: series.from_probe(sender_samples(probe.samples, f"{address}:{LONG_FLOW_PORT}")).as_json(),
+        **latency.columns([(flow_samples, _base_rtt_ms(lab, pair))]),
+        series.FIELD: series.from_probe(flow_samples).as_json(),
     }
     if len(reports) > 1:
         metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[0]).delivered_bps / 1e6, 4)

@@ -105,3 +105,15 @@ def test_plot_refuses_a_trial_it_does_not_have_and_a_figure_with_no_series(
     before = sorted(p.name for p in (tmp_path / "iw").rglob("*"))
     assert cli.main(["plot", "iw/fig2", "--results", str(tmp_path / "none")]) == 2
     assert sorted(p.name for p in (tmp_path / "iw").rglob("*")) == before
+
+
+def test_the_data_connection_is_told_from_iperf3s_control_connection_on_the_same_port() -> None:
+    """iperf3 opens a control connection to its server's port beside the data: the RTT under load and the
+    series are the data connection's (a trial's series had two flows, one of them idle at cwnd 10)."""
+    from ground.tcpprobe import data_samples
+
+    control = [ProbeSample(100.0 + i, "10.0.0.2:5201>10.0.0.1:39999", 10, 2**31 - 1, 40_000, 1000 + i, 0, 0)
+               for i in range(3)]  # fmt: skip
+    data = flow(1.0)
+    assert data_samples([*control, *data], "10.0.0.2:5201") == data
+    assert data_samples(control, "10.0.0.2:5201") == control and data_samples(data, "10.0.0.9:5201") == []
