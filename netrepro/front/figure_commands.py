@@ -342,7 +342,9 @@ def _copy_series(csvs: Sequence[Path], target: Path, into: Path) -> None:
             if not name:
                 continue
             source, dest = csv_path.parent / name, target.parent / name
-            if source.is_file() and source.resolve() != dest.resolve():
+            if not source.is_file():
+                log.warning("merge: %s names the time series %s, which is not beside it: not copied", csv_path, name)
+            elif source.resolve() != dest.resolve():
                 results.replace_file(dest, source.read_bytes())
                 results.hand_back(dest, into)
 
@@ -383,10 +385,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise UserError(f"plot: {stored}: the row names this series file, and it is not there")
     path = trial_path(json.loads(row.key)["params"])
     title = f"{name}, trial {args.trial} of {len(rows)}: {row.cc} {path}".replace("  ", " ")
-    written = trial_plot.draw(series.read(stored), stored.with_suffix(".png"), title, base_rtt_ms=path.rtt.ms)
+    values = series.read(stored)
+    written = trial_plot.draw(values, stored.with_suffix(".png"), title, base_rtt_ms=path.rtt.ms)
     for w in written:
         results.hand_back(w, tree)
-    print(f"plot: wrote {written[0]} ({len(series.read(stored).flows())} flows)")
+    print(f"plot: wrote {written[0]} ({len(values.flows())} flows)")
     return 0
 
 

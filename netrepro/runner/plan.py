@@ -135,7 +135,8 @@ class Plan:
 
     def seconds(self) -> float | None:
         """The estimated wall time, or None without a stored result or declared durations to rest on."""
-        per = self.declared_per_trial() if self.from_declared else self.stored.seconds_per_trial  # type: ignore[union-attr]
+        stored = self.stored.seconds_per_trial if self.stored is not None else None
+        per = stored if stored is not None else self.declared_per_trial()
         if per is None:
             return None
         if self.jobs <= 1:
