@@ -1,6 +1,9 @@
-"""Shared test set-up: root-only tests skip off-root, and fail in CI instead."""
+"""Shared test set-up: root-only tests skip off-root, and fail in CI instead; the CLI's logging set-up
+is undone after each test, unit or integration."""
 
+import logging
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -14,3 +17,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "root" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def netrepro_logging_restored() -> Iterator[None]:
+    """A test that runs the CLI configures the `netrepro` logger (logs.configure): undo it after,
+    so that later tests' caplog sees the records again and no handler writes to a closed capture."""
+    top = logging.getLogger("netrepro")
+    handlers, level, propagate = list(top.handlers), top.level, top.propagate
+    yield
+    for handler in list(top.handlers):
+        top.removeHandler(handler)
+    for handler in handlers:
+        top.addHandler(handler)
+    top.setLevel(level)
+    top.propagate = propagate
