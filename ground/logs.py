@@ -97,7 +97,7 @@ def console() -> Console | None:
     return next((h for h in logging.getLogger(ROOT).handlers if isinstance(h, Console)), None)
 
 
-def _create_exclusive(directory: Path, stem: str) -> tuple[Path, int]:
+def create_exclusive(directory: Path, stem: str) -> tuple[Path, int]:
     """A new file `<stem>-<YYYYmmdd-HHMMSS>.log` in `directory`: never an existing file, never through a link."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -116,7 +116,7 @@ def log_file(directory: Path, stem: str) -> Iterator[Path]:
     if console() is None:
         plain_loggers()  # not configured by the CLI: a MininetLogger's level would drop DEBUG on its way here
     directory.mkdir(parents=True, exist_ok=True)
-    path, fd = _create_exclusive(directory, stem)
+    path, fd = create_exclusive(directory, stem)
     # line-buffered: a killed run keeps its lines; closed below, where a full disk may refuse its last line
     stream = open(fd, "w", encoding="utf-8", buffering=1)  # noqa: SIM115
     handler = _LogFile(stream)

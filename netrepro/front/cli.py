@@ -12,13 +12,10 @@ netrepro/runner/derive.py; `--vm` hands the whole command to netrepro/lanes/vm.p
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
 import logging
 import os
 import signal
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -28,6 +25,7 @@ from ground.errors import NetreproError, UserError
 from ground.results import RESULTS
 from kmod import loader
 from netrepro import __version__
+from netrepro.front import exits
 from netrepro.front.figure_commands import cmd_list, cmd_merge, cmd_plot, cmd_report, cmd_run, cmd_workloads
 from netrepro.front.lab_commands import cmd_cc, cmd_check, cmd_clean, cmd_doctor, cmd_shell
 from netrepro.front.options import IMPL_HELP, path_options, topology_options
@@ -352,49 +350,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     _stop_on_signals()
-    try:
-        return COMMANDS[args.command](args)
-    except UserError as e:
-        _report(args, e)
-        return 2
-    except NetreproError as e:
-        _report(args, e)
-        return 1
-    except KeyboardInterrupt:
-        print(f"run.sh {args.command}: interrupted; everything it created has been undone", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # whoever read the output has gone (`| head`): stop quietly, as a filter does
-        _discard_stdout()
-        return 128 + signal.SIGPIPE
-    except Exception as e:  # anything else is a bug in netrepro, but a full disk
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            named = f" ({e.filename})" if e.filename else ""
-            print(
-                f"run.sh {args.command}: {e.strerror}{named}: free some space and run the command again",
-                file=sys.stderr,
-            )
-            return 1
-        if args.verbose:
-            traceback.print_exception(e, file=sys.stderr)
-            print(f"run.sh {args.command}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        else:
-            print(
-                f"run.sh {args.command}: internal error: {type(e).__name__}: {e} (run with -v for the traceback)",
-                file=sys.stderr,
-            )
-        return 1
-
-
-def _discard_stdout() -> None:
-    """Standard output to /dev/null, so that the interpreter's last flush at exit finds no broken pipe."""
-    with contextlib.suppress(OSError, ValueError):  # not a file descriptor (a test's captured stdout)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-
-
-def _report(args: argparse.Namespace, e: NetreproError) -> None:
-    """The error in one message; a setup error's traceback above it under -v (never a user error's)."""
-    if args.verbose and not isinstance(e, UserError):
-        traceback.print_exception(e, file=sys.stderr)
-    print(f"run.sh {args.command}: {e}", file=sys.stderr)
+    return exits.dispatch(args, COMMANDS[args.command])

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import logging
 import sys
 import time
 from collections import Counter
@@ -33,12 +35,14 @@ from pathlib import Path
 import expts
 from ground.errors import SetupError, UserError
 from ground.manifests import ManifestUnreadable, read_manifest
-from netrepro.front import figure_commands
+from netrepro.front import exits, figure_commands, side_by_side
 from netrepro.runner import admission, packing, preflight, shards
 from netrepro.runner.plan import Plan
 from netrepro.studykit.spec import Figure
 
 TRIALS_NOT_OK = figure_commands.TRIALS_NOT_OK
+
+log = logging.getLogger("netrepro.reproduce")
 
 
 def figures_of(what: str) -> list[Figure]:
@@ -130,6 +134,7 @@ class Done:
     status: str  # ok, trials not ok, skipped
     why: str = ""
     verdict: str = ""
+    log: Path | None = None  # what its child printed (side by side)
 
 
 def _verdict(fig: Figure, out: Path) -> str:
@@ -140,14 +145,11 @@ def _verdict(fig: Figure, out: Path) -> str:
     return str(judged.get("verdict", "")) if isinstance(judged, dict) else ""
 
 
-def cmd_reproduce(args: argparse.Namespace) -> int:
-    figures = figures_of(args.study)
-    if args.dry_run:
-        return dry_run(figures, args)
-    out = args.out.resolve()
+def _one_after_another(figures: Sequence[Figure], args: argparse.Namespace, out: Path) -> list[Done]:
+    """The figures in this process, one after another (a cluster's run: its workers are the labs)."""
     plans = {f.full_name: Plan.of(f, args.quick, trials=args.trials) for f in figures}
     began = time.monotonic()
-    done: list[Done] = []
+    done = []
     for k, fig in enumerate(figures, 1):
         left = sum(_estimate(plans[f.full_name]) for f in figures[k - 1 :] if not f.trials_of)
         print(
@@ -155,14 +157,42 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             f"{_clock(time.monotonic() - began)} elapsed, about {_clock(left)} left by the stored estimates ==",
             flush=True,
         )
-        why = cannot_run_here(fig, args)
-        if why is not None:
-            print(f"{fig.full_name}: skipped: {why}", flush=True)
-            done.append(Done(fig.full_name, "skipped", why))
-            continue
         one = argparse.Namespace(**{**vars(args), "figure": fig.full_name})
         status = figure_commands.cmd_run(one)
         done.append(Done(fig.full_name, "ok" if status == 0 else "trials not ok", verdict=_verdict(fig, out)))
+    return done
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    figures = figures_of(args.study)
+    if args.dry_run:
+        return dry_run(figures, args)
+    out = args.out.resolve()
+    began = time.monotonic()
+    done: list[Done] = []
+    here = []
+    for fig in figures:
+        why = cannot_run_here(fig, args)
+        if why is None:
+            here.append(fig)
+        else:
+            print(f"{fig.full_name}: skipped: {why}", flush=True)
+            done.append(Done(fig.full_name, "skipped", why))
+    if args.hosts or args.scheduler:
+        done += _one_after_another(here, args, out)  # a cluster's workers are the labs: one figure at a time
+    else:
+
+        def ended(e: side_by_side.Ended) -> None:
+            status = "ok" if e.status == 0 else ("trials not ok" if e.status == TRIALS_NOT_OK else f"exit {e.status}")
+            done.append(Done(e.figure.full_name, status, verdict=_verdict(e.figure, out), log=e.log))
+            log.info(
+                "%s: %s in %s on %d lab%s%s", e.figure.full_name, status, _clock(e.seconds), e.labs,
+                "s" if e.labs > 1 else "", f"; see {e.log}" if e.status else "",
+            )  # fmt: skip
+
+        run_figure = functools.partial(exits.dispatch, command=figure_commands.cmd_run)
+        side_by_side.run(here, args, run_figure, out / "reproduce" / args.study / "logs", ended)
+    done.sort(key=lambda d: [f.full_name for f in figures].index(d.figure))
     print(f"\nreproduce {args.study}: {len(figures)} figures in {_clock(time.monotonic() - began)}")
     for d in done:
         print(f"  {d.figure:<20} {d.status:<14} {d.verdict or '-':<13} {d.why}")

@@ -1,19 +1,22 @@
-"""`run.sh reproduce STUDY|all`: a study's declared figures in one command, without a lab (the figures' runs
-and the machine's probes replaced); the real run is the benchmark's (docs/benchmarks.md)."""
+"""`run.sh reproduce STUDY|all`: a study's declared figures in one command, side by side, without a lab (the
+figures' runs and the machine's probes replaced); the real run is the benchmark's (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import math
+import re
+import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import expts
 from expts import iw as iw_study
 from ground.errors import SetupError, UserError
-from netrepro.front import cli, figure_commands, reproduce
-from netrepro.runner import preflight
+from netrepro.front import cli, figure_commands, reproduce, side_by_side
+from netrepro.runner import admission, packing, preflight
 
 
 def parsed(*argv: str) -> argparse.Namespace:
@@ -43,53 +46,130 @@ def test_reproduce_takes_runs_options() -> None:
     assert cli.needs_root(args) and not cli.needs_root(parsed("iw", "--dry-run"))
 
 
-def _no_machine(monkeypatch: pytest.MonkeyPatch, lacking: frozenset[str] = frozenset()) -> list[str]:
-    """Each figure's run replaced: it records the figure; the machine's probe refuses the figures `lacking`."""
-    ran: list[str] = []
+def _no_machine(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, lacking: frozenset[str] = frozenset(), seconds: float = 0.0
+) -> Path:
+    """Each figure's run replaced: its child writes `start <figure> <time>` and `end ...` lines to the file
+    returned (each figure a child process: nothing it does in memory comes back) and takes `seconds`; the
+    machine's probe refuses the figures `lacking`."""
+    record = tmp_path / "ran.txt"
 
     def check_machine(needs: preflight.Needs) -> None:
         if needs.what.removeprefix("run ") in lacking:
             raise SetupError(f"{needs.what}: pacer=fq needs the fq qdisc (sch_fq), which this kernel does not have")
 
     def cmd_run(args: argparse.Namespace) -> int:
-        ran.append(args.figure)
+        with record.open("a") as f:
+            f.write(f"start {args.figure} {time.monotonic()} {args.jobs} {args.quick} {args.seed} {args.out}\n")
+        time.sleep(seconds)
+        with record.open("a") as f:
+            f.write(f"end {args.figure} {time.monotonic()}\n")
         return 3 if args.figure == "iw/fig5a" else 0
 
     monkeypatch.setattr(preflight, "check_machine", check_machine)
     monkeypatch.setattr(figure_commands, "cmd_run", cmd_run)
+    monkeypatch.setattr(side_by_side, "POLL_S", 0.05)
     monkeypatch.setattr("netrepro.front.report.write", lambda tree, out: (out, []))
-    return ran
+    return record
 
 
-def test_every_figure_runs_in_order_and_the_exit_status_counts_the_one_not_ok(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def ran(record: Path) -> list[str]:
+    """The figures whose runs started, in the order they started."""
+    lines = record.read_text().splitlines() if record.exists() else []
+    return [line.split()[1] for line in lines if line.startswith("start ")]
+
+
+def spans(record: Path) -> dict[str, tuple[float, float]]:
+    """Each figure's run: from its start to its end (monotonic seconds)."""
+    begun: dict[str, float] = {}
+    found = {}
+    for line in record.read_text().splitlines():
+        what, fig, at = line.split()[:3]
+        if what == "start":
+            begun[fig] = float(at)
+        else:
+            found[fig] = (begun[fig], float(at))
+    return found
+
+
+def test_every_figure_runs_and_the_exit_status_counts_the_one_not_ok(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    ran = _no_machine(monkeypatch)
-    status = reproduce.cmd_reproduce(parsed("iw", "--quick", "--out", str(tmp_path)))
-    assert ran == [f.full_name for f in reproduce.figures_of("iw")]
+    record = _no_machine(monkeypatch, tmp_path)
+    with caplog.at_level(logging.INFO, logger="netrepro.reproduce"):
+        status = reproduce.cmd_reproduce(parsed("iw", "--quick", "--out", str(tmp_path)))
+    assert sorted(ran(record)) == sorted(f.full_name for f in reproduce.figures_of("iw"))
     assert status == figure_commands.TRIALS_NOT_OK  # iw/fig5a's run had a trial not ok
     said = capsys.readouterr().out
-    assert "figure 1 of 4, iw/fig2" in said and "elapsed, about" in said and "left by the stored estimates" in said
-    assert "iw/fig5a             trials not ok" in said
+    assert "iw/fig5a             trials not ok" in said and "iw/fig2              ok" in said
+    assert re.search(r"iw/fig5a: trials not ok in 0:00:0\d on \d labs?; see \S+iw-fig5a-\S+\.log", caplog.text)
+    assert "iw/fig2: started, " in caplog.text and "what it prints goes to" in caplog.text
+    logs = list((tmp_path / "reproduce" / "iw" / "logs").iterdir())
+    assert len(logs) == 4 and all(p.name.startswith("iw-fig") for p in logs)
 
 
 def test_a_figure_this_machine_cannot_run_is_skipped_saying_why(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ran = _no_machine(monkeypatch, lacking=frozenset({"iw/fig2"}))
+    record = _no_machine(monkeypatch, tmp_path, lacking=frozenset({"iw/fig2"}))
     status = reproduce.cmd_reproduce(parsed("iw", "--quick", "--out", str(tmp_path)))
-    assert "iw/fig2" not in ran and len(ran) == 3 and status == figure_commands.TRIALS_NOT_OK
+    assert "iw/fig2" not in ran(record) and len(ran(record)) == 3 and status == figure_commands.TRIALS_NOT_OK
     captured = capsys.readouterr()
     assert "iw/fig2: skipped: run iw/fig2: pacer=fq needs the fq qdisc" in captured.out
     assert "`sudo ./run.sh --vm reproduce iw` runs them in the stock-kernel lane" in captured.err
 
 
-def test_the_dry_run_prints_the_plan_and_the_wall_time_at_the_labs_it_would_use(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_cheap_figures_run_side_by_side_and_unmeasured_ones_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    ran = _no_machine(monkeypatch)
+    """Figures whose labs cost little of a core run at once; a figure never measured runs with nothing beside."""
+    record = _no_machine(monkeypatch, tmp_path, seconds=0.4)
+    monkeypatch.setattr(admission, "cores", lambda: 2)
+    monkeypatch.setattr(admission, "measured_cost", lambda fig, out=None: admission.Cost(0.05, 10, "test"))
+    assert reproduce.cmd_reproduce(parsed("spdy", "--quick", "--out", str(tmp_path))) == 0
+    cheap = spans(record)
+    assert len(cheap) == 3 and max(s for s, _ in cheap.values()) < min(e for _, e in cheap.values())  # overlapped
+    record.unlink()
+    monkeypatch.setattr(admission, "measured_cost", lambda fig, out=None: None)
+    assert reproduce.cmd_reproduce(parsed("spdy", "--quick", "--out", str(tmp_path / "alone"))) == 0
+    alone = sorted(spans(record).values())
+    assert all(alone[k][1] <= alone[k + 1][0] for k in range(len(alone) - 1)), alone  # one after another
+
+
+def test_a_figure_that_draws_anothers_rows_starts_after_its_owner_ends(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    record = _no_machine(monkeypatch, tmp_path, seconds=0.2)
+    monkeypatch.setattr(admission, "measured_cost", lambda fig, out=None: admission.Cost(0.01, 10, "test"))
+    drawn = [f for f in reproduce.figures_of("cubicplus") if f.trials_of]
+    assert drawn
+    reproduce.cmd_reproduce(parsed("cubicplus", "--quick", "--out", str(tmp_path)))
+    found = spans(record)
+    for fig in drawn:
+        owner = f"{fig.study}/{fig.trials_of}"
+        assert found[owner][1] <= found[fig.full_name][0], (owner, fig.full_name)
+
+
+def test_labs_admitted_fit_the_measured_cpu() -> None:
+    busy = [packing.Task("a", "s", 1, 1.0, 0.6)]
+    assert side_by_side.labs_to_admit([], 0.2, 8, 2, None) == 7  # 7 x 0.2 within 75 % of 2 cores
+    assert side_by_side.labs_to_admit(busy, 0.2, 8, 2, None) == 4  # 0.6 + 4 x 0.2 <= 1.5
+    assert side_by_side.labs_to_admit(busy, 0.2, 2, 2, None) == 2  # at most one a setting left
+    assert side_by_side.labs_to_admit(busy, math.inf, 8, 2, None) == 0  # unmeasured: waits for an empty machine
+    assert side_by_side.labs_to_admit([], math.inf, 8, 2, None) == 1  # and then runs alone
+    late = packing.RecentLateness(p99_ms=9.0, bound_ms=10.0, labs=1)  # past LATE_SHED: no lab added
+    assert side_by_side.labs_to_admit(busy, 0.2, 8, 2, late) == 0
+
+
+def test_the_dry_run_prints_the_plan_and_the_wall_time_at_the_labs_it_would_use(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = _no_machine(monkeypatch, tmp_path)
     assert reproduce.cmd_reproduce(parsed("all", "--dry-run")) == 0
-    assert ran == []  # nothing run
+    assert ran(record) == []  # nothing run
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith(f"reproduce all: {len(expts.all_figures())} figures; serially about ")
     serial, packed = (reproduce_clock(t) for t in last.split(" about ")[1:3])
@@ -103,17 +183,11 @@ def reproduce_clock(text: str) -> int:
 
 def test_the_run_of_each_figure_is_runs_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Each figure goes through `run`'s own command with reproduce's options: its files, resume and exit."""
-    seen: list[dict[str, Any]] = []
-    _no_machine(monkeypatch)
-
-    def cmd_run(args: argparse.Namespace) -> int:
-        seen.append(dict(vars(args)))
-        return 0
-
-    monkeypatch.setattr(figure_commands, "cmd_run", cmd_run)
+    record = _no_machine(monkeypatch, tmp_path)
     assert reproduce.cmd_reproduce(parsed("spdy", "--quick", "--seed", "4", "--out", str(tmp_path))) == 0
-    assert [s["figure"] for s in seen] == [f.full_name for f in reproduce.figures_of("spdy")]
-    assert all(s["quick"] and s["seed"] == 4 and s["out"] == tmp_path for s in seen)
+    seen = [line.split() for line in record.read_text().splitlines() if line.startswith("start ")]
+    assert sorted(s[1] for s in seen) == sorted(f.full_name for f in reproduce.figures_of("spdy"))
+    assert all(s[4:] == ["True", "4", str(tmp_path)] for s in seen), seen
 
 
 def test_the_table_shows_each_figures_verdict_from_its_manifest(tmp_path: Path) -> None:
@@ -126,12 +200,12 @@ def test_the_table_shows_each_figures_verdict_from_its_manifest(tmp_path: Path) 
 
 
 def test_the_dry_runs_times_leave_out_the_figures_skipped_here(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _no_machine(monkeypatch)
+    _no_machine(monkeypatch, tmp_path)
     reproduce.cmd_reproduce(parsed("iw", "--dry-run"))
     every = capsys.readouterr().out.strip().splitlines()[-1]
-    _no_machine(monkeypatch, lacking=frozenset({"iw/fig5a"}))
+    _no_machine(monkeypatch, tmp_path, lacking=frozenset({"iw/fig5a"}))
     reproduce.cmd_reproduce(parsed("iw", "--dry-run"))
     fewer = capsys.readouterr().out.strip().splitlines()[-1]
     assert "4 figures, 1 skipped here;" in fewer and "skipped" not in every

@@ -1,0 +1,246 @@
+"""`reproduce`'s figures run side by side: each figure a child process that runs it exactly as `run FIGURE`
+would, with as many labs as the packer admits beside the labs already running.
+
+The scheduler starts figures longest first (by their stored estimates), each when at least one of its labs
+is admitted (netrepro.runner.packing.admitted: the labs' measured CPU within the machine's budget, fewer
+labs while the delay lines' recent p99 lateness nears its bound, one lab whenever nothing runs), and with
+as many labs as are admitted then, at most one per path setting with trials left (a figure's labs are a
+local Dask cluster, `--jobs N`; one lab runs in the child's own process).  A figure that draws another's
+rows (`trials_of`) starts once its owner has ended.  So a figure whose trials mostly wait (a few % of a
+core) runs beside a busy one, and a busy one runs alone.
+
+A child writes what `run` prints to <out>/reproduce/<study>/logs/<figure>-<time>.log and its rows, figure
+and manifest where a single run writes them; the parent shows one progress line for the whole run (trials
+home of all figures, the figures running with their labs, the time left at the rate so far) and lists each
+figure as it ends.  Ctrl-C reaches every child (one process group); SIGTERM or SIGHUP to the parent is
+passed to each child, and the parent waits for every child to undo what it created before it exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from ground import logs
+from ground.progress import Progress
+from ground.trials import Row, trial_key
+from netrepro.runner import admission, packing, shards
+from netrepro.runner.plan import Plan
+from netrepro.studykit import evidence
+from netrepro.studykit.spec import Figure
+
+POLL_S = 3.0  # how often the parent reads the children's rows and admits labs
+
+log = logging.getLogger("netrepro.reproduce")
+
+
+@dataclasses.dataclass(frozen=True)
+class Ended:
+    """A figure's child as it ended: its exit status and the log of what it printed."""
+
+    figure: Figure
+    status: int
+    log: Path
+    labs: int
+    seconds: float
+
+
+@dataclasses.dataclass
+class _Child:
+    figure: Figure
+    labs: int
+    cores: float  # per lab: admission's measured cost (packing.UNMEASURED_CORES where nothing is measured)
+    process: BaseProcess
+    log: Path
+    began: float
+
+    def tasks(self) -> list[packing.Task]:
+        return [packing.Task(self.figure.full_name, f"lab {k}", 1, 0.0, self.cores) for k in range(self.labs)]
+
+
+def settings_left(fig: Figure, out: Path, quick: bool, trials: int | None, seed: int) -> int:
+    """The path settings of the figure with a trial not yet in its CSV at `seed` (a failed one counts as
+    in: its row is there, and the child runs it again as `run` would)."""
+    done = {r.key for r in evidence.judged_rows(fig, out / fig.directory / fig.csv_name, quick, trials, seed)}
+    count = fig.trial_count(quick, trials)
+    return len({shards.setting(p) for p in fig.grid(quick) for i in range(count) if trial_key(p, i) not in done})
+
+
+def trials_home(fig: Figure, out: Path, quick: bool, trials: int | None, seed: int) -> int:
+    """The figure's trials with a row in its CSV at `seed` (the latest of each)."""
+    return len(evidence.judged_rows(fig, out / fig.directory / fig.csv_name, quick, trials, seed))
+
+
+def labs_to_admit(
+    running: Sequence[packing.Task],
+    cores: float,
+    most: int,
+    machine_cores: int,
+    lateness: packing.RecentLateness | None,
+) -> int:
+    """How many labs of a figure costing `cores` a lab start now beside the `running` labs: one more each
+    while packing.admitted takes it, at most `most` (0: none fits yet, it waits)."""
+    labs: list[packing.Task] = []
+    candidate = packing.Task("candidate", "lab", 1, 0.0, cores)
+    while len(labs) < most and packing.admitted([*running, *labs], candidate, machine_cores, lateness):
+        labs.append(candidate)
+    return len(labs)
+
+
+def _child(args: argparse.Namespace, fd: int, command: Callable[[argparse.Namespace], int]) -> None:
+    """In the child: what it prints to the log file, then the figure run as `run` runs it."""
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.exit(command(args))
+
+
+def run(
+    figures: Sequence[Figure],
+    args: argparse.Namespace,
+    command: Callable[[argparse.Namespace], int],
+    log_dir: Path,
+    on_end: Callable[[Ended], None],
+) -> None:
+    """Run the figures side by side, each as `command(<args with that figure and its labs>)` in a child
+    process; `on_end` hears of each as it ends."""
+    out = args.out.resolve()
+    machine_cores = admission.cores()
+    cap = admission.parse_jobs(args.jobs) if args.jobs is not None else None
+    cap = min(cap or admission.MAX_AUTO_JOBS, admission.MAX_AUTO_JOBS)
+    plans = {f.full_name: Plan.of(f, args.quick, trials=args.trials) for f in figures}
+    waiting = sorted(figures, key=lambda f: -(plans[f.full_name].seconds() or 0.0))
+    measured = [f for f in figures if not f.trials_of]
+    home = {f.full_name: trials_home(f, out, args.quick, args.trials, args.seed) for f in measured}
+    planned = sum(f.trial_count(args.quick, args.trials) * len(f.grid(args.quick)) for f in measured)
+    progress = Progress(planned - sum(home.values()), f"reproduce {args.study}")
+    running: list[_Child] = []
+    fork = multiprocessing.get_context("fork")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stop = _forward_signals(running)
+    try:
+        while waiting or running:
+            for child in [c for c in running if c.process.exitcode is not None]:
+                running.remove(child)
+                on_end(Ended(child.figure, child.process.exitcode or 0, child.log, child.labs,
+                             time.monotonic() - child.began))  # fmt: skip
+            lateness = packing.RecentLateness.of(_latest_rows(running, out, args), sum(c.labs for c in running))
+            tasks = [t for c in running for t in c.tasks()]
+            for fig in list(waiting):
+                if fig.trials_of and any(_owner(f, fig) for f in [*waiting, *(c.figure for c in running)]):
+                    continue  # it draws its owner's rows: once the owner has ended
+                left = 0 if fig.trials_of else settings_left(fig, out, args.quick, args.trials, args.seed)
+                cost = admission.measured_cost(fig, out)
+                cores = 0.0 if left == 0 else (packing.UNMEASURED_CORES if cost is None else cost.cores)
+                room = cap - sum(c.labs for c in running)
+                labs = labs_to_admit(tasks, cores, max(1, min(left, room)), machine_cores, lateness) if room else 0
+                if labs == 0:
+                    continue
+                waiting.remove(fig)
+                child = _start(fork, fig, labs, cores, args, command, log_dir)
+                running.append(child)
+                tasks += child.tasks()
+            _show(progress, [f for f in measured if f not in waiting], running, out, args, home)
+            if stop.signum:
+                break
+            time.sleep(POLL_S)
+    finally:
+        for child in running:
+            child.process.join()  # each undoes what it created, whatever stopped the run
+        _show(progress, measured, [], out, args, home)
+        progress.close()
+        stop.restore()
+    if stop.signum:
+        raise SystemExit(128 + stop.signum)
+
+
+def _owner(candidate: Figure, fig: Figure) -> bool:
+    """Whether `candidate` is the figure whose rows `fig` draws."""
+    return candidate.study == fig.study and candidate.name == fig.trials_of
+
+
+def _start(
+    fork: multiprocessing.context.ForkContext,
+    fig: Figure,
+    labs: int,
+    cores: float,
+    args: argparse.Namespace,
+    command: Callable[[argparse.Namespace], int],
+    log_dir: Path,
+) -> _Child:
+    log_path, fd = logs.create_exclusive(log_dir, fig.full_name.replace("/", "-"))
+    one = argparse.Namespace(**{**vars(args), "command": "run", "figure": fig.full_name})
+    one.jobs = str(labs) if labs > 1 else None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    process = fork.Process(target=_child, args=(one, fd, command), name=f"reproduce {fig.full_name}")
+    process.start()
+    os.close(fd)
+    log.info("%s: started, %d lab%s; what it prints goes to %s", fig.full_name, labs, "s" if labs > 1 else "", log_path)
+    return _Child(fig, labs, cores, process, log_path, time.monotonic())
+
+
+def _latest_rows(running: Sequence[_Child], out: Path, args: argparse.Namespace) -> list[Row]:
+    """The running figures' latest rows, one a lab: what the delay lines' lateness is now."""
+    rows: list[Row] = []
+    for child in running:
+        if not child.figure.trials_of:
+            found = evidence.judged_rows(child.figure, out / child.figure.directory / child.figure.csv_name,
+                                         args.quick, args.trials, args.seed)  # fmt: skip
+            rows += found[-child.labs :]
+    return rows
+
+
+def _show(
+    progress: Progress,
+    figures: Sequence[Figure],
+    running: Sequence[_Child],
+    out: Path,
+    args: argparse.Namespace,
+    home: dict[str, int],
+) -> None:
+    """Step the one progress line by the trials that came home since the last look."""
+    for fig in figures:
+        if fig.trials_of:
+            continue
+        now = trials_home(fig, out, args.quick, args.trials, args.seed)
+        note = ", ".join(f"{c.figure.full_name} x{c.labs}" for c in running)
+        while home[fig.full_name] < now:
+            home[fig.full_name] += 1
+            progress.step(f"running: {note}" if note else "")
+
+
+@dataclasses.dataclass
+class _Stop:
+    signum: int = 0
+    previous: dict[int, object] = dataclasses.field(default_factory=dict)
+
+    def restore(self) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+def _forward_signals(running: list[_Child]) -> _Stop:
+    """SIGTERM and SIGHUP to the parent go to every child, and stop the scheduler after they end."""
+    stop = _Stop()
+
+    def forward(signum: int, frame: object) -> None:
+        stop.signum = signum
+        for child in running:
+            with contextlib.suppress(ProcessLookupError):
+                if child.process.pid is not None:
+                    os.kill(child.process.pid, signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        stop.previous[signum] = signal.signal(signum, forward)
+    return stop
