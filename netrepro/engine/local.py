@@ -36,6 +36,7 @@ import logging
 import os
 import secrets
 import subprocess
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,10 @@ def local_client(jobs: int) -> Iterator[Any]:
                 "a SIGKILL of the group would leave the cluster's semaphores in /dev/shm"
             )
         try:
-            with dask.config.set(config):
+            with dask.config.set(config), warnings.catch_warnings():
+                # Its health route's server listens on 127.0.0.1: another run's cluster (reproduce runs figures
+                # side by side) holds the default port, and this one takes a free one, as it should
+                warnings.filterwarnings("ignore", message="Port 8787 is already in use", category=UserWarning)
                 cluster = LocalCluster(
                     n_workers=jobs,
                     threads_per_worker=1,

@@ -28,15 +28,15 @@ import functools
 import logging
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import expts
+from ground import results
 from ground.errors import SetupError, UserError
 from ground.manifests import ManifestUnreadable, read_manifest
 from netrepro.front import exits, figure_commands, side_by_side
-from netrepro.runner import admission, packing, preflight, shards
+from netrepro.runner import admission, estimate, preflight
 from netrepro.runner.plan import Plan
 from netrepro.studykit.spec import Figure
 
@@ -46,16 +46,24 @@ log = logging.getLogger("netrepro.reproduce")
 
 
 def figures_of(what: str) -> list[Figure]:
-    """The declared figures of a study, or of every study (`all`), owners of shared rows first."""
+    """The declared figures of a study, of several (`iw,spdy`), or of every study (`all`), owners of shared
+    rows first."""
     names = [s.__name__.rsplit(".", 1)[-1] for s in expts.STUDIES]
-    if what == "all":
-        chosen = list(expts.STUDIES)
-    elif what in names:
-        chosen = [expts.STUDIES[names.index(what)]]
-    else:
-        raise UserError(f"reproduce {what}: no such study; the studies are {', '.join(names)}, or all")
+    asked = what.split(",")
+    allowed = f"the studies are {', '.join(names)} (one, or several joined by commas), or all"
+    unknown = [a for a in asked if a not in names]
+    if what != "all" and unknown:
+        raise UserError(f"reproduce {what}: no such study {', '.join(map(repr, unknown))}; {allowed}")
+    if len(set(asked)) < len(asked):
+        raise UserError(f"reproduce {what}: a study named twice; {allowed}")
+    chosen = list(expts.STUDIES) if what == "all" else [expts.STUDIES[names.index(a)] for a in asked]
     figures = [fig for study in chosen for fig in study.FIGURES]
     return sorted(figures, key=lambda f: bool(f.trials_of))  # stable: a figure that plots another's rows after it
+
+
+def label(what: str) -> str:
+    """The name a run of `what` files its report, logs and schedule under: <out>/reproduce/<label>/."""
+    return what.replace(",", "+")
 
 
 def cannot_run_here(fig: Figure, args: argparse.Namespace) -> str | None:
@@ -80,48 +88,24 @@ def _estimate(plan: Plan) -> float:
     return plan.seconds() or 0.0
 
 
-def packed_estimate(figures: Sequence[Figure], args: argparse.Namespace) -> tuple[float, int]:
-    """(wall seconds, tasks) of the figures' trials packed into labs side by side on this machine
-    (netrepro.runner.packing): one task per figure and path setting, at its measured CPU per lab."""
-    tasks = []
-    for fig in figures:
-        if fig.trials_of:
-            continue  # its trials are another figure's
-        plan = Plan.of(fig, args.quick, trials=args.trials)
-        per_trial = plan.stored.seconds_per_trial if plan.stored and plan.stored.seconds_per_trial else None
-        if per_trial is None:
-            continue
-        cost = admission.measured_cost(fig, args.out.resolve())
-        settings = Counter(shards.setting(setting) for setting in plan.grid)
-        trials = plan.trials_per_setting
-        tasks += [packing.Task.of(fig.full_name, s, n * trials, per_trial, cost) for s, n in settings.items()]
-    return packing.estimate(tasks, admission.cores()), len(tasks)
-
-
 def dry_run(figures: Sequence[Figure], args: argparse.Namespace) -> int:
     """The plan of each figure, and the time of those this machine runs: serially and packed into labs."""
-    total = 0.0
-    unknown, here = [], []
+    here = []
     for fig in figures:
-        plan = Plan.of(fig, args.quick, trials=args.trials)
-        print("\n".join(plan.describe()))
+        print("\n".join(Plan.of(fig, args.quick, trials=args.trials).describe()))
         why = cannot_run_here(fig, args)
         if why:
             print(f"  skipped on this machine: {why}")
             continue
         here.append(fig)
-        if fig.trials_of:
-            continue
-        if plan.seconds() is None:
-            unknown.append(fig.full_name)
-        total += _estimate(plan)
-    packed, tasks = packed_estimate(here, args)
+    wall = estimate.of(here, args.quick, args.trials, args.out.resolve())
     skipped = f", {len(figures) - len(here)} skipped here" if len(here) < len(figures) else ""
+    unknown = wall.unknown
     print(
-        f"\nreproduce {args.study}: {len(figures)} figures{skipped}; serially about {_clock(total)}"
+        f"\nreproduce {args.study}: {len(figures)} figures{skipped}; serially about {_clock(wall.serial_s)}"
         + (f" (and {len(unknown)} with no stored time: {', '.join(unknown)})" if unknown else "")
-        + f"; packed into labs side by side on {admission.cores()} cores ({tasks} path settings, each lab "
-        f"admitted by its figure's measured CPU), about {_clock(packed)}"
+        + f"; packed into labs side by side on {admission.cores()} cores ({wall.settings} path settings, each lab "
+        f"admitted by its figure's measured CPU), about {_clock(wall.packed_s)}"
     )
     return 0
 
@@ -135,6 +119,9 @@ class Done:
     why: str = ""
     verdict: str = ""
     log: Path | None = None  # what its child printed (side by side)
+    labs: int = 0
+    start_s: float | None = None  # from the run's start (side by side)
+    end_s: float | None = None
 
 
 def _verdict(fig: Figure, out: Path) -> str:
@@ -168,6 +155,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.dry_run:
         return dry_run(figures, args)
     out = args.out.resolve()
+    here_dir = out / "reproduce" / label(args.study)
     began = time.monotonic()
     done: list[Done] = []
     here = []
@@ -184,19 +172,31 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
         def ended(e: side_by_side.Ended) -> None:
             status = "ok" if e.status == 0 else ("trials not ok" if e.status == TRIALS_NOT_OK else f"exit {e.status}")
-            done.append(Done(e.figure.full_name, status, verdict=_verdict(e.figure, out), log=e.log))
+            done.append(
+                Done(e.figure.full_name, status, "", _verdict(e.figure, out), e.log, e.labs, e.start_s, e.end_s)
+            )
             log.info(
-                "%s: %s in %s on %d lab%s%s", e.figure.full_name, status, _clock(e.seconds), e.labs,
+                "%s: %s in %s on %d lab%s%s", e.figure.full_name, status, _clock(e.end_s - e.start_s), e.labs,
                 "s" if e.labs > 1 else "", f"; see {e.log}" if e.status else "",
             )  # fmt: skip
 
         run_figure = functools.partial(exits.dispatch, command=figure_commands.cmd_run)
-        side_by_side.run(here, args, run_figure, out / "reproduce" / args.study / "logs", ended)
+        side_by_side.run(here, args, run_figure, here_dir / "logs", ended)
     done.sort(key=lambda d: [f.full_name for f in figures].index(d.figure))
     print(f"\nreproduce {args.study}: {len(figures)} figures in {_clock(time.monotonic() - began)}")
     for d in done:
         print(f"  {d.figure:<20} {d.status:<14} {d.verdict or '-':<13} {d.why}")
-    page = out / "reproduce" / args.study / "index.html"
+    results.write_json(
+        here_dir / "schedule.json",
+        {
+            "reproduce": args.study,
+            "cores": admission.cores(),
+            "wall_s": round(time.monotonic() - began, 1),
+            "figures": [dataclasses.asdict(d) | {"log": str(d.log) if d.log else None} for d in done],
+        },
+        out,
+    )
+    page = here_dir / "index.html"
     from netrepro.front import report
 
     written, entries = report.write(out, page)

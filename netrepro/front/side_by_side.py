@@ -52,7 +52,8 @@ class Ended:
     status: int
     log: Path
     labs: int
-    seconds: float
+    start_s: float  # from the run's start
+    end_s: float
 
 
 @dataclasses.dataclass
@@ -115,6 +116,7 @@ def run(
     """Run the figures side by side, each as `command(<args with that figure and its labs>)` in a child
     process; `on_end` hears of each as it ends."""
     out = args.out.resolve()
+    began = time.monotonic()
     machine_cores = admission.cores()
     cap = admission.parse_jobs(args.jobs) if args.jobs is not None else None
     cap = min(cap or admission.MAX_AUTO_JOBS, admission.MAX_AUTO_JOBS)
@@ -132,8 +134,10 @@ def run(
         while waiting or running:
             for child in [c for c in running if c.process.exitcode is not None]:
                 running.remove(child)
-                on_end(Ended(child.figure, child.process.exitcode or 0, child.log, child.labs,
-                             time.monotonic() - child.began))  # fmt: skip
+                status = child.process.exitcode or 0
+                on_end(
+                    Ended(child.figure, status, child.log, child.labs, child.began - began, time.monotonic() - began)
+                )
             lateness = packing.RecentLateness.of(_latest_rows(running, out, args), sum(c.labs for c in running))
             tasks = [t for c in running for t in c.tasks()]
             for fig in list(waiting):

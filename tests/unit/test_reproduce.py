@@ -4,6 +4,7 @@ figures' runs and the machine's probes replaced); the real run is the benchmark'
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import math
 import re
@@ -27,8 +28,16 @@ def test_a_study_is_its_declared_figures_and_all_is_every_study() -> None:
     iw = reproduce.figures_of("iw")
     assert [f.full_name for f in iw] == [f.full_name for f in iw_study.FIGURES]
     assert len(reproduce.figures_of("all")) == len(expts.all_figures())
-    with pytest.raises(UserError, match=r"reproduce iww: no such study; the studies are iw, cubicplus, .*, or all"):
+    with pytest.raises(
+        UserError, match=r"reproduce iww: no such study 'iww'; the studies are iw, cubicplus, .*, or all"
+    ):
         reproduce.figures_of("iww")
+    both = reproduce.figures_of("iw,spdy")
+    assert [f.study for f in both] == ["iw"] * len(iw) + ["spdy"] * (len(both) - len(iw))
+    with pytest.raises(UserError, match=r"reproduce iw,iw: a study named twice; the studies are"):
+        reproduce.figures_of("iw,iw")
+    with pytest.raises(UserError, match=r"reproduce iw,webb: no such study 'webb';"):
+        reproduce.figures_of("iw,webb")
 
 
 def test_a_figure_that_plots_anothers_rows_comes_after_it() -> None:
@@ -109,6 +118,9 @@ def test_every_figure_runs_and_the_exit_status_counts_the_one_not_ok(
     assert "iw/fig2: started, " in caplog.text and "what it prints goes to" in caplog.text
     logs = list((tmp_path / "reproduce" / "iw" / "logs").iterdir())
     assert len(logs) == 4 and all(p.name.startswith("iw-fig") for p in logs)
+    schedule = json.loads((tmp_path / "reproduce" / "iw" / "schedule.json").read_text())
+    assert {f["figure"]: f["status"] for f in schedule["figures"]}["iw/fig5a"] == "trials not ok"
+    assert all(0 <= f["start_s"] <= f["end_s"] <= schedule["wall_s"] and f["labs"] >= 1 for f in schedule["figures"])
 
 
 def test_a_figure_this_machine_cannot_run_is_skipped_saying_why(
