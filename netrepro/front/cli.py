@@ -213,10 +213,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", parents=[common], help="benchmarks that report numbers (not tests)")
     b.add_argument(
-        "which", choices=["cluster", "delayline", "delayline-links", "jobs", "ports", "runner", "soak", "ssthresh"]
+        "which",
+        choices=["cluster", "delayline", "delayline-links", "jobs", "ports", "reproduce", "runner", "soak", "ssthresh"],
     )
     b.add_argument("--figure", default=None, help="cluster: the figure (iw/fig5b); jobs: one figure only")
-    b.add_argument("--quick", action="store_true", help="cluster: the figure's quick grid (jobs: always quick)")
+    b.add_argument(
+        "--quick", action="store_true", help="cluster, reproduce: the figures' quick grids (jobs: always quick)"
+    )
+    b.add_argument(
+        "--studies", default="iw,spdy,web", help="reproduce: the studies whose figures run side by side (iw,spdy,web)"
+    )
+    b.add_argument("--keep", type=Path, default=None, help="reproduce: the output tree to keep (default: removed)")
     b.add_argument("--labs", default="2,4,8", help="jobs: the labs side by side after the serial runs")
     b.add_argument("--rtt", default=None, help="delayline: 20ms; ports: 100ms; ssthresh: 20ms")
     b.add_argument("--rate", default=None, help="ports: the bottleneck's rate (10mbit); ssthresh: 100mbit")

@@ -74,6 +74,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 raise QuantityError("--labs", text, "numbers of labs, e.g. 2,4,8 (auto is for --jobs)")
             labs.append(count)
         bench_jobs.jobs(figures, tuple(labs), out=args.out)
+    elif args.which == "reproduce":
+        from netrepro.lanes import bench_reproduce
+
+        bench_reproduce.figures_of(args.studies)  # a UserError naming a wrong study, before anything starts
+        kept = args.keep.resolve() if args.keep else None
+        if kept is not None and kept.exists() and any(kept.iterdir()):
+            raise UserError(f"--keep {args.keep}: not empty; the benchmark's output tree must start empty")
+        ok = bench_reproduce.reproduce(args.studies, quick=args.quick, out=args.out, keep=kept)
+        return 0 if ok else 1
     elif args.which == "soak":
         if not 1 <= args.kills <= 10_000:
             raise QuantityError("--kills", args.kills, "allowed range is 1 to 10000")

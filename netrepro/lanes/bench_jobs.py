@@ -35,7 +35,7 @@ FIGURES = ("linuxcc/fig6", "iw/fig5a")
 LABS = (1, 2, 4, 8)
 
 
-def _busy_seconds() -> float:
+def busy_seconds() -> float:
     """The machine's CPU seconds so far: every CPU's time outside idle and iowait (/proc/stat)."""
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
@@ -82,9 +82,9 @@ def jobs(
                 engine = Engine(jobs=count) if count > 1 else None
                 out_dir = Path(scratch) / f"{fig.study}-{fig.name}-{n}"
                 opts = sweep.Options(out=out_dir, quick=quick, seed=seed, engine=engine)
-                busy, began = _busy_seconds(), time.monotonic()
+                busy, began = busy_seconds(), time.monotonic()
                 csv_path = sweep.run_figure(fig, opts).csv
-                wall, busy = time.monotonic() - began, _busy_seconds() - busy
+                wall, busy = time.monotonic() - began, busy_seconds() - busy
                 trials = read_rows(csv_path)
                 manifest = read_manifest(csv_path.with_name(f"{fig.name}.manifest.json"))
                 values = _by_trial(trials, fig.y)
