@@ -8,19 +8,23 @@ bottleneck queue).  `rtt_under_load` takes the percentiles of a trial's
 ACK-time SRTTs (every flow of the sender pooled, each ACK weighted alike),
 and `RttUnderLoad.columns` gives them as a row's metrics with the queueing
 delay over the base RTT, in the field's terms ("RTT under load", as flent's
-RRUL tests report latency under load).
+RRUL tests report latency under load).  Where the lab sampled the bottleneck
+queue (topologies.queue_sampler), `queue_columns` gives its occupancy over the
+trial in packets: what held that delay.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ground.series import QueueSample
 from ground.tcpprobe import ProbeSample
 
 METRICS = ("rtt_p50_ms", "rtt_p95_ms", "rtt_p99_ms", "queueing_delay_p50_ms", "queueing_delay_p95_ms")
+QUEUE_METRICS = ("queue_p50_pkts", "queue_p95_pkts", "queue_max_pkts", "queue_samples")
 
 
 @dataclass(frozen=True)
@@ -62,3 +66,18 @@ def columns(flows: Iterable[tuple[Iterable[ProbeSample], float]]) -> dict[str, f
     """`rtt_under_load(flows).columns()`, or no columns where no sample carries an SRTT."""
     found = rtt_under_load(flows)
     return found.columns() if found is not None else {}
+
+
+def queue_columns(samples: Sequence[QueueSample]) -> dict[str, float]:
+    """The bottleneck queue's occupancy over the samples, in packets (QUEUE_METRICS: the median, the 95th
+    percentile, the largest, and how many samples); none without a sample."""
+    if not samples:
+        return {}
+    packets = np.array([s.packets for s in samples], dtype=float)
+    p50, p95 = np.percentile(packets, [50, 95])
+    return {
+        "queue_p50_pkts": round(float(p50), 1),
+        "queue_p95_pkts": round(float(p95), 1),
+        "queue_max_pkts": int(packets.max()),
+        "queue_samples": len(samples),
+    }

@@ -56,6 +56,7 @@ from topologies.emulation import (
     choose_backend,
 )
 from topologies.ovs import NamespacedOVS, choose_switch, load_datapath
+from topologies.queue_sampler import QueueSampler
 from topologies.topology import HOST, ROUTER, SWITCH, Direction, Network, Pair, Topology
 
 log = logging.getLogger("netrepro.lab")
@@ -217,6 +218,10 @@ class Lab:
         """The bottleneck FIFO's counters (sent, drops, backlog): since an earlier reading, or in all."""
         now = self.bottleneck_reading()
         return flows.find_qdisc(flows.qdisc_delta(since, now) if since is not None else now, shaping.BOTTLENECK_FIFO)
+
+    def queue_sampler(self, step_s: float) -> QueueSampler:
+        """The bottleneck FIFO's backlog every `step_s` while the sampler returned is entered."""
+        return QueueSampler(self.bottleneck_queue, step_s)
 
     def quiet_bottleneck(self, within_s: float = 60.0) -> list[flows.QdiscStats]:
         """Wait until the bottleneck has sent nothing for a round trip (an earlier trial's sender may

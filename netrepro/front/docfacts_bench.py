@@ -1,9 +1,10 @@
-"""The soaks' numbers docs/benchmarks.md states, computed from the stored results/bench JSON.
+"""The benchmarks' numbers docs/benchmarks.md states, computed from the stored results/bench JSON.
 
 A soak (`run.sh bench soak`, netrepro.lanes.soak) writes each round it ran
-to results/bench/soak-*.json; the page's markers (netrepro.front.docnumbers)
-take their values from here, so that a new soak changes the prose or fails
-tests/unit/test_doc_numbers.py.
+to results/bench/soak-*.json, and `run.sh bench reproduce`
+(netrepro.lanes.bench_reproduce) its run to results/bench/reproduce.json;
+the page's markers (netrepro.front.docnumbers) take their values from here,
+so that a new run changes the prose or fails tests/unit/test_doc_numbers.py.
 """
 
 from __future__ import annotations
@@ -118,9 +119,72 @@ def lose_host_soak(doc: Mapping[str, Any]) -> Facts:
     }
 
 
+def _clock(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def reproduce_run(doc: Mapping[str, Any]) -> Facts:
+    """`bench reproduce`: the run's numbers, each figure's line, and every claim whose outcome is not the
+    reference's."""
+    claims = [c for c in doc.get("claims") or [] if isinstance(c, dict)]
+    schedule = {str(f["figure"]): f for f in doc.get("schedule") or [] if isinstance(f, dict)}
+    figures = []
+    for f in doc.get("figures") or []:
+        when = schedule.get(str(f["figure"]), {})
+        start, end = when.get("start_s"), when.get("end_s")
+        figures.append(
+            [
+                str(f["figure"]),
+                str(f["trials"]),
+                str(when.get("labs", "")),
+                f"{_clock(float(start))} to {_clock(float(end))}" if start is not None and end is not None else "",
+                str(f["paths_verified"]),
+                str(f["verdict"] or "-"),
+                str(f["reference_verdict"] or "-"),
+            ]
+        )
+    moved = [
+        [
+            str(c["figure"]),
+            str(c["quote"])[:90],
+            f"{c['outcome']}: {c['evidence']}",
+            f"{c['reference'] or 'none'}: " f"{c['reference_evidence']}",
+        ]  # fmt: skip
+        for c in claims
+        if not c.get("same")
+    ]
+    late_p99, late_max = doc.get("late_p99_ms_max"), doc.get("late_max_ms_max")
+    return {
+        "bench.reproduce.command": f"sudo ./run.sh bench reproduce --studies {doc['studies']}",
+        "bench.reproduce.commit": _commit(doc),
+        "bench.reproduce.wall": f"{_clock(float(doc['wall_s']))} ({float(doc['wall_s']):.0f} s)",
+        "bench.reproduce.serial": _clock(float(doc["serial_estimate_s"])),
+        "bench.reproduce.packed": _clock(float(doc["packed_estimate_s"])),
+        "bench.reproduce.speedup": f"{float(doc['serial_estimate_s']) / float(doc['wall_s']):.1f}",
+        "bench.reproduce.labs": f"at most {doc['labs_max']}, {float(doc['labs_mean']):.1f} on average",
+        "bench.reproduce.cpu": f"{float(doc['cpu_share']):.0%} of its {doc['cores']} cores",
+        "bench.reproduce.trials": f"{doc['trials']} trials, {doc['trials_not_ok']} not ok",
+        "bench.reproduce.lateness": (
+            f"p99 at most {float(late_p99):.3g} ms, max at most {float(late_max):.3g} ms, "
+            f"{doc['attempts_late_over_bound']} attempts over their bound and run again"
+            if late_p99 is not None and late_max is not None
+            else "not recorded (netem)"
+        ),
+        "bench.reproduce.verified": f"{doc['paths_verified']} of {doc['paths']}",
+        "bench.reproduce.same": f"{doc['claims_same']} of {len(claims)}",
+        "bench.reproduce.figures": table(
+            ["figure", "trials", "labs", "ran (from the start)", "paths verified", "verdict", "reference's"], figures
+        ),
+        "bench.reproduce.moved": table(["figure", "claim", "this run", "the reference (serial)"], moved)
+        if moved
+        else "Every claim's outcome is the reference's.",
+    }
+
+
 def bench_facts(stored: Stored) -> Facts:
-    """The soaks' facts, from results/bench beside the stored tree (results/reference); none for a soak not
-    stored."""
+    """The soaks' and `bench reproduce`'s facts, from results/bench beside the stored tree (results/reference);
+    none for a benchmark not stored."""
     bench: Path = stored.tree.parent / "bench"
     out: Facts = {}
     for name, file in SOAKS.items():
@@ -128,4 +192,6 @@ def bench_facts(stored: Stored) -> Facts:
         if path.is_file():
             doc = json.loads(path.read_text())
             out |= jobs_soak(doc) if name == "jobs3" else lose_host_soak(doc)
+    if (bench / "reproduce.json").is_file():
+        out |= reproduce_run(json.loads((bench / "reproduce.json").read_text()))
     return out

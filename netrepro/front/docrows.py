@@ -106,9 +106,14 @@ def change(before: float, after: float) -> float:
 
 
 def table(head: Sequence[str], body: Iterable[Sequence[str]]) -> str:
-    """A Markdown table, a blank line before and after it (so that its markers stand apart)."""
+    """A Markdown table, a blank line before and after it (so that its markers stand apart); a cell's line
+    breaks become spaces and its bars are escaped, so that a cell stays one cell."""
+
+    def cell(text: str) -> str:
+        return " ".join(text.split()).replace("|", "\\|")
+
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in body]
     return "\n\n" + "\n".join(lines) + "\n\n"
 
 

@@ -245,7 +245,7 @@ def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
     if cross_rate is not None:
         senders.append(udp_cross_traffic(session, cross_rate, seconds, port=5209, interval_s=0.1))
     before = lab.bottleneck_reading()
-    with TcpProbe(session.ledger, ports, network=lab.subnet) as probe:
+    with TcpProbe(session.ledger, ports, network=lab.subnet) as probe, lab.queue_sampler(series.STEP_S) as queued:
         reports = run_together(senders)
     drops = lab.bottleneck_queue(since=before).drops
     # each pair's data connection, not iperf3's control connection on the same port
@@ -262,7 +262,8 @@ def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
         "retransmits": ";".join(str(r.retransmits) for r in whole),
         "bottleneck_drops": drops,
         **latency.columns([(samples, _base_rtt_ms(lab, p)) for p, samples in data]),
-        series.FIELD: series.from_probe(s for _, samples in data for s in samples).as_json(),
+        **latency.queue_columns(queued.samples),
+        series.FIELD: series.from_probe((s for _, samples in data for s in samples), queue=queued.samples).as_json(),
     }
     if len(reports) > len(tcp):
         metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[-1]).delivered_bps / 1e6, 4)
@@ -303,7 +304,10 @@ def long_flow(session: Session, trial: Trial, keys: LongFlowKeys) -> Metrics:
     )
     senders.append(tcp)
     before = lab.quiet_bottleneck()  # drops counted are this trial's, not an earlier sender's tail
-    with TcpProbe(session.ledger, [LONG_FLOW_PORT], network=lab.subnet) as probe:
+    with (
+        TcpProbe(session.ledger, [LONG_FLOW_PORT], network=lab.subnet) as probe,
+        lab.queue_sampler(series.STEP_S) as queued,
+    ):
         reports = run_together(senders)
     queue = lab.bottleneck_queue(since=before)
     report = reports[-1]
@@ -339,7 +343,8 @@ def long_flow(session: Session, trial: Trial, keys: LongFlowKeys) -> Metrics:
         "cwnd_series": _joined([p.cwnd for p in window]),
         "ssthresh_series": ";".join("" if p.ssthresh is None else str(p.ssthresh) for p in window),
         **latency.columns([(flow_samples, _base_rtt_ms(lab, pair))]),
-        series.FIELD: series.from_probe(flow_samples).as_json(),
+        **latency.queue_columns(queued.samples),
+        series.FIELD: series.from_probe(flow_samples, queue=queued.samples).as_json(),
     }
     if len(reports) > 1:
         metrics["cross_delivered_mbit"] = round(flows.udp_delivered(reports[0]).delivered_bps / 1e6, 4)
@@ -699,6 +704,7 @@ WORKLOADS: dict[str, Workload] = {
                 "bottleneck_drops",
                 "cross_delivered_mbit",
                 *latency.METRICS,
+                *latency.QUEUE_METRICS,
             ),
             ("iperf3",),
             time_series=True,
@@ -723,6 +729,7 @@ WORKLOADS: dict[str, Workload] = {
                 "ssthresh_series",
                 "cross_delivered_mbit",
                 *latency.METRICS,
+                *latency.QUEUE_METRICS,
             ),
             ("iperf3",),
             time_series=True,

@@ -4,14 +4,18 @@ listed and drawn by `run.sh plot`."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
-from ground import series
+from ground import latency, series
+from ground.flows import QdiscStats
+from ground.proc import ROOT, CommandError
 from ground.tcpprobe import ProbeSample
 from ground.trials import TrialLog, read_rows
 from netrepro.front import cli
+from topologies.queue_sampler import QueueSampler
 
 FLOW = "10.0.0.2:5201>10.0.0.1:40000"
 MSS = 1448
@@ -117,3 +121,52 @@ def test_the_data_connection_is_told_from_iperf3s_control_connection_on_the_same
     data = flow(1.0)
     assert data_samples([*control, *data], "10.0.0.2:5201") == data
     assert data_samples(control, "10.0.0.2:5201") == control and data_samples(data, "10.0.0.9:5201") == []
+
+
+def test_each_step_carries_the_bottleneck_backlog_sampled_within_it() -> None:
+    samples = flow(1.0)
+    # the queue sampled every 0.1 s from 100.05 s, its backlog 10 packets more each time; none in 100.4-100.6
+    queue = [series.QueueSample(100.05 + k / 10, 10 * k, 15000 * k) for k in range(10) if k not in (4, 5)]
+    found = series.from_probe(samples, queue=queue)
+    at = {round(p.time_s, 1): p.queue_pkts for p in found.of(FLOW)}
+    assert at[0.1] == 0 and at[0.2] == 10 and at[0.4] == 30 and at[1.0] == 90
+    assert at[0.5] is None and at[0.6] is None  # no sample fell in these steps: nothing is made up
+    assert series.from_probe(samples).of(FLOW)[0].queue_pkts is None  # not sampled: no queue
+    back = series.TimeSeries.from_json(json.loads(json.dumps(found.as_json())))
+    assert back == found
+
+
+def test_a_series_stored_before_the_queue_was_sampled_still_reads(tmp_path: Path) -> None:
+    found = series.from_probe(flow(0.5))
+    old = tmp_path / "old.csv"
+    lines = found.csv_bytes().decode().splitlines()
+    old.write_text("\n".join(line.replace(",queue_pkts", "").replace(",,0.1", ",0.1") for line in lines) + "\n")
+    assert old.read_text().startswith("time_s,flow,cwnd,ssthresh,srtt_ms,goodput_mbit,step_s\n")
+    assert series.read(old) == found
+
+
+def test_the_queue_occupancy_columns() -> None:
+    queue = [series.QueueSample(k / 10, k % 10, 1500 * (k % 10)) for k in range(100)]
+    cols = latency.queue_columns(queue)
+    assert cols == {"queue_p50_pkts": 4.5, "queue_p95_pkts": 9.0, "queue_max_pkts": 9, "queue_samples": 100}
+    assert latency.queue_columns([]) == {}
+
+
+def test_the_sampler_reads_every_step_and_survives_a_failed_read() -> None:
+    reads = iter(range(1000))
+
+    def read() -> QdiscStats:
+        n = next(reads)
+        if n == 2:
+            raise CommandError(["tc"], ROOT, 1, "Cannot find device")
+        return QdiscStats(None, "pfifo", "10:", "1:1", 0, 0, 0, 0, 0, n * 1500, n)
+
+    with QueueSampler(read, 0.01) as sampler:
+        time.sleep(0.3)
+    packets = [s.packets for s in sampler.samples]
+    assert sampler.failed == 1 and 2 not in packets and packets[:3] == [0, 1, 3]
+    assert 15 <= len(packets) <= 31  # about one a step over 0.3 s
+    times = [s.time for s in sampler.samples]
+    assert times == sorted(times) and times[-1] <= time.monotonic()
+    with pytest.raises(ValueError, match="positive"):
+        QueueSampler(read, 0)
