@@ -11,6 +11,11 @@
   80.3 ms.  The bound on BBR's median, 1.4 times the base (56 ms), is 4.3
   SDs above its mean.
 
+- The bottleneck queue sampled every 0.1 s (topologies.queue_sampler) says
+  the same from the other side: CUBIC's 95th percentile holds at least half
+  the buffer, BBR's median less than CUBIC's, and neither more than the
+  buffer's 33 packets.
+
 The flows are the long_flow workload's (one iperf3 flow, tcp_probe at every
 ACK, ground.latency), 20 s each on a 10 Mbit/s, 40 ms path.  The trial's
 time series (ground.series) goes through the trial log to its file beside
@@ -38,7 +43,8 @@ pytestmark = pytest.mark.root
 
 RTT_MS = 40.0
 # One BDP: 10 Mbit/s x 40 ms = 50,000 bytes, 33 full frames of 1514 bytes.
-PATH = PathSpec.parse(rtt="40ms", rate="10mbit", queue="33p")
+BUFFER_PKTS = 33
+PATH = PathSpec.parse(rtt="40ms", rate="10mbit", queue=f"{BUFFER_PKTS}p")
 
 
 def long_flow(cc: str, tmp_path: Path) -> dict[str, object]:
@@ -64,6 +70,12 @@ def test_cubic_fills_a_bdp_buffer_and_bbr_keeps_the_rtt_well_below_it(tmp_path: 
     assert float(str(cubic["queueing_delay_p95_ms"])) > 0.5 * RTT_MS, cubic
     assert RTT_MS * 0.95 <= float(str(bbr["rtt_p50_ms"])) <= 1.4 * RTT_MS, bbr
     assert float(str(bbr["rtt_p50_ms"])) < float(str(cubic["rtt_p50_ms"])) - 0.25 * RTT_MS, (bbr, cubic)
+    print(f"queue: cubic {cubic['queue_p50_pkts']}/{cubic['queue_p95_pkts']}/{cubic['queue_max_pkts']}, bbr "
+          f"{bbr['queue_p50_pkts']}/{bbr['queue_p95_pkts']}/{bbr['queue_max_pkts']} packets (p50/p95/max)")  # fmt: skip
+    assert int(str(cubic["queue_samples"])) >= 0.9 * 20 / series.STEP_S, cubic
+    assert float(str(cubic["queue_p95_pkts"])) >= 0.5 * BUFFER_PKTS, cubic
+    assert float(str(bbr["queue_p50_pkts"])) < float(str(cubic["queue_p50_pkts"])), (bbr, cubic)
+    assert max(int(str(r["queue_max_pkts"])) for r in (cubic, bbr)) <= BUFFER_PKTS, (cubic, bbr)
 
     # The series, as a run stores it (ground.trials.TrialLog), and `run.sh plot` drawing it.
     tree = tmp_path / "results"
@@ -73,5 +85,6 @@ def test_cubic_fills_a_bdp_buffer_and_bbr_keeps_the_rtt_well_below_it(tmp_path: 
     found = series.read(stored)
     assert len(found.flows()) == 1 and len(found.points) >= 0.9 * 20 / series.STEP_S, found.points[:3]
     assert max(p.srtt_ms or 0 for p in found.points) > 1.5 * RTT_MS
+    assert max(p.queue_pkts or 0 for p in found.points) >= 0.5 * BUFFER_PKTS  # the backlog beside the flow
     assert cli.main(["plot", "iw/fig2", "--results", str(tree), "--trial", "1"]) == 0
     assert stored.with_suffix(".png").stat().st_size > 10_000
