@@ -1,4 +1,6 @@
-"""Study iw end to end: the quick figures run, and their shape is what physics demands."""
+"""Study iw end to end through `reproduce iw --quick`: its four quick figures run side by side in one
+command, each writes its files as a single run does, their shape is what physics demands, and the same
+command again resumes with nothing to do."""
 
 import json
 import statistics
@@ -13,20 +15,9 @@ import pytest
 from expts import iw
 from ground.results import REPO
 from ground.trials import latest_rows, read_rows
+from netrepro.studykit.spec import Figure
 
 pytestmark = pytest.mark.root
-
-
-def run_figure(name: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "netrepro", name, "--quick", "--out", str(out), *extra],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done
 
 
 def medians(rows: Sequence[Mapping[str, str]], by: str) -> dict[str, float]:
@@ -37,8 +28,41 @@ def medians(rows: Sequence[Mapping[str, str]], by: str) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in groups.items()}
 
 
-def test_fig2_quick(tmp_path: Path) -> None:
-    run_figure("fig2", tmp_path)
+def reproduce(out: Path) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "netrepro", "reproduce", "iw", "--quick", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def test_reproduce_iw_quick_runs_its_figures_side_by_side_and_resumes(tmp_path: Path) -> None:
+    reproduce(tmp_path)
+    check_fig2(tmp_path)
+    for fig in (iw.FIG5A, iw.FIG5B, iw.FIG5C):
+        check_fig5(fig, tmp_path)
+    schedule = json.loads((tmp_path / "reproduce" / "iw" / "schedule.json").read_text())
+    spans = [(f["start_s"], f["end_s"]) for f in schedule["figures"]]
+    assert len(spans) == 4 and all(f["status"] == "ok" for f in schedule["figures"]), schedule
+    assert any(s2 < e1 and s1 < e2 for k, (s1, e1) in enumerate(spans) for s2, e2 in spans[k + 1 :]), spans
+    assert (tmp_path / "reproduce" / "iw" / "index.html").is_file()
+
+    # The same command again: every figure resumes with nothing to run, its CSV unchanged.
+    csvs = {f.name: (tmp_path / "iw" / f.csv_name).read_text() for f in iw.FIGURES}
+    again = reproduce(tmp_path)
+    assert {f.name: (tmp_path / "iw" / f.csv_name).read_text() for f in iw.FIGURES} == csvs
+    logs = sorted((tmp_path / "reproduce" / "iw" / "logs").iterdir())
+    second = {f.name: max(p for p in logs if p.name.startswith(f"iw-{f.name}-")) for f in iw.FIGURES}
+    for name, log in second.items():
+        assert "already in" in log.read_text(), (name, log.read_text()[-2000:])
+    assert "reproduce iw: 4 figures in 0:00:" in again.stdout, again.stdout[-2000:]
+
+
+def check_fig2(tmp_path: Path) -> None:
     csv_path = tmp_path / "iw" / "fig2.csv"
     rows = latest_rows(read_rows(csv_path))
     assert len(rows) == 4 * 3 and all(r["status"] == "ok" for r in rows)
@@ -69,17 +93,10 @@ def test_fig2_quick(tmp_path: Path) -> None:
     assert (tmp_path / "iw" / "fig2.png").stat().st_size > 10_000
     assert (tmp_path / "iw" / "fig2.svg").exists() and (tmp_path / "iw" / "fig2.caption.txt").exists()
 
-    # Re-running resumes: nothing left to do, the CSV is unchanged.
-    before = csv_path.read_text()
-    again = run_figure("fig2", tmp_path)
-    assert "already in fig2.csv" in again.stdout and csv_path.read_text() == before
 
-
-@pytest.mark.parametrize("name", ["fig5a", "fig5b", "fig5c"])
-def test_fig5_quick(name: str, tmp_path: Path) -> None:
-    run_figure(name, tmp_path)
+def check_fig5(fig: Figure, tmp_path: Path) -> None:
+    name = fig.name
     rows = latest_rows(read_rows(tmp_path / "iw" / f"{name}.csv"))
-    fig = {"fig5a": iw.FIG5A, "fig5b": iw.FIG5B, "fig5c": iw.FIG5C}[name]
     assert len(rows) == len(fig.quick_levels or ()) * 3 * fig.quick_trials
     assert all(r["status"] == "ok" for r in rows), [r["error"] for r in rows if r["status"] != "ok"]
     # Each trial's own connection, even at 500 and 1000 ms, where the server's
