@@ -205,6 +205,40 @@ def web_facts(stored: Stored) -> Facts:
                 diffs.append(change(h, b))
         facts[f"web.chromium_{fig}.cells"] = str(len(diffs))
         facts[f"web.chromium_{fig}.within10"] = str(sum(abs(d) <= 10 for d in diffs))
+    if (stored.tree / f"{FIREFOX_PLT}.csv").is_file():
+        facts |= firefox_facts(stored)
+    return facts
+
+
+FIREFOX_PLT = "web/plt@client=firefox/plt"  # seed 000's own browser: the derived figure of web/plt
+
+
+def firefox_facts(stored: Stored) -> Facts:
+    """web/plt in Firefox beside Chromium: each RTT's medians, and how far Firefox's lie from Chromium's."""
+    facts = figure_facts(stored, FIREFOX_PLT, "web.firefox_plt")
+    firefox, chromium = stored.rows(FIREFOX_PLT), stored.rows("web/plt")
+    y = "page_load_time_ms"
+    small, few = "many small objects", "few large objects"
+    body, ratios, h2_over_h1 = [], [], []
+    versions = sorted({r.text("browser_version") or "" for r in firefox} - {""})
+    for rtt in levels(firefox, "rtt"):
+        cells = []
+        for page in (small, few):
+            for p in ("1.1", "2"):
+                f = median(firefox, y, rtt=rtt, series=f"HTTP/{p}, {page}")
+                c = median(chromium, y, rtt=rtt, series=f"HTTP/{p}, {page}")
+                ratios.append(f / c)
+                cells.append(f"{ms(f)} ({f / c:.2f})")
+        h2_over_h1.append(
+            median(firefox, y, rtt=rtt, series=f"HTTP/2, {small}")
+            / median(firefox, y, rtt=rtt, series=f"HTTP/1.1, {small}")
+        )
+        body.append([rtt.replace("ms", " ms"), *cells, f"{h2_over_h1[-1]:.2f}"])
+    head = ["RTT", "H1, many small", "H2, many small", "H1, few large", "H2, few large", "H2 / H1, many small"]
+    facts["web.firefox_plt.table"] = table(head, body)
+    facts["web.firefox_plt.version"] = ", ".join(versions) or "unrecorded"
+    facts["web.firefox_plt.vs_chromium"] = f"{min(ratios):.2f} to {max(ratios):.2f}"
+    facts["web.firefox_plt.h2_ratios"] = ", ".join(f"{r:.2f}" for r in h2_over_h1[:-1]) + f" and {h2_over_h1[-1]:.2f}"
     return facts
 
 
