@@ -34,6 +34,7 @@ import expts
 from ground.errors import SetupError, UserError
 from ground.manifests import ManifestUnreadable, read_manifest
 from netrepro.front import figure_commands
+from netrepro.front.options import until_decided
 from netrepro.runner import admission, packing, preflight, shards
 from netrepro.runner.plan import Plan
 from netrepro.studykit.spec import Figure
@@ -142,6 +143,7 @@ def _verdict(fig: Figure, out: Path) -> str:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     figures = figures_of(args.study)
+    until_decided(args, figures)  # every figure's budget checked before the first runs
     if args.dry_run:
         return dry_run(figures, args)
     out = args.out.resolve()

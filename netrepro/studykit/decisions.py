@@ -57,7 +57,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ground.trials import Row
 from ground.units import numeric
 from netrepro.studykit.cells import Cell, Group, Metric, all_fixed, group
 from netrepro.studykit.intervals import (
@@ -552,7 +551,7 @@ class Regrouped:
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         if self.x is None:
             view = dataclasses.replace(fig, x=_VIEW_KEY, levels=(ALL_LEVELS,))
-            rows = [Row({**r, _VIEW_KEY: ALL_LEVELS}) for r in rows]
+            rows = [type(r)({**r, _VIEW_KEY: ALL_LEVELS}) for r in rows]  # a Reading stays one (reads.py)
         else:
             view = dataclasses.replace(fig, x=self.x, levels=self.levels)
         found = self.test.decide(view, rows)
