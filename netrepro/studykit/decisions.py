@@ -550,8 +550,8 @@ class Regrouped:
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         if self.x is None:
-            view = dataclasses.replace(fig, x=_VIEW_KEY, levels=(ALL_LEVELS,))
-            rows = [type(r)({**r, _VIEW_KEY: ALL_LEVELS}) for r in rows]  # a Reading stays one (reads.py)
+            view = dataclasses.replace(fig, x=VIEW_KEY, levels=(ALL_LEVELS,))
+            rows = [type(r)({**r, VIEW_KEY: ALL_LEVELS}) for r in rows]  # a Reading stays one (reads.py)
         else:
             view = dataclasses.replace(fig, x=self.x, levels=self.levels)
         found = self.test.decide(view, rows)
@@ -560,7 +560,7 @@ class Regrouped:
         ]
 
 
-_VIEW_KEY = "__level__"
+VIEW_KEY = "__level__"  # the column of a Regrouped view's one level: it chooses rows, measures nothing
 
 
 Test = Better | Same | Within | Trend | Exact | Computed | ByDesign | AllOf | Regrouped

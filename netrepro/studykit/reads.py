@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ground.trials import Row
 from netrepro.studykit import claims
+from netrepro.studykit.decisions import VIEW_KEY
 
 if TYPE_CHECKING:
     from netrepro.studykit.claims import Claim, Judged
@@ -28,7 +29,7 @@ IDENTITY = frozenset(
     {
         "trial_key", "figure", "trial", "series", "status", "error", "seed", "topology", "backend", "switch",
         "code", "host", "kernel", "worker", "loss_seeded", "draw_seed", "loss_seed", "start_offset_ms", "cc_impl",
-        "cc_registered",
+        "cc_registered", VIEW_KEY,
     }
 )  # fmt: skip
 

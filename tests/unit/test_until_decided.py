@@ -20,8 +20,9 @@ from netrepro.front import cli
 from netrepro.front.options import until_decided
 from netrepro.runner.looks import Looks, UntilDecided, run_looks
 from netrepro.studykit import evidence, intervals, reads
+from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim, judge
-from netrepro.studykit.decisions import HOLDS, UNDECIDED, Better, Exact
+from netrepro.studykit.decisions import HOLDS, UNDECIDED, Better, Exact, Regrouped
 from netrepro.studykit.sequential import Design, Look, Plan, decide, false_holds_rate, next_batch
 from netrepro.studykit.spec import Figure, Series
 
@@ -151,6 +152,14 @@ def test_a_claim_reads_the_measurements_of_its_own_groups_only() -> None:
         (("loss", "2%"), ("n", 0), ("series", "A")),
         (("loss", "2%"), ("n", 2), ("series", "C")),
     }
+
+
+def test_a_regrouped_claim_reads_its_groups_not_every_row_of_its_view() -> None:
+    fig = figure()
+    test = Better("plt_ms", Group(where={"loss": "2%", "series": "C"}), Group(where={"loss": "1%", "series": "B"}))
+    claim = Claim("000_x.txt", "regrouped", "C against B", Regrouped(test, at="C vs B"))
+    _, keys = reads.judge_reading(claim, fig, Lab(fig).rows, {k for p in fig.grid() for k in p})
+    assert {(json_params(k)["series"], json_params(k)["loss"]) for k in keys} == {("C", "2%"), ("B", "1%")}
 
 
 def json_params(key: str) -> dict[str, object]:
