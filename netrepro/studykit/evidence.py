@@ -93,7 +93,8 @@ def rows_beside(fig: Figure, name: str, rows: Rows, trees: Sequence[Path] | None
     """The latest rows of the study's figure `name` from the results tree whose CSV holds these rows (a
     run's results, or the reference reproduction); none where no tree holds them (another --out, a derived
     figure: its directory has no such figure)."""
-    ours = {(r.key, r.text(fig.y)) for r in rows}
+    # plain copies: matching the rows to a tree reads no measurement for a claim (studykit.reads)
+    ours = {(r.key, r.text(fig.y)) for r in map(Row, rows)}
     for tree in trees if trees is not None else (results.RESULTS, results.REFERENCE):
         here = tree / fig.directory / fig.csv_name
         if ours and here.is_file() and ours <= {(r.key, r.text(fig.y)) for r in read_rows(here)}:

@@ -106,8 +106,14 @@ def contrast(groups: Sequence[Sequence[float]], weights: Sequence[float], confid
     sd = se / math.sqrt(sum(w * w / len(g) for g, w in zip(groups, weights, strict=True)))
     n = tuple(len(g) for g in groups)
     if ratio:
-        return Interval(math.exp(d), math.exp(low), math.exp(high), se, n, True, sd)
+        return Interval(_exp(d), _exp(low), _exp(high), se, n, True, sd)
     return Interval(d, low, high, se, n, False, sd)
+
+
+def _exp(x: float) -> float:
+    """e to the x, infinite past what a float holds: a look's interval at 99.999 % over two trials a group
+    may reach a t quantile of thousands, and an interval to infinity decides nothing, as it should."""
+    return math.exp(x) if x < 709.0 else math.inf
 
 
 def equivalent(a: Sequence[float], b: Sequence[float], low: float, high: float, ratio: bool) -> float:

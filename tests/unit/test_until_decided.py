@@ -8,23 +8,27 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ground.errors import UserError
-from ground.trials import Row, setting_key, setting_of, trial_key
+from ground.trials import Row, TrialLog, setting_key, setting_of, trial_key
 from netrepro.front import cli
 from netrepro.front.options import until_decided
 from netrepro.runner.looks import Looks, UntilDecided, run_looks
+from netrepro.runner.resume import RowSink
 from netrepro.studykit import evidence, intervals, reads
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim, judge
 from netrepro.studykit.decisions import HOLDS, UNDECIDED, Better, Exact, Regrouped
 from netrepro.studykit.sequential import Design, Look, Plan, decide, false_holds_rate, next_batch
 from netrepro.studykit.spec import Figure, Series
+from netrepro.studykit.trial import Trial
 
 WORTH = 0.05
 CLEAR = Claim("000_x.txt", "clear", "B loads faster", Better("plt_ms", "B", "A", higher=False, levels=("1%",)))
@@ -241,3 +245,66 @@ def test_a_budget_below_the_declared_trials_is_refused_before_anything(capsys: p
     assert "--until-decided 5: iw/fig2 has 20 trials per setting" in capsys.readouterr().err
     assert cli.main(["run", "iw/fig2", "--dry-run", "--until-decided", "40"]) == 0
     assert "--until-decided 40: up to 2 looks" in capsys.readouterr().out
+
+
+def test_a_redraw_looks_as_the_run_did_and_its_judgement_is_not_stale(tmp_path: Path) -> None:
+    # cubicplus/fig3's stored rows, read as 5 trials a setting with a budget of 10: the rows beyond the
+    # fifth are the second look's, already in the CSV (a --plot-only runs no trial)
+    import expts
+    from ground.manifests import read_manifest
+    from ground.results import REFERENCE
+    from netrepro.runner import sweep
+
+    shutil.copytree(REFERENCE / "cubicplus", tmp_path / "cubicplus", ignore=shutil.ignore_patterns("*@*", "*.series"))
+    fig = expts.find("cubicplus/fig3")
+    opts = sweep.Options(out=tmp_path, trials=5, plot_only=True, until=UntilDecided(10))
+    sweep.run_figure(fig, opts)
+    manifest = read_manifest(tmp_path / "cubicplus" / "fig3.manifest.json").doc
+    looked = manifest["sequential"]
+    assert [look["look"] for look in looked["looks"]] == [1, 2] and looked["design"]["budget"] == 10
+    assert len(looked["trials_judged"]) == 8 and set(looked["trials_judged"].values()) == {10}
+    assert manifest["rows"] == 25 * 5 + 8 * 5
+    assert evidence.stale(fig, manifest, tmp_path) == []
+    # a plain redraw replays the looks its manifest records, and judges the same
+    sweep.run_figure(fig, sweep.Options(out=tmp_path, trials=5, plot_only=True))
+    again = read_manifest(tmp_path / "cubicplus" / "fig3.manifest.json").doc
+    assert again["verdict"] == manifest["verdict"] and again["sequential"]["looks"] == looked["looks"]
+
+
+def test_a_run_runs_each_look_s_trials_through_run_trials_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cubicplus/fig5 at 5 trials with a budget of 15: both claims undecided at 10, the third look's trials
+    # (10 to 14) are not stored, and the fake lab makes each a copy of the stored trial ten before it
+    import expts
+    from ground.manifests import read_manifest
+    from ground.results import REFERENCE
+    from netrepro.runner import preflight, resume, sweep
+
+    shutil.copytree(REFERENCE / "cubicplus", tmp_path / "cubicplus", ignore=shutil.ignore_patterns("*@*", "*.series"))
+    for name in ("check_request", "check_machine"):  # no machine is probed
+        monkeypatch.setattr(preflight, name, lambda needs: None)
+    monkeypatch.setattr(resume, "planned_setup", lambda *a: None)
+    monkeypatch.setattr(resume, "check_resume", lambda *a: None)
+    ran: list[list[str]] = []
+
+    def fake_run_trials(fig: Figure, todo: list[Trial], opts: sweep.Options, sink: RowSink) -> dict[str, object]:
+        stored = {r.key: r for r in TrialLog(tmp_path / "cubicplus" / "fig5.csv", read_only=True).rows}
+        ran.append([t.key for t in todo])
+        for t in todo:
+            sink.append({**stored[trial_key(t.setting, t.index - 10)], "trial_key": t.key, "trial": t.index})
+        return {}
+
+    monkeypatch.setattr(sweep, "run_trials", fake_run_trials)
+    fig = expts.find("cubicplus/fig5")
+    opts = sweep.Options(out=tmp_path, trials=5, until=UntilDecided(15))
+    outcome = sweep.run_figure(fig, opts)
+    manifest = read_manifest(tmp_path / "cubicplus" / "fig5.manifest.json").doc
+    looked = manifest["sequential"]
+    assert [look["look"] for look in looked["looks"]] == [1, 2, 3]
+    assert len(looked["trials_judged"]) == 8 and set(looked["trials_judged"].values()) == {15}
+    assert len(ran) == 1 and len(ran[0]) == 8 * 5 and all(json.loads(k)["trial"] >= 10 for k in ran[0])
+    assert outcome.trials == 25 * 5 + 8 * 10 and manifest["rows"] == outcome.trials
+    sweep.run_figure(fig, opts)  # the same command again: the same looks, nothing run again
+    assert len(ran) == 1
+    assert read_manifest(tmp_path / "cubicplus" / "fig5.manifest.json").doc["sequential"]["looks"] == looked["looks"]
