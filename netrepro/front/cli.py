@@ -100,9 +100,10 @@ def run_options() -> argparse.ArgumentParser:
         type=int,
         metavar="TRIALS",
         default=None,
-        help="after the declared trials, more in batches (as many again each look) for the settings whose claims "
-        "are still undecided, until each is decided or a setting has TRIALS; each look judged at the share of "
-        "the 5%% error its O'Brien-Fleming alpha spending gives it, every look in the manifest",
+        help="after the declared trials, more in batches (as many again each look, up to 5 looks) for the "
+        "settings whose claims are still undecided, until each is decided or a setting has TRIALS; each look "
+        "judged at the share of the 5%% error its O'Brien-Fleming alpha spending gives it, every look in the "
+        "manifest",
     )
     r.add_argument(
         "--until-hours", type=float, metavar="H", default=None, help="--until-decided: begin no batch after H hours"

@@ -26,7 +26,7 @@ from netrepro.studykit import evidence, intervals, reads
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim, judge
 from netrepro.studykit.decisions import HOLDS, UNDECIDED, Better, Exact, Regrouped
-from netrepro.studykit.sequential import Design, Look, Plan, decide, false_holds_rate, next_batch
+from netrepro.studykit.sequential import MOST_LOOKS, Design, Look, Plan, decide, false_holds_rate, next_batch
 from netrepro.studykit.spec import Figure, Series
 from netrepro.studykit.trial import Trial
 
@@ -202,6 +202,10 @@ def test_the_plan_adds_what_next_batch_adds_and_its_design_holds_the_error() -> 
     assert rate <= plan.design.alpha / 2 + 3 * math.sqrt(0.025 * 0.975 / 2000)
     with pytest.raises(ValueError, match="not above"):
         Plan.of(10, 10)
+    # a large budget takes larger batches, not more looks than a look can be read at
+    many = Plan.of(10, 1000)
+    assert many.looks == MOST_LOOKS and many.trials_at(MOST_LOOKS) == 1000
+    assert all(many.design.confidence_at(k) < 1 for k in range(1, MOST_LOOKS + 1))
 
 
 def test_the_confidence_comes_back_after_a_look() -> None:
