@@ -51,7 +51,6 @@ from netrepro.studykit.spec import Figure, Rows
 # -- the study's own tests -------------------------------------------------------------
 
 SEED = "002_f5ebe0c68d4d1c55.txt"  # the source's text, whose words the claims quote
-EQUIVALENCE = 1 - 2 * (1 - intervals.CONFIDENCE)  # 90 %: inside a range is two one-sided tests at 5 % each
 
 
 def _inside(low: float, high: float, lo: float, hi: float) -> str:
@@ -69,7 +68,7 @@ def _gain_band(at: str, base: Cell, other: Cell, lo: float, hi: float, cells: in
     range holds; wholly outside, widened for the cells, differs), told as a gain; cells without spread are
     read by their estimate (deterministic)."""
     found = decisions.within_band(at, base, other, 1 - hi / 100, 1 - lo / 100, True, cells)
-    iv = intervals.welch(base.values, other.values, EQUIVALENCE, ratio=True)
+    iv = intervals.welch(base.values, other.values, intervals.current_equivalence(), ratio=True)
     if iv is None:
         return found
     g, g_low, g_high = (100 * (1 - r) for r in (iv.estimate, iv.high, iv.low))
@@ -240,7 +239,7 @@ def _idle_trend(
     found = []
     for i in range(steps):
         where = f"{ts[i]:g} -> {ts[i + 1]:g} s"
-        boot = _bootstrap(arrays, step(i), intervals.CONFIDENCE)
+        boot = _bootstrap(arrays, step(i), intervals.current_confidence())
         # a claim differs where one step does: read off an interval widened for them all
         wide = _bootstrap(arrays, step(i), intervals.differs_confidence(steps))
         est = sign * float(point[i + 1] - point[i])
@@ -261,11 +260,13 @@ def _idle_trend(
             se = float(boot.standard_error)
             iv = intervals.Interval(est, low, high, se, (n, n), False, se * math.sqrt(n / 2))
             found.append(
-                Finding(UNDECIDED, where, text, intervals.trials_for_power(iv, abs(est), intervals.CONFIDENCE))
+                Finding(
+                    UNDECIDED, where, text, intervals.trials_for_power(iv, abs(est), intervals.current_confidence())
+                )
             )
     if rise is not None:
         fit_rise = float(fitted_rise([(b.mean(axis=0), a.mean(axis=0)) for b, a in arrays]))
-        boot = _bootstrap(arrays, fitted_rise, EQUIVALENCE)
+        boot = _bootstrap(arrays, fitted_rise, intervals.current_equivalence())
         r_low, r_high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
         r_text = f"fitted rise {fit_rise:+.1f} points [{r_low:+.1f}, {r_high:+.1f}] from {ts[0]:g} to {ts[-1]:g} s"
         where = f"rise {ts[0]:g} to {ts[-1]:g} s"
@@ -274,7 +275,7 @@ def _idle_trend(
         edge = min(rise, key=lambda e: abs(fit_rise - e))
         r_se = float(boot.standard_error)
         r_iv = intervals.Interval(fit_rise, r_low, r_high, r_se, (n, n), False, r_se * math.sqrt(n / 2))
-        needed = intervals.trials_for_power(r_iv, abs(fit_rise - edge), EQUIVALENCE)
+        needed = intervals.trials_for_power(r_iv, abs(fit_rise - edge), intervals.current_equivalence())
         if fixed:
             outcome = HOLDS if rise[0] <= fit_rise <= rise[1] else DIFFERS
             r_text += f"; {decisions.DETERMINISTIC}"
@@ -314,7 +315,7 @@ def first_flight_within(arm: str, low_rtts: float, high_rtts: float) -> decision
                 text = f"{mean:.0f} ms, n = {len(values)}; range {lo:g}-{hi:g} ms; {decisions.DETERMINISTIC}"
                 out.append(Finding(inside, at, text, deterministic=True))
                 continue
-            ci = stats.ttest_1samp(values, 0.0).confidence_interval(EQUIVALENCE)
+            ci = stats.ttest_1samp(values, 0.0).confidence_interval(intervals.current_equivalence())
             low, high = float(ci.low), float(ci.high)
             text = f"{mean:.0f} ms [{low:.0f}, {high:.0f}], n = {len(values)}; range {lo:g}-{hi:g} ms"
             out.append(Finding(_inside(low, high, lo, hi), at, text))

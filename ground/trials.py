@@ -103,6 +103,16 @@ def trial_key(params: Mapping[str, Any], trial: int) -> str:
     return json.dumps({"params": {k: params[k] for k in sorted(params)}, "trial": trial}, sort_keys=True, default=str)
 
 
+def setting_key(params: Mapping[str, Any]) -> str:
+    """A stable name for one parameter setting, whatever its trials (`setting_of` of each of its trial keys)."""
+    return json.dumps({k: params[k] for k in sorted(params)}, sort_keys=True, default=str)
+
+
+def setting_of(key: str) -> str:
+    """The setting_key of the trial `key` (trial_key)."""
+    return json.dumps(json.loads(key)["params"], sort_keys=True)
+
+
 # The start offset spans a round trip of the trial's path, and at least this on a shorter one.
 START_OFFSET_FLOOR_S = 0.010
 # loss_seed is below this: the lab seeds its stages loss_seed + 0, 1, 2, ... (one per emulated direction),

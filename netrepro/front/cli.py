@@ -93,6 +93,19 @@ def run_options() -> argparse.ArgumentParser:
         action="store_false",
         help="resume past failed and timed-out trials instead of running them again",
     )
+    r.add_argument(
+        "--until-decided",
+        type=int,
+        metavar="TRIALS",
+        default=None,
+        help="after the declared trials, more in batches (as many again each look, up to 5 looks) for the "
+        "settings whose claims are still undecided, until each is decided or a setting has TRIALS; each look "
+        "judged at the share of the 5%% error its O'Brien-Fleming alpha spending gives it, every look in the "
+        "manifest",
+    )
+    r.add_argument(
+        "--until-hours", type=float, metavar="H", default=None, help="--until-decided: begin no batch after H hours"
+    )
     r.add_argument("--shaper", default="auto", choices=["auto", "netem", "delayline"])
     r.add_argument("--impl", choices=loader.IMPLS, default=None, help=IMPL_HELP)
     r.add_argument(

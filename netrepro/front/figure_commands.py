@@ -29,8 +29,9 @@ from ground.trials import trial_key
 from ground.units import QuantityError
 from netrepro.engine.cluster import Engine
 from netrepro.front import checks, studyfile
-from netrepro.front.options import parse_topology
+from netrepro.front.options import parse_topology, until_decided
 from netrepro.runner import admission, derive, shards, sweep
+from netrepro.runner.looks import UntilDecided
 from netrepro.runner.plan import Plan
 from netrepro.runner.shards import Shard
 from netrepro.runner.workloads import WORKLOADS
@@ -188,12 +189,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         if drawn:
             raise UserError(f"{fig.full_name}: {drawn}")
     asked = admission.parse_jobs(args.jobs) if args.jobs is not None else 1
+    until = until_decided(args, figures)
     if args.dry_run:
         for fig in figures:
             plan = Plan.of(fig, args.quick, trials=args.trials)
             print("\n".join((_with_jobs(plan, asked, args.out.resolve()) if args.jobs else plan).describe()))
             if shard is not None:
                 print(_shard_line(fig, args, shard))
+            if until is not None:
+                print(_until_line(fig, args, until))
         return 0
     for fig in figures:  # the CSV a resumed run or --plot-only reads
         if args.plot_only or not args.fresh:
@@ -268,6 +272,18 @@ def _shard_line(fig: Figure, args: argparse.Namespace, shard: Shard) -> str:
     )
 
 
+def _until_line(fig: Figure, args: argparse.Namespace, until: UntilDecided) -> str:
+    """What --dry-run says of --until-decided: the looks it may take, and each one's confidence."""
+    plan = until.plan(fig.full_name, fig.trial_count(args.quick, args.trials))
+    design = plan.design
+    each = ", ".join(f"{design.confidence_at(k):.4%}" for k in range(1, design.looks + 1))
+    return (
+        f"  --until-decided {until.trials}: up to {design.looks} looks, {plan.batch} trials more a look for the "
+        f"settings of undecided claims, up to {plan.budget} a setting (up to {plan.budget - plan.declared} more "
+        f"each); the looks' confidences {each}"
+    )
+
+
 def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> sweep.Outcome:
     """The figure's run, then the judgement again of each figure that reads its rows; what its run left."""
     opts = sweep.Options(
@@ -284,6 +300,7 @@ def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> sw
         cc_impl=args.impl,
         shard=Shard.parse(args.shard) if args.shard else None,
         engine=engine,
+        until=until_decided(args, [fig]),
     )
     outcome = sweep.run_figure(fig, opts)
     if fig.variant or opts.shard is not None:
@@ -293,7 +310,8 @@ def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> sw
     for other in evidence.readers(fig, expts.all_figures()):
         if (opts.out / other.directory / other.csv_name).is_file():
             print(f"{other.full_name} reads {fig.full_name}'s rows: judged again (--plot-only)", flush=True)
-            sweep.run_figure(other, dataclasses.replace(opts, plot_only=True, engine=None))
+            # its own looks, if its manifest records any, not this run's --until-decided
+            sweep.run_figure(other, dataclasses.replace(opts, plot_only=True, engine=None, until=None))
     return outcome
 
 

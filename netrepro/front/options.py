@@ -1,4 +1,5 @@
-"""The options that shape a lab, shared by the commands that build one (`shell`, `check`).
+"""The options that shape a lab, shared by the commands that build one (`shell`, `check`), and the
+budget of a run's looks (`--until-decided`, `until_decided`).
 
 The path's options are made from its keys' one declaration (netrepro.studykit.params.PATH_PARAMS);
 the topology's are Topology.parse's.
@@ -8,10 +9,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
 
+from ground.errors import UserError
 from ground.path import PathSpec
+from ground.units import QuantityError
 from kmod import loader
+from netrepro.runner.looks import UntilDecided
 from netrepro.studykit import params
+from netrepro.studykit.spec import Figure
 from topologies import topology
 
 log = logging.getLogger("netrepro")
@@ -77,3 +83,27 @@ def parse_topology(args: argparse.Namespace) -> topology.Topology:
     return topology.Topology.parse(
         args.topo, pairs=args.pairs, rtts=args.rtts, routers=args.routers, cross=args.cross, links=args.link
     )
+
+
+def until_decided(args: argparse.Namespace, figures: Sequence[Figure]) -> UntilDecided | None:
+    """`--until-decided TRIALS [--until-hours H]` as a typed budget, checked against each figure's declared
+    trials and against the options it does not go with before anything is made: a UserError that names what
+    was typed and what is allowed.  None without --until-decided."""
+    trials, hours = args.until_decided, args.until_hours
+    if trials is None:
+        if hours is not None:
+            raise UserError(f"--until-hours {hours:g}: the time budget of --until-decided TRIALS; give that too")
+        return None
+    if hours is not None and not hours > 0:
+        raise QuantityError("--until-hours", hours, "a number of hours above 0")
+    given = [("--shard", args.shard), ("--jobs", args.jobs), ("--hosts", args.hosts), ("--scheduler", args.scheduler)]
+    others = [flag for flag, value in given if value is not None]
+    if others:
+        raise UserError(
+            f"--until-decided {trials} and {others[0]}: its looks run their trials on this machine's own lab, "
+            f"so far without {', '.join(f for f, _ in given)}; give one of the two"
+        )
+    until = UntilDecided(trials, hours)
+    for fig in figures:
+        until.plan(fig.full_name, fig.trial_count(args.quick, args.trials))
+    return until

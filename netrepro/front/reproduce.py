@@ -36,6 +36,7 @@ from ground import results
 from ground.errors import SetupError, UserError
 from ground.manifests import ManifestUnreadable, read_manifest
 from netrepro.front import exits, figure_commands, side_by_side
+from netrepro.front.options import until_decided
 from netrepro.runner import admission, estimate, preflight
 from netrepro.runner.plan import Plan
 from netrepro.studykit.spec import Figure
@@ -152,6 +153,7 @@ def _one_after_another(figures: Sequence[Figure], args: argparse.Namespace, out:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     figures = figures_of(args.study)
+    until_decided(args, figures)  # every figure's budget checked before the first runs
     if args.dry_run:
         return dry_run(figures, args)
     out = args.out.resolve()

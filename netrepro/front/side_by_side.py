@@ -5,7 +5,9 @@ The scheduler starts figures longest first (by their stored estimates), each whe
 is admitted (netrepro.runner.packing.admitted: the labs' measured CPU within the machine's budget, fewer
 labs while the delay lines' recent p99 lateness nears its bound, one lab whenever nothing runs), and with
 as many labs as are admitted then, at most one per path setting with trials left (a figure's labs are a
-local Dask cluster, `--jobs N`; one lab runs in the child's own process).  A figure that draws another's
+local Dask cluster, `--jobs N`; one lab runs in the child's own process; with --until-decided one lab a
+figure, whose looks run on it).  A figure's labs are fixed when it starts: one started beside busy figures
+keeps its few labs when they end.  A figure that draws another's
 rows (`trials_of`) starts once its owner has ended.  So a figure whose trials mostly wait (a few % of a
 core) runs beside a busy one, and a busy one runs alone.
 
@@ -120,6 +122,8 @@ def run(
     machine_cores = admission.cores()
     cap = admission.parse_jobs(args.jobs) if args.jobs is not None else None
     cap = min(cap or admission.MAX_AUTO_JOBS, admission.MAX_AUTO_JOBS)
+    # --until-decided looks run their trials on the figure's own lab (options.until_decided): one a figure
+    per_figure = 1 if getattr(args, "until_decided", None) is not None else admission.MAX_AUTO_JOBS
     plans = {f.full_name: Plan.of(f, args.quick, trials=args.trials) for f in figures}
     waiting = sorted(figures, key=lambda f: -(plans[f.full_name].seconds() or 0.0))
     measured = [f for f in figures if not f.trials_of]
@@ -147,7 +151,8 @@ def run(
                 cost = admission.measured_cost(fig, out)
                 cores = 0.0 if left == 0 else (packing.UNMEASURED_CORES if cost is None else cost.cores)
                 room = cap - sum(c.labs for c in running)
-                labs = labs_to_admit(tasks, cores, max(1, min(left, room)), machine_cores, lateness) if room else 0
+                most = max(1, min(left, room, per_figure))
+                labs = labs_to_admit(tasks, cores, most, machine_cores, lateness) if room else 0
                 if labs == 0:
                     continue
                 waiting.remove(fig)

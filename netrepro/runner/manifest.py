@@ -16,7 +16,7 @@ reads the manifests they wrote.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -122,10 +122,13 @@ def figure_manifest(
     }
 
 
-def judgement_of(fig: Figure, points: list[Point], rows: Rows) -> dict[str, Any]:
-    """The figure's verdict on its rows: its claims judged (netrepro.studykit.claims), and how many of its trials ran
-    before each trial drew its own loss seed and start phase (ground.trials.trial_draw)."""
-    judgement = claims.verdict(claims.judge(fig.claims, fig, rows))
+def judgement_of(
+    fig: Figure, points: list[Point], rows: Rows, judged: Sequence[claims.Judged] | None = None
+) -> dict[str, Any]:
+    """The figure's verdict on its rows: its claims judged (netrepro.studykit.claims; `judged`: as the looks
+    of --until-decided froze them, netrepro.runner.looks), and how many of its trials ran before each trial
+    drew its own loss seed and start phase (ground.trials.trial_draw)."""
+    judgement = claims.verdict(claims.judge(fig.claims, fig, rows) if judged is None else judged)
     judgement["inputs"] = evidence.inputs(fig, rows)  # every row it read, as digests: a later change shows
     ok = [r for r in rows if r.ok]
     judgement["trials"] = {"ok": len(ok), "without_draw": sum(1 for r in ok if r.draw_seed is None)}

@@ -28,7 +28,10 @@ from which the front chooses the command's exit status.
 With `Options.engine` the trials run elsewhere instead (an `Engine` the
 front passes in: netrepro.engine.cluster's Dask cluster, each worker running
 this module's `run_trials` on its own lab, and this process writing every
-row); the runner imports no engine.
+row); the runner imports no engine.  With `Options.until` (`--until-decided`)
+the declared trials are the first look, and netrepro.runner.looks asks for
+more trials of the settings whose claims are undecided; a --plot-only of a
+figure whose manifest records such looks replays them from the CSV.
 """
 
 from __future__ import annotations
@@ -50,15 +53,16 @@ from ground.errors import SetupError, TrialError, UserError
 from ground.ledger import Ledger
 from ground.proc import CommandError
 from ground.progress import Progress
-from ground.trials import TrialLog, latest_rows, row_ok, trial_draw, trial_key
+from ground.trials import Row, TrialLog, latest_rows, row_ok, setting_key, trial_draw, trial_key
 from netrepro.runner import preflight, resume, shards
+from netrepro.runner.looks import Looks, UntilDecided, stored_plan, until_decided
 from netrepro.runner.manifest import earlier_verifications, figure_manifest, judgement_lines, judgement_of, reference_of
 from netrepro.runner.resume import RowSink
 from netrepro.runner.session import Session
 from netrepro.runner.shards import Shard
 from netrepro.runner.verify import rtt_tolerance_ms, verify
 from netrepro.runner.workloads import WORKLOADS
-from netrepro.studykit import plot
+from netrepro.studykit import evidence, plot
 from netrepro.studykit.spec import Figure, Params
 from netrepro.studykit.trial import Trial
 from netrepro.studykit.trial import build as build_trial
@@ -179,6 +183,7 @@ class Options:
     engine: Engine | None = None  # run the trials elsewhere (netrepro.engine.cluster's Dask cluster); None: here
     # variants and ports the run holds loaded for its labs side by side (session.hold_algorithms), with their columns
     held_ccs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    until: UntilDecided | None = None  # --until-decided: more trials for undecided claims (netrepro.runner.looks)
 
 
 @dataclass(frozen=True)
@@ -472,16 +477,98 @@ def _verification_columns_from(doc: Mapping[str, Any]) -> dict[str, Any]:
     return cols
 
 
-def trials_to_run(fig: Figure, grid: list[Params], trials: int, trial_log: TrialLog, opts: Options) -> list[Trial]:
+def trials_to_run(
+    fig: Figure,
+    grid: list[Params],
+    trials: int,
+    trial_log: TrialLog,
+    opts: Options,
+    reached: dict[str, int] | None = None,
+) -> list[Trial]:
     """The trials the CSV lacks for this run's seed, each read once from its setting (netrepro.studykit.trial),
-    in the order the seed shuffles them.
+    in the order the seed shuffles them; `trials` of each setting, or as many as `reached` gives it
+    (ground.trials.setting_key: a look of --until-decided).
 
     A failed or timed-out trial is run again unless opts.retry_failed is false."""
     done = trial_log.done(opts.seed, opts.retry_failed)
-    todo = [(p, i) for p in grid for i in range(trials) if trial_key(p, i) not in done]
+    counts = reached or {}
+    todo = [(p, i) for p in grid for i in range(counts.get(setting_key(p), trials)) if trial_key(p, i) not in done]
     random.Random(opts.seed).shuffle(todo)
     keys_type = WORKLOADS[fig.workload].keys_type
     return [build_trial(p, i, fig.x, keys_type, fig.topology) for p, i in todo]
+
+
+@dataclass
+class _Runner:
+    """Runs a figure's trials here or on its engine, the machine's preflight and the resume's check once
+    before the first lab; keeps each path's verification and the engine's account."""
+
+    fig: Figure
+    opts: Options
+    grid: list[Params]
+    csv_path: Path
+    trial_log: TrialLog
+    earlier: list[Row]
+    needs: preflight.Needs
+    verifications: dict[str, Any]
+    engine: dict[str, Any] | None = None
+    checked: bool = False
+
+    def run(self, todo: list[Trial]) -> int:
+        """Run `todo`; return how many of them were lost with their workers (an engine's; here none)."""
+        fig, opts, trial_log = self.fig, self.opts, self.trial_log
+        if opts.engine is not None:
+            # the workers decide their backend, switch, implementations and kernel: each row checked as it comes
+            sink = resume.ResumeGuard(fig, self.csv_path, trial_log, self.earlier, allow_mixed=opts.engine.allow_mixed)
+            home = opts.engine.run_trials(fig, todo, opts, sink)
+            self.verifications.update(home.verifications)
+            self.engine = home.manifest()
+            # a setting Dask gave up on (its workers kept dying): its trials without a row are missing, and said so
+            tried = {r.key for r in trial_log.rows if r.seed == opts.seed}
+            missing = sum(1 for t in todo if t.key not in tried)
+            if missing:
+                print(
+                    f"  {missing} trials not run: their settings were lost with their workers "
+                    f"({'; '.join(home.lost)}); run the command again to resume them",
+                    flush=True,
+                )
+            return missing
+        if not self.checked:
+            preflight.check_machine(self.needs)
+            # what the lab and the session will use, decided as they will decide it, before anything is built
+            setup = resume.planned_setup(fig, self.grid, opts.shaper, opts.switch, opts.cc_impl)
+            resume.check_resume(fig, self.csv_path, self.earlier, setup)
+            self.checked = True
+        guard = resume.ResumeGuard(fig, self.csv_path, trial_log, self.earlier)
+        self.verifications.update(run_trials(fig, todo, opts, guard))
+        return 0
+
+
+def _looks(
+    fig: Figure,
+    opts: Options,
+    grid: list[Params],
+    trials: int,
+    trial_log: TrialLog,
+    runner: _Runner,
+    manifest_path: Path,
+) -> Looks | None:
+    """The looks of --until-decided (netrepro.runner.looks) after the declared trials, each look's trials
+    run first; a --plot-only runs none, and replays the looks its manifest records (`stored_plan`)."""
+    if opts.until is not None:
+        plan, hours = opts.until.plan(fig.full_name, trials), opts.until.hours
+    elif opts.plot_only and (stored := stored_plan(manifest_path, trials, opts.seed, opts.quick)) is not None:
+        plan, hours = stored, None
+    else:
+        return None
+
+    def todo_of(reached: Mapping[str, int]) -> list[Trial]:
+        return trials_to_run(fig, grid, trials, trial_log, opts, dict(reached))
+
+    def rows() -> list[Row]:
+        return [r for r in trial_log.rows if r.seed == opts.seed]
+
+    return until_decided(fig, grid, trials, plan, hours, rows, todo_of, None if opts.plot_only else runner.run)
 
 
 def run_figure(fig: Figure, opts: Options, locked: bool = False) -> Outcome:
@@ -544,37 +631,20 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     )
     manifest_path = out_dir / f"{fig.name}.manifest.json"
     verifications: dict[str, Any] = {}
-    engine: dict[str, Any] | None = None
     for name in dict.fromkeys([fig.trials_of or fig.name, fig.name]):  # a shared CSV's owner verified it first
         verifications.update(earlier_verifications(out_dir / f"{name}.manifest.json", opts.fresh))
     # A trial with only failed rows is not missing: it failed (the manifest's failed_trials).
     missing = len(todo) - retried if opts.plot_only else 0
+    runner = _Runner(fig, opts, grid, csv_path, trial_log, earlier, needs, verifications)
     if opts.plot_only:
         if missing:
             print(f"  --plot-only: {missing} trials missing, not run", flush=True)
-    elif todo and opts.engine is not None:
-        # the workers decide their backend, switch, implementations and kernel: each row is checked as it comes
-        sink = resume.ResumeGuard(fig, csv_path, trial_log, earlier, allow_mixed=opts.engine.allow_mixed)
-        home = opts.engine.run_trials(fig, todo, opts, sink)
-        verifications.update(home.verifications)
-        engine = home.manifest()
-        # a setting Dask gave up on (its workers kept dying): its trials without a row are missing, and said so
-        tried = {r.key for r in trial_log.rows if r.seed == opts.seed}
-        missing = sum(1 for t in todo if t.key not in tried)
-        if missing:
-            print(
-                f"  {missing} trials not run: their settings were lost with their workers "
-                f"({'; '.join(home.lost)}); run the command again to resume them",
-                flush=True,
-            )
     elif todo:
-        preflight.check_machine(needs)
-        # what the lab and the session will use, decided as they will decide it, before anything is built
-        resume.check_resume(
-            fig, csv_path, earlier, resume.planned_setup(fig, grid, opts.shaper, opts.switch, opts.cc_impl)
-        )
-        verifications.update(run_trials(fig, todo, opts, resume.ResumeGuard(fig, csv_path, trial_log, earlier)))
-    wanted = {trial_key(p, i) for p in grid for i in range(trials)}
+        missing = runner.run(todo)
+    looked = _looks(fig, opts, grid, trials, trial_log, runner, manifest_path)
+    if looked is not None:
+        planned = len(evidence.wanted(grid, trials, looked.reached))
+    wanted = evidence.wanted(grid, trials, looked.reached if looked else None)
     attempts = [r for r in trial_log.rows if r.key in wanted and r.seed == opts.seed]
     rows = latest_rows(attempts)
     points = plot.summarize(fig, rows)
@@ -584,7 +654,8 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     notes = draw(fig, points, rows, png, quick=opts.quick, reference=reference.points if reference else None)
     if reference and reference.of:
         plot.add_to_caption(png, [f"dashed, hollow: {reference.of}"])
-    judgement = judgement_of(fig, points, rows)  # once: the caption, the manifest and the terminal show it
+    # once: the caption, the manifest and the terminal show it; after looks, each claim as its looks froze it
+    judgement = judgement_of(fig, points, rows, looked.judged if looked else None)
     plot.add_to_caption(png, judgement_lines(judgement))
     for drawn in (png, png.with_suffix(".svg"), png.with_name(f"{png.stem}.caption.txt")):
         if drawn.exists():
@@ -593,8 +664,10 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     manifest = figure_manifest(
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
     )
-    manifest["engine"] = engine
+    manifest["engine"] = runner.engine
     manifest["verdict"] = judgement
+    if looked is not None:
+        manifest["sequential"] = looked.manifest()
     results.write_json(
         manifest_path,
         {

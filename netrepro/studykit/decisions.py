@@ -57,13 +57,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ground.trials import Row
 from ground.units import numeric
 from netrepro.studykit.cells import Cell, Group, Metric, all_fixed, group
 from netrepro.studykit.intervals import (
     CONFIDENCE,
     Interval,
     contrast,
+    current_confidence,
+    current_equivalence,
     differs_confidence,
     equivalent,
     trials_for_power,
@@ -77,6 +78,8 @@ HOLDS, DIFFERS, UNDECIDED, BY_DESIGN = "holds", "differs", "undecided", "set by 
 ALL_LEVELS = "all levels"  # where a finding over the whole figure (a reading) stands
 OUTCOMES = (HOLDS, DIFFERS, UNDECIDED, BY_DESIGN)
 EQUIVALENCE = 1 - 2 * (1 - CONFIDENCE)  # 90 %: inside a band is two one-sided tests at 5 % each
+# The tests read intervals.current_confidence (and current_equivalence): CONFIDENCE and EQUIVALENCE, but
+# at a sequential look's own confidence inside intervals.at_confidence; their descriptions say the nominal.
 
 BOOTSTRAP_RESAMPLES = 4000
 # A bootstrap over two trials a cell draws from four resamples of each: an interval, but no spread's worth.
@@ -137,7 +140,7 @@ def beyond(at: str, iv: Interval, wide: Interval, higher: bool, worth: float, fi
         return Finding(HOLDS, at, text)
     if high < enough:
         return Finding(DIFFERS, at, text)
-    return Finding(UNDECIDED, at, text, trials_for_power(iv, gap, CONFIDENCE))
+    return Finding(UNDECIDED, at, text, trials_for_power(iv, gap, current_confidence()))
 
 
 def better_at(
@@ -152,7 +155,7 @@ def better_at(
     """`b` better than `a` by at least `worth` at one of a claim's `levels` levels (Better's rule, for a
     study's own tests): cells given as plain values are without spread only where their values are equal."""
     va, vb = _values(a), _values(b)
-    iv = welch(va, vb, CONFIDENCE, ratio)
+    iv = welch(va, vb, current_confidence(), ratio)
     wide = welch(va, vb, differs_confidence(levels), ratio)
     if iv is None or wide is None:
         return Finding(UNDECIDED, at, _too_few(va, vb))
@@ -176,7 +179,7 @@ def within_band(
     (`differs_confidence`) wholly outside differs.  An open band (`low` 0 for a ratio, or an infinite edge)
     is one one-sided test.  Cells without spread are read by their estimate (deterministic)."""
     va, vb = _values(a), _values(b)
-    iv = welch(va, vb, EQUIVALENCE, ratio)
+    iv = welch(va, vb, current_equivalence(), ratio)
     wide = welch(va, vb, 1 - 2 * (1 - differs_confidence(levels)), ratio)
     if iv is None or wide is None:
         return Finding(UNDECIDED, at, _too_few(va, vb))
@@ -185,7 +188,7 @@ def within_band(
     if all_fixed(a, b):
         inside = low <= iv.estimate <= high
         return Finding(HOLDS if inside else DIFFERS, at, f"{text}; {DETERMINISTIC}", deterministic=True)
-    if iv.se > 0 and equivalent(va, vb, low, high, ratio) < 1 - CONFIDENCE:
+    if iv.se > 0 and equivalent(va, vb, low, high, ratio) < 1 - current_confidence():
         return Finding(HOLDS, at, text)
     if wide.high < low or wide.low > high:
         return Finding(DIFFERS, at, text)
@@ -194,7 +197,9 @@ def within_band(
     gap = min((abs(f(iv.estimate) - f(e)) for e in edges), default=0.0)
     inside = low <= iv.estimate <= high
     # inside the band: its interval must shrink inside the nearer edge; outside: clear of that edge
-    return Finding(UNDECIDED, at, text, trials_for_power(iv, gap, EQUIVALENCE if inside else CONFIDENCE))
+    return Finding(
+        UNDECIDED, at, text, trials_for_power(iv, gap, current_equivalence() if inside else current_confidence())
+    )
 
 
 @dataclass(frozen=True)
@@ -425,13 +430,13 @@ class Trend:
         ratio = min(values) > 0
         fixed = all_fixed(*before, *after)
         if self.against is None:
-            iv = welch(before[0].values, after[0].values, CONFIDENCE, ratio)
+            iv = welch(before[0].values, after[0].values, current_confidence(), ratio)
             wide = welch(before[0].values, after[0].values, differs_confidence(family), ratio)
         else:
             if not ratio:
                 return Finding(UNDECIDED, at, "a ratio of series needs values above 0")
             logs = [[math.log(v) for v in c.values] for c in (after[0], after[1], before[0], before[1])]
-            iv = contrast(logs, [1.0, -1.0, -1.0, 1.0], CONFIDENCE, True)
+            iv = contrast(logs, [1.0, -1.0, -1.0, 1.0], current_confidence(), True)
             wide = contrast(logs, [1.0, -1.0, -1.0, 1.0], differs_confidence(family), True)
         assert iv is not None and wide is not None  # two or more trials a cell, all above 0 for a ratio
         kind = "step ratio" if ratio else "step difference"
@@ -545,8 +550,8 @@ class Regrouped:
 
     def decide(self, fig: Figure, rows: Rows) -> list[Finding]:
         if self.x is None:
-            view = dataclasses.replace(fig, x=_VIEW_KEY, levels=(ALL_LEVELS,))
-            rows = [Row({**r, _VIEW_KEY: ALL_LEVELS}) for r in rows]
+            view = dataclasses.replace(fig, x=VIEW_KEY, levels=(ALL_LEVELS,))
+            rows = [type(r)({**r, VIEW_KEY: ALL_LEVELS}) for r in rows]  # a Reading stays one (reads.py)
         else:
             view = dataclasses.replace(fig, x=self.x, levels=self.levels)
         found = self.test.decide(view, rows)
@@ -555,7 +560,7 @@ class Regrouped:
         ]
 
 
-_VIEW_KEY = "__level__"
+VIEW_KEY = "__level__"  # the column of a Regrouped view's one level: it chooses rows, measures nothing
 
 
 Test = Better | Same | Within | Trend | Exact | Computed | ByDesign | AllOf | Regrouped
@@ -586,7 +591,7 @@ def ratio_of_ratios(at: str, cells: Sequence[Cell], worth: float, levels: int = 
             UNDECIDED, at, f"too few trials to estimate a spread (n = {', '.join(str(len(c.values)) for c in cells)})"
         )
     logs = [[math.log(v) for v in c.values] for c in cells]
-    iv = contrast(logs, [1.0, -1.0, -1.0, 1.0], CONFIDENCE, True)
+    iv = contrast(logs, [1.0, -1.0, -1.0, 1.0], current_confidence(), True)
     wide = contrast(logs, [1.0, -1.0, -1.0, 1.0], differs_confidence(levels), True)
     gains = [math.exp(sum(logs[i]) / len(logs[i]) - sum(logs[i + 1]) / len(logs[i + 1])) for i in (0, 2)]
     text = (

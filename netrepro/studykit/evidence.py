@@ -3,7 +3,9 @@
 A judgement (netrepro.runner.manifest.judgement_of) records a digest of
 every row it read (`inputs`): its own figure's rows, as the run selected
 them (`judged_rows`: the grid's trials at the run's seed, the latest row of
-each), and the rows of every other figure one of its claims reads
+each; with `--until-decided`, the trials each setting reached, as its
+manifest's `sequential.trials_judged` records them: `wanted`), and the
+rows of every other figure one of its claims reads
 (`decisions.Computed.reads`: cubicplus/fig5's gain beside fig3's and
 fig4's), found in the same results tree (`rows_beside`).  `stale` reads a
 stored manifest's digests against the rows stored now: `run.sh list`, the
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ground import results
-from ground.trials import DEFAULT_SEED, Row, latest_rows, read_rows, trial_key
+from ground.trials import DEFAULT_SEED, Row, latest_rows, read_rows, setting_key, trial_key
 from netrepro.studykit.decisions import AllOf, ByDesign, Computed, Regrouped, Test
 
 if TYPE_CHECKING:
@@ -33,17 +35,35 @@ def digest(rows: Iterable[Row]) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
 
+def wanted(grid: Iterable[Mapping[str, Any]], trials: int, reached: Mapping[str, int] | None = None) -> set[str]:
+    """The trial keys a figure's judgement reads: `trials` of each setting of `grid`, or as many as
+    `reached` gives its setting (ground.trials.setting_key: the settings --until-decided took further)."""
+    reached = reached or {}
+    return {trial_key(p, i) for p in grid for i in range(reached.get(setting_key(p), trials))}
+
+
 def judged_rows(
-    fig: Figure, csv_path: Path, quick: bool = False, trials: int | None = None, seed: int | None = None
+    fig: Figure,
+    csv_path: Path,
+    quick: bool = False,
+    trials: int | None = None,
+    seed: int | None = None,
+    reached: Mapping[str, int] | None = None,
 ) -> list[Row]:
-    """The rows a run of `fig` judges from the CSV at `csv_path`: its grid's trials at `seed`, the latest
-    row of each (as netrepro.runner.sweep selects them)."""
+    """The rows a run of `fig` judges from the CSV at `csv_path`: its grid's trials at `seed` (`reached`:
+    as `wanted` counts them), the latest row of each (as netrepro.runner.sweep selects them)."""
     if not csv_path.is_file():
         return []
-    count = fig.trial_count(quick, trials)
-    wanted = {trial_key(p, i) for p in fig.grid(quick) for i in range(count)}
+    keys = wanted(fig.grid(quick), fig.trial_count(quick, trials), reached)
     seed = DEFAULT_SEED if seed is None else seed
-    return latest_rows(r for r in read_rows(csv_path) if r.key in wanted and r.seed == seed)
+    return latest_rows(r for r in read_rows(csv_path) if r.key in keys and r.seed == seed)
+
+
+def reached_of(manifest: Mapping[str, Any]) -> dict[str, int]:
+    """The trials each setting reached under --until-decided, as a manifest records them (none: the declared)."""
+    sequential = manifest.get("sequential")
+    reached = sequential.get("trials_judged") if isinstance(sequential, dict) else None
+    return {str(k): int(v) for k, v in reached.items()} if isinstance(reached, dict) else {}
 
 
 def reads(test: Test) -> tuple[str, ...]:
@@ -73,7 +93,8 @@ def rows_beside(fig: Figure, name: str, rows: Rows, trees: Sequence[Path] | None
     """The latest rows of the study's figure `name` from the results tree whose CSV holds these rows (a
     run's results, or the reference reproduction); none where no tree holds them (another --out, a derived
     figure: its directory has no such figure)."""
-    ours = {(r.key, r.text(fig.y)) for r in rows}
+    # plain copies: matching the rows to a tree reads no measurement for a claim (studykit.reads)
+    ours = {(r.key, r.text(fig.y)) for r in map(Row, rows)}
     for tree in trees if trees is not None else (results.RESULTS, results.REFERENCE):
         here = tree / fig.directory / fig.csv_name
         if ours and here.is_file() and ours <= {(r.key, r.text(fig.y)) for r in read_rows(here)}:
@@ -105,6 +126,7 @@ def stale(fig: Figure, manifest: Mapping[str, Any], tree: Path) -> list[str]:
         bool(manifest.get("quick")),
         int(trials) if isinstance(trials, int) else None,
         int(seed) if isinstance(seed, int) else None,
+        reached_of(manifest),
     )
     now = inputs(fig, rows, (tree,))
     return [name for name in sorted(set(recorded) | set(now)) if recorded.get(name) != now.get(name)]

@@ -9,17 +9,47 @@ between two levels: no library has it, tests/unit/test_claims.py checks it
 against scipy and a textbook value); `trials_for_power` is statsmodels'
 power of a t test, for the trials that would decide; `differs_confidence`
 widens an interval for a claim over many levels.  Which cells vary at all
-is the caller's question (netrepro.studykit.cells.Cell).
+is the caller's question (netrepro.studykit.cells.Cell).  The confidence the
+tests read (`current_confidence`) is CONFIDENCE but inside `at_confidence`, which a
+sequential look (netrepro.studykit.sequential) judges its claims in.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 CONFIDENCE = 0.95  # of a difference's interval; an equivalence uses 1 - 2 x (1 - 0.95) / 2 = 90 %
 POWER = 0.80  # of the trials an undecided claim names: the chance that that many would decide it
+
+_CONFIDENCE: contextvars.ContextVar[float] = contextvars.ContextVar("confidence", default=CONFIDENCE)
+
+
+def current_confidence() -> float:
+    """The confidence the tests read their intervals at: CONFIDENCE, or the one `at_confidence` sets."""
+    return _CONFIDENCE.get()
+
+
+def current_equivalence() -> float:
+    """The confidence of an equivalence's interval: two one-sided tests each at half the error of
+    `current_confidence` (90 % at 95 %)."""
+    return 1 - 2 * (1 - current_confidence())
+
+
+@contextlib.contextmanager
+def at_confidence(level: float) -> Iterator[None]:
+    """Every test judged inside reads its intervals at `level` instead of CONFIDENCE (a look of a
+    sequential design spends less than the whole error: netrepro.studykit.sequential.Design)."""
+    if not 0 < level < 1:
+        raise ValueError(f"a confidence is strictly between 0 and 1, not {level}")
+    token = _CONFIDENCE.set(level)
+    try:
+        yield
+    finally:
+        _CONFIDENCE.reset(token)
 
 
 @dataclass(frozen=True)
@@ -76,8 +106,14 @@ def contrast(groups: Sequence[Sequence[float]], weights: Sequence[float], confid
     sd = se / math.sqrt(sum(w * w / len(g) for g, w in zip(groups, weights, strict=True)))
     n = tuple(len(g) for g in groups)
     if ratio:
-        return Interval(math.exp(d), math.exp(low), math.exp(high), se, n, True, sd)
+        return Interval(_exp(d), _exp(low), _exp(high), se, n, True, sd)
     return Interval(d, low, high, se, n, False, sd)
+
+
+def _exp(x: float) -> float:
+    """e to the x, infinite past what a float holds: a look's interval at 99.999 % over two trials a group
+    may reach a t quantile of thousands, and an interval to infinity decides nothing, as it should."""
+    return math.exp(x) if x < 709.0 else math.inf
 
 
 def equivalent(a: Sequence[float], b: Sequence[float], low: float, high: float, ratio: bool) -> float:
@@ -110,11 +146,13 @@ def trials_for_power(iv: Interval, gap: float, confidence: float, power: float =
     return max(max(iv.n) + 1, math.ceil(float(n)))
 
 
-def differs_confidence(levels: int, confidence: float = CONFIDENCE) -> float:
+def differs_confidence(levels: int, confidence: float | None = None) -> float:
     """The confidence of the interval that may show a claim wrong at one of `levels` levels.
 
     A claim holds where it holds at every level it covers: an intersection-union test, each level at the
     claim's own confidence, needs no correction.  It differs where it differs at any one level: a union,
     whose error grows with the levels, so each level's "differs" is read off a Bonferroni-widened interval
-    (a claim true at all of 30 levels must not be shown wrong at one of them one time in two)."""
-    return 1 - (1 - confidence) / max(1, levels)
+    (a claim true at all of 30 levels must not be shown wrong at one of them one time in two).  Without
+    `confidence`: the tests' own (`current_confidence`)."""
+    level = _CONFIDENCE.get() if confidence is None else confidence
+    return 1 - (1 - level) / max(1, levels)

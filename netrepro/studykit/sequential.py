@@ -5,8 +5,10 @@ added batch is a look at the data, and reading every look at a fixed 95 % interv
 (or wrong) more often than 5 % of the time when it sits at its edge.  Here: the `Design` (planned looks, the
 overall error, and the confidence of each look's interval from an alpha-spending function), `decide` (one
 look: the Welch interval at that look's confidence read against `worth` by decisions.beyond), `next_batch`
-(how many trials to add next), and `false_holds_rate` (a vectorised simulation of the whole procedure at a
-true effect exactly `worth`, for the tests: the share of runs that ever hold a false claim).
+(how many trials to add next), `Plan` (the looks `--until-decided` takes, fixed from the declared trials,
+the batch and the budget before any trial of it: netrepro.runner.looks runs them), and `false_holds_rate`
+(a vectorised simulation of the whole procedure at a true effect exactly `worth`, for the tests: the share
+of runs that ever hold a false claim).
 """
 
 from __future__ import annotations
@@ -67,6 +69,54 @@ class Design:
     def _check(self, look: int, first: int) -> None:
         if not first <= look <= self.looks:
             raise ValueError(f"look {look} is outside the design's looks {first}..{self.looks}")
+
+
+# The most looks a default plan takes.  O'Brien-Fleming's spending leaves the first of many looks almost
+# nothing: at 100 looks (a budget of 1000 over 10 trials) its confidence rounds to exactly 1 and decides
+# nothing; at 5 the first look reads 99.9987 % and the last 96.9 %.  Group-sequential designs seldom take
+# more than about five.
+MOST_LOOKS = 5
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The looks of `--until-decided`, fixed before any of its trials: the first at the `declared` trials a
+    setting, each later one `batch` more (the last cut to the `budget`), so `looks` is known in advance and
+    the design spends its error over exactly those (`design`).  A setting at look k has `trials_at(k)`,
+    what `next_batch` adds look by look to a claim left undecided."""
+
+    declared: int
+    budget: int
+    batch: int
+
+    def __post_init__(self) -> None:
+        if self.declared < 1 or self.batch < 1:
+            raise ValueError(f"a plan needs declared trials and a batch, not {self.declared} and {self.batch}")
+        if self.budget <= self.declared:
+            raise ValueError(f"a budget of {self.budget} trials is not above the declared {self.declared}")
+
+    @classmethod
+    def of(cls, declared: int, budget: int, batch: int | None = None) -> Plan:
+        """The plan of `--until-decided budget` over `declared` trials: by default a batch is the declared
+        count (each look adds as many trials as the first had), or more where the budget would then take
+        more than MOST_LOOKS looks."""
+        if batch is None:
+            batch = max(declared, math.ceil((budget - declared) / (MOST_LOOKS - 1)))
+        return cls(declared, budget, batch)
+
+    @property
+    def looks(self) -> int:
+        return 1 + math.ceil((self.budget - self.declared) / self.batch)
+
+    @property
+    def design(self) -> Design:
+        return Design(looks=self.looks)
+
+    def trials_at(self, look: int) -> int:
+        """The trials a setting has at look `look` (1-based) while its claims are undecided."""
+        if not 1 <= look <= self.looks:
+            raise ValueError(f"look {look} is outside the plan's looks 1..{self.looks}")
+        return min(self.budget, self.declared + (look - 1) * self.batch)
 
 
 class Schedule(Protocol):
