@@ -30,7 +30,7 @@ from netrepro.runner.plan import CLUSTER_SECONDS, LAB_SECONDS
 # lab runs alone and no lab starts beside it, as admission.admit runs such a figure one lab at a time.
 UNMEASURED_CORES = math.inf
 
-# The delay lines' lateness against the bound past which a trial fails (sweep.late_bound_ms).  Past half of
+# The delay lines' lateness against the bound past which a trial fails (attempts.late_bound_ms).  Past half of
 # it no lab is added: lateness comes in bursts (CI saw one trial's p99 at 10 ms, and at 18 ms on a later
 # run: nearly twice), so at half the bound one such burst fails trials.  Past 80 % a rise of a quarter
 # fails them: one lab fewer than were running when it was measured.

@@ -24,7 +24,7 @@ from ground.units import QuantityError
 from kmod import loader
 from netrepro.front import cli, figure_commands
 from netrepro.lanes.vm import VmError
-from netrepro.runner import sweep
+from netrepro.runner import attempts, sweep
 from netrepro.runner.workloads import WORKLOADS, NoKeys, Workload
 from netrepro.studykit.spec import Figure
 from netrepro.studykit.trial import Trial, build_all
@@ -246,9 +246,9 @@ def test_a_trial_the_delay_line_held_too_long_is_failed_and_run_again_after_a_pa
     assert "p99 6.000 ms over the bound 5.000 ms" in rows[0]["error"]
     assert rows[1]["late_p99_ms"] == "0.05" and rows[1]["late_bound_ms"] == "5.0"
     # a pause before each attempt after a late one, none after the last
-    first, second = sweep.LATE_PAUSES_S
+    first, second = attempts.LATE_PAUSES_S
     assert [p for p in pauses if p >= 1] == [first, first, second] and 1 <= first < second
-    assert sweep.late_bound_ms(1300.0) == 130.0 and sweep.late_bound_ms(20.0) == 5.0
+    assert attempts.late_bound_ms(1300.0) == 130.0 and attempts.late_bound_ms(20.0) == 5.0
 
 
 def test_a_trial_whose_ssthresh_was_repaired_runs_again_until_a_clean_attempt_or_the_bound(
@@ -260,7 +260,7 @@ def test_a_trial_whose_ssthresh_was_repaired_runs_again_until_a_clean_attempt_or
     would stop the run)."""
     pauses: list[float] = []
     monkeypatch.setattr(time, "sleep", pauses.append)
-    assert sweep.SSTHRESH_ATTEMPTS == 8
+    assert attempts.SSTHRESH_ATTEMPTS == 8
     # the first trial: seven repaired attempts, then a clean one; the second: eight repaired, and no ninth
     monkeypatch.setattr(_Session, "repaired", [True] * 7 + [False] + [True] * 8)
     with _fake_lab(monkeypatch, [None] * 16) as calls:
@@ -271,11 +271,11 @@ def test_a_trial_whose_ssthresh_was_repaired_runs_again_until_a_clean_attempt_or
     assert all(r["ssthresh_repaired"].lower() == "true" and "corrupted ssthresh" in r["error"] for r in failed)
     assert [p for p in pauses if p >= 1] == []
     # the rule itself: lateness keeps its own bound (ATTEMPTS_AT_ONCE)
-    assert sweep.attempt_again({"ssthresh_repaired": True}, 0, 7)
-    assert not sweep.attempt_again({"ssthresh_repaired": True}, 0, 8)
-    assert sweep.attempt_again({"late_over_bound": True}, 2, 5)
-    assert not sweep.attempt_again({"late_over_bound": True}, 3, 0)
-    assert not sweep.attempt_again({"status": "ok"}, 0, 0)
+    assert attempts.attempt_again({"ssthresh_repaired": True}, 0, 7)
+    assert not attempts.attempt_again({"ssthresh_repaired": True}, 0, 8)
+    assert attempts.attempt_again({"late_over_bound": True}, 2, 5)
+    assert not attempts.attempt_again({"late_over_bound": True}, 3, 0)
+    assert not attempts.attempt_again({"status": "ok"}, 0, 0)
 
 
 def test_a_trial_on_netem_records_no_lateness(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

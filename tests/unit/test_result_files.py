@@ -20,7 +20,8 @@ from ground import figurelock, kernel, proc, results, trials
 from ground.figurelock import FigureBusy
 from ground.trials import Row, TrialLog, complete_length, latest_rows, trial_key
 from netrepro.front import cli
-from netrepro.runner.sweep import FailureStreak, Options, trials_to_run
+from netrepro.runner.attempts import FailureStreak
+from netrepro.runner.sweep import Options, trials_to_run
 from netrepro.studykit.spec import Figure
 
 
