@@ -14,14 +14,16 @@ core) runs beside a busy one, and a busy one runs alone.
 A child writes what `run` prints to <out>/reproduce/<study>/logs/<figure>-<time>.log and its rows, figure
 and manifest where a single run writes them; the parent shows one progress line for the whole run (trials
 home of all figures, the figures running with their labs, the time left at the rate so far) and lists each
-figure as it ends.  Ctrl-C reaches every child (one process group); SIGTERM or SIGHUP to the parent is
-passed to each child, and the parent waits for every child to undo what it created before it exits.
+figure as it ends.  Each child is a process group of its own, so a signal reaches it once: the parent
+passes on Ctrl-C (SIGINT), SIGTERM and SIGHUP, then waits for every child to undo what it created before it
+exits; a child whose parent dies (SIGKILL) gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and unwinds.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import dataclasses
 import logging
 import multiprocessing
@@ -41,6 +43,7 @@ from netrepro.runner.plan import Plan
 from netrepro.studykit import evidence
 from netrepro.studykit.spec import Figure
 
+PR_SET_PDEATHSIG = 1  # prctl(2)
 POLL_S = 3.0  # how often the parent reads the children's rows and admits labs
 
 log = logging.getLogger("netrepro.reproduce")
@@ -100,8 +103,13 @@ def labs_to_admit(
     return len(labs)
 
 
-def _child(args: argparse.Namespace, fd: int, command: Callable[[argparse.Namespace], int]) -> None:
-    """In the child: what it prints to the log file, then the figure run as `run` runs it."""
+def _child(args: argparse.Namespace, fd: int, command: Callable[[argparse.Namespace], int], parent: int) -> None:
+    """In the child: a process group of its own, SIGTERM when the parent dies, what it prints to the log
+    file; then the figure run as `run` runs it."""
+    os.setpgid(0, 0)  # a signal to the parent's group reaches it only as the parent passes it on: once
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(128 + signal.SIGTERM)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -163,6 +171,9 @@ def run(
             if stop.signum:
                 break
             time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        _signal(running, signal.SIGINT)  # Ctrl-C reached the parent's group only
+        raise
     finally:
         for child in running:
             child.process.join()  # each undoes what it created, whatever stopped the run
@@ -192,7 +203,7 @@ def _start(
     one.jobs = str(labs) if labs > 1 else None
     sys.stdout.flush()
     sys.stderr.flush()
-    process = fork.Process(target=_child, args=(one, fd, command), name=f"reproduce {fig.full_name}")
+    process = fork.Process(target=_child, args=(one, fd, command, os.getpid()), name=f"reproduce {fig.full_name}")
     process.start()
     os.close(fd)
     log.info("%s: started, %d lab%s; what it prints goes to %s", fig.full_name, labs, "s" if labs > 1 else "", log_path)
@@ -239,16 +250,21 @@ class _Stop:
             signal.signal(signum, handler)  # type: ignore[arg-type]
 
 
+def _signal(running: Sequence[_Child], signum: int) -> None:
+    for child in running:
+        with contextlib.suppress(ProcessLookupError):
+            if child.process.pid is not None and child.process.exitcode is None:
+                os.kill(child.process.pid, signum)
+
+
 def _forward_signals(running: list[_Child]) -> _Stop:
     """SIGTERM and SIGHUP to the parent go to every child, and stop the scheduler after they end."""
     stop = _Stop()
 
     def forward(signum: int, frame: object) -> None:
-        stop.signum = signum
-        for child in running:
-            with contextlib.suppress(ProcessLookupError):
-                if child.process.pid is not None:
-                    os.kill(child.process.pid, signum)
+        if not stop.signum:  # once: a child that is unwinding is not interrupted again
+            stop.signum = signum
+            _signal(running, signum)
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         stop.previous[signum] = signal.signal(signum, forward)

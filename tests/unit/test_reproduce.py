@@ -7,7 +7,10 @@ import argparse
 import json
 import logging
 import math
+import os
 import re
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -222,3 +225,36 @@ def test_the_dry_runs_times_leave_out_the_figures_skipped_here(
     fewer = capsys.readouterr().out.strip().splitlines()[-1]
     assert "4 figures, 1 skipped here;" in fewer and "skipped" not in every
     assert reproduce_clock(fewer.split(" about ")[1]) < reproduce_clock(every.split(" about ")[1])
+
+
+def test_sigterm_to_the_run_reaches_each_figure_once_and_the_run_waits_for_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Each child is a process group of its own: a signal reaches it once, as the parent passes it on."""
+    record = tmp_path / "signals.txt"
+
+    def cmd_run(args: argparse.Namespace) -> int:
+        def stop(signum: int, frame: object) -> None:
+            with record.open("a") as f:
+                f.write(f"{args.figure} {signum}\n")
+            time.sleep(0.2)  # unwinding: a second signal now would cut it short
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, stop)
+        with record.open("a") as f:
+            f.write(f"{args.figure} group {os.getpgid(0) == os.getpid()}\n")
+        time.sleep(30)
+        return 0
+
+    _no_machine(monkeypatch, tmp_path)
+    monkeypatch.setattr(figure_commands, "cmd_run", cmd_run)
+    monkeypatch.setattr(admission, "measured_cost", lambda fig, out=None: admission.Cost(0.01, 10, "test"))
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    began = time.monotonic()
+    with pytest.raises(SystemExit) as stopped:
+        reproduce.cmd_reproduce(parsed("spdy", "--quick", "--out", str(tmp_path)))
+    assert stopped.value.code == 128 + signal.SIGTERM and time.monotonic() - began < 10
+    lines = record.read_text().splitlines()
+    figures = [f.full_name for f in reproduce.figures_of("spdy")]
+    assert sorted(line for line in lines if "group" in line) == sorted(f"{f} group True" for f in figures)
+    assert sorted(line for line in lines if "group" not in line) == sorted(f"{f} 15" for f in figures)  # once each
