@@ -106,7 +106,8 @@ def dry_run(figures: Sequence[Figure], args: argparse.Namespace) -> int:
         f"\nreproduce {args.study}: {len(figures)} figures{skipped}; serially about {_clock(wall.serial_s)}"
         + (f" (and {len(unknown)} with no stored time: {', '.join(unknown)})" if unknown else "")
         + f"; packed into labs side by side on {admission.cores()} cores ({wall.settings} path settings, each lab "
-        f"admitted by its figure's measured CPU), about {_clock(wall.packed_s)}"
+        f"admitted by its figure's measured CPU; a figure on a fast path or loading a variant another loads, with "
+        f"no other figure's lab beside it), about {_clock(wall.packed_s)}"
     )
     return 0
 

@@ -2,8 +2,10 @@
 would, with as many labs as the packer admits beside the labs already running.
 
 The scheduler starts figures longest first (by their stored estimates), each when at least one of its labs
-is admitted (netrepro.runner.packing.admitted: the labs' measured CPU within the machine's budget, fewer
-labs while the delay lines' recent p99 lateness nears its bound, one lab whenever nothing runs), and with
+is admitted (netrepro.runner.packing.admitted: no lab of another figure that loads one of its variants or
+runs a fast path, or beside which its own fast path would run (admission.Exclusive); the labs' measured
+CPU within the machine's budget; fewer labs while the delay lines' recent p99 lateness nears its bound;
+one lab whenever nothing runs), and with
 as many labs as are admitted then, at most one per path setting with trials left (a figure's labs are a
 local Dask cluster, `--jobs N`; one lab runs in the child's own process; with --until-decided one lab a
 figure, whose looks run on it).  A figure's labs are fixed when it starts: one started beside busy figures
@@ -66,12 +68,15 @@ class _Child:
     figure: Figure
     labs: int
     cores: float  # per lab: admission's measured cost (packing.UNMEASURED_CORES where nothing is measured)
+    holds: admission.Exclusive
     process: BaseProcess
     log: Path
     began: float
 
     def tasks(self) -> list[packing.Task]:
-        return [packing.Task(self.figure.full_name, f"lab {k}", 1, 0.0, self.cores) for k in range(self.labs)]
+        return [
+            packing.Task(self.figure.full_name, f"lab {k}", 1, 0.0, self.cores, self.holds) for k in range(self.labs)
+        ]
 
 
 def settings_left(fig: Figure, out: Path, quick: bool, trials: int | None, seed: int) -> int:
@@ -93,11 +98,12 @@ def labs_to_admit(
     most: int,
     machine_cores: int,
     lateness: packing.RecentLateness | None,
+    holds: admission.Exclusive = admission.Exclusive(),
 ) -> int:
-    """How many labs of a figure costing `cores` a lab start now beside the `running` labs: one more each
-    while packing.admitted takes it, at most `most` (0: none fits yet, it waits)."""
+    """How many labs of a figure costing `cores` a lab (and holding `holds`) start now beside the `running`
+    labs: one more each while packing.admitted takes it, at most `most` (0: none fits yet, it waits)."""
     labs: list[packing.Task] = []
-    candidate = packing.Task("candidate", "lab", 1, 0.0, cores)
+    candidate = packing.Task("candidate", "lab", 1, 0.0, cores, holds)
     while len(labs) < most and packing.admitted([*running, *labs], candidate, machine_cores, lateness):
         labs.append(candidate)
     return len(labs)
@@ -134,6 +140,7 @@ def run(
     per_figure = 1 if getattr(args, "until_decided", None) is not None else admission.MAX_AUTO_JOBS
     plans = {f.full_name: Plan.of(f, args.quick, trials=args.trials) for f in figures}
     waiting = sorted(figures, key=lambda f: -(plans[f.full_name].seconds() or 0.0))
+    holds = {f.full_name: admission.exclusive(f, args.quick) for f in figures}
     measured = [f for f in figures if not f.trials_of]
     home = {f.full_name: trials_home(f, out, args.quick, args.trials, args.seed) for f in measured}
     planned = sum(f.trial_count(args.quick, args.trials) * len(f.grid(args.quick)) for f in measured)
@@ -160,11 +167,11 @@ def run(
                 cores = 0.0 if left == 0 else (packing.UNMEASURED_CORES if cost is None else cost.cores)
                 room = cap - sum(c.labs for c in running)
                 most = max(1, min(left, room, per_figure))
-                labs = labs_to_admit(tasks, cores, most, machine_cores, lateness) if room else 0
+                labs = labs_to_admit(tasks, cores, most, machine_cores, lateness, holds[fig.full_name]) if room else 0
                 if labs == 0:
                     continue
                 waiting.remove(fig)
-                child = _start(fork, fig, labs, cores, args, command, log_dir)
+                child = _start(fork, fig, labs, cores, holds[fig.full_name], args, command, log_dir)
                 running.append(child)
                 tasks += child.tasks()
             _show(progress, [f for f in measured if f not in waiting], running, out, args, home)
@@ -194,6 +201,7 @@ def _start(
     fig: Figure,
     labs: int,
     cores: float,
+    holds: admission.Exclusive,
     args: argparse.Namespace,
     command: Callable[[argparse.Namespace], int],
     log_dir: Path,
@@ -207,7 +215,7 @@ def _start(
     process.start()
     os.close(fd)
     log.info("%s: started, %d lab%s; what it prints goes to %s", fig.full_name, labs, "s" if labs > 1 else "", log_path)
-    return _Child(fig, labs, cores, process, log_path, time.monotonic())
+    return _Child(fig, labs, cores, holds, process, log_path, time.monotonic())
 
 
 def _latest_rows(running: Sequence[_Child], out: Path, args: argparse.Namespace) -> list[Row]:

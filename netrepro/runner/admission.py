@@ -14,7 +14,13 @@ time, and a figure with no measured row runs one lab, each saying why.
 What this does not see: packet work the kernel does outside the lab's
 processes (softirq time spent in ksoftirqd is charged to no cgroup).  The
 benchmark (`run.sh bench jobs`) measures what admission leaves out: each
-row's delay-line lateness as labs are added.
+row's delay-line lateness as labs are added.  Across figures (`reproduce`,
+netrepro.runner.packing) two things keep a figure's labs from another's
+(`Exclusive`): a netrepro variant or port it loads (one run at a time holds
+one: kmod.loader), and a fast path (FAST_MBPS and up), whose unseen packet
+work starved the tcp_probe readers of iw's labs beside spdy's three
+100 Mbit/s labs (`bench reproduce` at ac66ed6: 78 of iw/fig5a's 210 trials
+failed "tcp_probe reader did not catch up").
 """
 
 from __future__ import annotations
@@ -86,6 +92,35 @@ def measured_cost(fig: Figure, out: Path | None = None) -> Cost | None:
 
 def _shown(path: Path) -> str:
     return str(path.relative_to(results.REPO)) if path.is_relative_to(results.REPO) else str(path)
+
+
+# A path this fast keeps the kernel's packet work (softirq: charged to no lab's cgroup) busy enough that a
+# lab of another figure beside it may not keep up; its figure runs with no other figure's lab beside it.
+FAST_MBPS = 50.0
+
+
+@dataclass(frozen=True)
+class Exclusive:
+    """What a figure's labs hold that another figure's labs beside them must not: the netrepro variants
+    and ports it loads, and whether one of its paths is fast (FAST_MBPS and up)."""
+
+    variants: frozenset[str] = frozenset()
+    fast: bool = False
+
+
+def exclusive(fig: Figure, quick: bool) -> Exclusive:
+    """The figure's Exclusive, from its grid (a figure that draws another's rows runs no trial: none)."""
+    from kmod import loader
+    from netrepro.runner import preflight
+    from netrepro.studykit.trial import trial_path
+
+    if fig.trials_of:
+        return Exclusive()
+    grid = fig.grid(quick)
+    named = preflight.figure_needs(fig, grid, fig.overrides, "auto", None).congestion_controls
+    paths = [trial_path(setting) for setting in grid]
+    fast = any(max(p.rate_down.mbps, p.rate_up.mbps) >= FAST_MBPS for p in paths)
+    return Exclusive(frozenset(n for n in named if n in loader.ALGORITHMS), fast)
 
 
 def cores() -> int:

@@ -43,8 +43,10 @@ def of(figures: Sequence[Figure], quick: bool, trials: int | None, out: Path) ->
             continue
         serial += seconds
         cost = admission.measured_cost(fig, out)
+        holds = admission.exclusive(fig, quick)
         settings = Counter(shards.setting(setting) for setting in plan.grid)
         tasks += [
-            packing.Task.of(fig.full_name, s, n * plan.trials_per_setting, per_trial, cost) for s, n in settings.items()
+            packing.Task.of(fig.full_name, s, n * plan.trials_per_setting, per_trial, cost, holds)
+            for s, n in settings.items()
         ]
     return Estimate(serial, packing.estimate(tasks, admission.cores()), tuple(unknown), len(tasks))

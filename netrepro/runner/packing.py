@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ground.trials import Row
-from netrepro.runner.admission import HEADROOM, MAX_AUTO_JOBS, Cost
+from netrepro.runner.admission import HEADROOM, MAX_AUTO_JOBS, Cost, Exclusive
 from netrepro.runner.plan import CLUSTER_SECONDS, LAB_SECONDS
 
 # A figure with no measured row (no cpu_s yet) is taken to fill the whole budget, whatever the machine: its
@@ -47,6 +47,7 @@ class Task:
     trials: int
     seconds_per_trial: float  # the estimate (the stored result's mean)
     cores: float = UNMEASURED_CORES  # the share of one core the lab keeps busy: the figure's Cost.cores
+    holds: Exclusive = Exclusive()  # what no other figure's lab may hold or do beside it
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.seconds_per_trial < 0 or not self.cores >= 0:
@@ -56,8 +57,24 @@ class Task:
             )
 
     @classmethod
-    def of(cls, figure: str, setting: str, trials: int, seconds_per_trial: float, cost: Cost | None) -> Task:
-        return cls(figure, setting, trials, seconds_per_trial, UNMEASURED_CORES if cost is None else cost.cores)
+    def of(
+        cls,
+        figure: str,
+        setting: str,
+        trials: int,
+        seconds_per_trial: float,
+        cost: Cost | None,
+        holds: Exclusive = Exclusive(),
+    ) -> Task:
+        cores = UNMEASURED_CORES if cost is None else cost.cores
+        return cls(figure, setting, trials, seconds_per_trial, cores, holds)
+
+    def clashes(self, other: Task) -> bool:
+        """Whether the two labs, of two figures, may not run side by side: a variant both load, or a fast
+        path in either (admission.Exclusive).  A figure's own labs share its variants and its path."""
+        if self.figure == other.figure:
+            return False
+        return self.holds.fast or other.holds.fast or bool(self.holds.variants & other.holds.variants)
 
     @property
     def seconds(self) -> float:
@@ -117,10 +134,12 @@ def admitted(
     running: Sequence[Task], candidate: Task, machine_cores: int, lateness: RecentLateness | None = None
 ) -> bool:
     """May `candidate`'s lab start now beside the `running` labs?  Always when none runs (a lab over the
-    budget on its own must still run); else while the labs stay within labs_allowed and their cores with the
-    candidate's within the budget."""
+    budget on its own must still run); else while it clashes with none of them (Task.clashes), the labs
+    stay within labs_allowed and their cores with the candidate's within the budget."""
     if not running:
         return True
+    if any(candidate.clashes(t) for t in running):
+        return False
     if len(running) + 1 > labs_allowed(lateness):
         return False
     return sum(t.cores for t in running) + candidate.cores <= budget(machine_cores) + 1e-9  # float sums

@@ -9,6 +9,7 @@ import pytest
 
 from ground.trials import Row
 from netrepro.runner import admission
+from netrepro.runner.admission import Exclusive
 from netrepro.runner.packing import (
     UNMEASURED_CORES,
     RecentLateness,
@@ -104,3 +105,19 @@ def test_the_recent_lateness_is_the_worst_row_against_its_own_bound() -> None:
     assert late == RecentLateness(3.0, 5.0, 3)
     assert late.share == pytest.approx(0.6)
     assert RecentLateness.of([Row(status="ok")], labs=3) is None
+
+
+def test_labs_of_figures_that_share_a_variant_or_run_a_fast_path_are_never_side_by_side() -> None:
+    plus = Exclusive(frozenset({"cubic_plus"}))
+    fast = Exclusive(fast=True)
+    a, b = Task("spdy/conns", "s1", 5, 1.0, 0.1, plus), Task("spdy/backoff", "s1", 5, 1.0, 0.1, plus)
+    assert a.clashes(b) and not a.clashes(Task("spdy/conns", "s2", 5, 1.0, 0.1, plus))  # its own labs share it
+    quick = Task("iw/fig2", "s", 5, 1.0, 0.1)
+    assert admitted([quick], a, 8) and not admitted([a], b, 8)
+    busy = Task("cubicplus/fig3", "s", 5, 1.0, 0.1, fast)
+    assert not admitted([quick], busy, 8) and not admitted([busy], quick, 8) and admitted([], busy, 8)
+    # the simulated schedule keeps them apart too: the fast task's lab runs alone
+    plan = schedule([busy, quick, Task("iw/fig5a", "s", 5, 1.0, 0.1)], 8)
+    for start in plan.starts:
+        others = [s for s in plan.starts if s is not start and s.at < start.ends and start.at < s.ends]
+        assert not any(start.task.clashes(o.task) for o in others), (start, others)

@@ -144,14 +144,43 @@ def test_cheap_figures_run_side_by_side_and_unmeasured_ones_alone(
     record = _no_machine(monkeypatch, tmp_path, seconds=0.4)
     monkeypatch.setattr(admission, "cores", lambda: 2)
     monkeypatch.setattr(admission, "measured_cost", lambda fig, out=None: admission.Cost(0.05, 10, "test"))
-    assert reproduce.cmd_reproduce(parsed("spdy", "--quick", "--out", str(tmp_path))) == 0
+    assert reproduce.cmd_reproduce(parsed("iw", "--quick", "--out", str(tmp_path))) == figure_commands.TRIALS_NOT_OK
     cheap = spans(record)
-    assert len(cheap) == 3 and max(s for s, _ in cheap.values()) < min(e for _, e in cheap.values())  # overlapped
+    assert len(cheap) == 4 and not one_after_another(cheap)  # side by side, at most 8 labs in all
+    schedule = json.loads((tmp_path / "reproduce" / "iw" / "schedule.json").read_text())
+    moments = {f["start_s"] for f in schedule["figures"]}
+    assert max(sum(f["labs"] for f in schedule["figures"] if f["start_s"] <= t < f["end_s"]) for t in moments) <= 8
     record.unlink()
     monkeypatch.setattr(admission, "measured_cost", lambda fig, out=None: None)
-    assert reproduce.cmd_reproduce(parsed("spdy", "--quick", "--out", str(tmp_path / "alone"))) == 0
-    alone = sorted(spans(record).values())
-    assert all(alone[k][1] <= alone[k + 1][0] for k in range(len(alone) - 1)), alone  # one after another
+    reproduce.cmd_reproduce(parsed("iw", "--quick", "--out", str(tmp_path / "alone")))
+    assert one_after_another(spans(record))
+
+
+def one_after_another(found: dict[str, tuple[float, float]]) -> bool:
+    ordered = sorted(found.values())
+    return all(ordered[k][1] <= ordered[k + 1][0] for k in range(len(ordered) - 1))
+
+
+def test_figures_on_a_fast_path_or_holding_one_variant_never_run_beside_another(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """spdy's figures load cubic_plus and run 100 Mbit/s paths: however cheap their labs, one at a time, and
+    no iw figure beside one of them; iw's own figures (3 Mbit/s, the kernel's CUBIC) side by side."""
+    record = _no_machine(monkeypatch, tmp_path, seconds=0.3)
+    monkeypatch.setattr(admission, "measured_cost", lambda fig, out=None: admission.Cost(0.01, 10, "test"))
+    reproduce.cmd_reproduce(parsed("iw,spdy", "--quick", "--out", str(tmp_path)))
+    found = spans(record)
+    spdy = {k: v for k, v in found.items() if k.startswith("spdy/")}
+    iw = {k: v for k, v in found.items() if k.startswith("iw/")}
+    assert len(spdy) == 3 and len(iw) == 4
+    for name, (start, end) in spdy.items():  # nothing else runs while a spdy figure does
+        beside = [k for k, (s, e) in found.items() if k != name and s < end and start < e]
+        assert beside == [], (name, beside)
+    assert not one_after_another(iw)
+    assert admission.exclusive(reproduce.figures_of("spdy")[0], True) == admission.Exclusive(
+        frozenset({"cubic_plus"}), fast=True
+    )
+    assert admission.exclusive(reproduce.figures_of("iw")[0], True) == admission.Exclusive()
 
 
 def test_a_figure_that_draws_anothers_rows_starts_after_its_owner_ends(
@@ -230,7 +259,8 @@ def test_the_dry_runs_times_leave_out_the_figures_skipped_here(
 def test_sigterm_to_the_run_reaches_each_figure_once_and_the_run_waits_for_them(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Each child is a process group of its own: a signal reaches it once, as the parent passes it on."""
+    """Each child is a process group of its own: a signal reaches it once, as the parent passes it on (the
+    iw figures running when it comes; those not started yet never start)."""
     record = tmp_path / "signals.txt"
 
     def cmd_run(args: argparse.Namespace) -> int:
@@ -252,9 +282,9 @@ def test_sigterm_to_the_run_reaches_each_figure_once_and_the_run_waits_for_them(
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
     began = time.monotonic()
     with pytest.raises(SystemExit) as stopped:
-        reproduce.cmd_reproduce(parsed("spdy", "--quick", "--out", str(tmp_path)))
+        reproduce.cmd_reproduce(parsed("iw", "--quick", "--out", str(tmp_path)))
     assert stopped.value.code == 128 + signal.SIGTERM and time.monotonic() - began < 10
     lines = record.read_text().splitlines()
-    figures = [f.full_name for f in reproduce.figures_of("spdy")]
-    assert sorted(line for line in lines if "group" in line) == sorted(f"{f} group True" for f in figures)
+    figures = [line.split()[0] for line in lines if "group" in line]
+    assert len(figures) >= 2 and all(line.endswith("group True") for line in lines if "group" in line), lines
     assert sorted(line for line in lines if "group" not in line) == sorted(f"{f} 15" for f in figures)  # once each
