@@ -14,11 +14,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from ground import logs, results
 from ground.errors import NetreproError, UserError
@@ -313,7 +311,7 @@ def _in_vm(argv: list[str]) -> int:
         print("run.sh --vm <command ...>: e.g. run.sh --vm check --rtt 50ms --shaper netem", file=sys.stderr)
         return 2
     # A closed terminal ends a --vm run as SIGTERM does: the guest is stopped, the ledger unwound.
-    _stop_on_signals()
+    exits.stop_on_signals()
     try:
         return vm.run_in_vm(argv)
     except UserError as e:
@@ -325,22 +323,6 @@ def _in_vm(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("run.sh --vm: interrupted; the guest was stopped", file=sys.stderr)
         return 130
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    # SystemExit, not KeyboardInterrupt: Mininet's CLI swallows the latter.
-    # Either way every `finally` and `with` unwinds what the run made.
-    print(f"run.sh: signal {signum}: stopping, undoing what this run created", file=sys.stderr)
-    raise SystemExit(128 + signum)
-
-
-def _stop_on_signals() -> None:
-    """SIGINT stops a run as KeyboardInterrupt, SIGTERM and SIGHUP as SystemExit, whatever this
-    process inherited: a shell starts a background job (`./run.sh fig3 &`, `nohup`) with SIGINT or
-    SIGHUP ignored, and a run sent one must still stop and undo what it created."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGHUP, _terminate)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -369,5 +351,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    _stop_on_signals()
+    exits.stop_on_signals()
     return exits.dispatch(args, COMMANDS[args.command])

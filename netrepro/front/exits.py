@@ -4,7 +4,9 @@
 0 or the command's own status; 2 for a user's error (what was typed, what
 is allowed); 1 for a setup error, a full disk or a bug in netrepro (the
 traceback under -v); 130 for an interrupt, once everything the run created
-is undone; 128 + SIGPIPE when whoever read the output has gone.
+is undone; 128 + SIGPIPE when whoever read the output has gone.  `stop_on_signals`
+makes SIGINT, SIGTERM and SIGHUP stop a command so that everything it created
+is undone: the CLI's process, and each figure's child of `reproduce`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,26 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable
+from types import FrameType
 
 from ground.errors import NetreproError, UserError
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    # SystemExit, not KeyboardInterrupt: Mininet's CLI swallows the latter.
+    # Either way every `finally` and `with` unwinds what the run made.
+    print(f"run.sh: signal {signum}: stopping, undoing what this run created", file=sys.stderr)
+    raise SystemExit(128 + signum)
+
+
+def stop_on_signals() -> None:
+    """SIGINT stops a run as KeyboardInterrupt, SIGTERM and SIGHUP as SystemExit, whatever this
+    process inherited: a shell starts a background job (`./run.sh fig3 &`, `nohup`) with SIGINT or
+    SIGHUP ignored, a forked child its parent's handlers, and a run sent one must still stop and undo
+    what it created."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
 
 
 def dispatch(args: argparse.Namespace, command: Callable[[argparse.Namespace], int]) -> int:

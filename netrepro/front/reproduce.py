@@ -152,6 +152,20 @@ def _one_after_another(figures: Sequence[Figure], args: argparse.Namespace, out:
     return done
 
 
+def _write_schedule(here: Path, args: argparse.Namespace, began: float, done: Sequence[Done], out: Path) -> None:
+    """<out>/reproduce/<label>/schedule.json: each figure's status, labs, start and end, and its log."""
+    results.write_json(
+        here / "schedule.json",
+        {
+            "reproduce": args.study,
+            "cores": admission.cores(),
+            "wall_s": round(time.monotonic() - began, 1),
+            "figures": [dataclasses.asdict(d) | {"log": str(d.log) if d.log else None} for d in done],
+        },
+        out,
+    )
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     figures = figures_of(args.study)
     until_decided(args, figures)  # every figure's budget checked before the first runs
@@ -184,21 +198,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             )  # fmt: skip
 
         run_figure = functools.partial(exits.dispatch, command=figure_commands.cmd_run)
-        side_by_side.run(here, args, run_figure, here_dir / "logs", ended)
+        try:
+            side_by_side.run(here, args, run_figure, here_dir / "logs", ended)
+        finally:  # stopped by a signal too: what ran, and how it ended
+            _write_schedule(here_dir, args, began, done, out)
     done.sort(key=lambda d: [f.full_name for f in figures].index(d.figure))
     print(f"\nreproduce {args.study}: {len(figures)} figures in {_clock(time.monotonic() - began)}")
     for d in done:
         print(f"  {d.figure:<20} {d.status:<14} {d.verdict or '-':<13} {d.why}")
-    results.write_json(
-        here_dir / "schedule.json",
-        {
-            "reproduce": args.study,
-            "cores": admission.cores(),
-            "wall_s": round(time.monotonic() - began, 1),
-            "figures": [dataclasses.asdict(d) | {"log": str(d.log) if d.log else None} for d in done],
-        },
-        out,
-    )
+    if args.hosts or args.scheduler:
+        _write_schedule(here_dir, args, began, done, out)
     page = here_dir / "index.html"
     from netrepro.front import report
 

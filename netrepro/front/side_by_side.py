@@ -40,6 +40,7 @@ from pathlib import Path
 from ground import logs
 from ground.progress import Progress
 from ground.trials import Row, trial_key
+from netrepro.front import exits
 from netrepro.runner import admission, packing, shards
 from netrepro.runner.plan import Plan
 from netrepro.studykit import evidence
@@ -116,6 +117,7 @@ def _child(args: argparse.Namespace, fd: int, command: Callable[[argparse.Namesp
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:  # the parent died before the line above
         os._exit(128 + signal.SIGTERM)
+    exits.stop_on_signals()  # not the parent's handlers (they pass signals on): this child stops and unwinds
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -184,6 +186,8 @@ def run(
     finally:
         for child in running:
             child.process.join()  # each undoes what it created, whatever stopped the run
+            status, now = child.process.exitcode or 0, time.monotonic() - began
+            on_end(Ended(child.figure, status, child.log, child.labs, child.began - began, now))
         _show(progress, measured, [], out, args, home)
         progress.close()
         stop.restore()

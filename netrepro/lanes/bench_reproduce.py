@@ -136,7 +136,8 @@ def reproduce(studies: str = STUDIES, quick: bool = False, out: Path | None = No
         status = subprocess.run(argv, cwd=results.REPO, check=False).returncode
         wall, cpu = time.monotonic() - began, busy_seconds() - busy
         label = studies.replace(",", "+")
-        schedule = json.loads((tree / "reproduce" / label / "schedule.json").read_text())
+        written = tree / "reproduce" / label / "schedule.json"
+        schedule = json.loads(written.read_text()) if written.is_file() else {}  # none: it stopped before any
         timeline = labs_over_time(schedule)
         claims: list[dict[str, Any]] = []
         per_figure = []

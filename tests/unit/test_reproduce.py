@@ -264,16 +264,15 @@ def test_sigterm_to_the_run_reaches_each_figure_once_and_the_run_waits_for_them(
     record = tmp_path / "signals.txt"
 
     def cmd_run(args: argparse.Namespace) -> int:
-        def stop(signum: int, frame: object) -> None:
-            with record.open("a") as f:
-                f.write(f"{args.figure} {signum}\n")
-            time.sleep(0.2)  # unwinding: a second signal now would cut it short
-            raise SystemExit(128 + signum)
-
-        signal.signal(signal.SIGTERM, stop)
         with record.open("a") as f:
             f.write(f"{args.figure} group {os.getpgid(0) == os.getpid()}\n")
-        time.sleep(30)
+        try:
+            time.sleep(30)
+        except BaseException as e:  # the child's own handler (exits.stop_on_signals): SystemExit(143)
+            with record.open("a") as f:
+                f.write(f"{args.figure} {type(e).__name__} {getattr(e, 'code', '')}\n")
+            time.sleep(0.3)  # unwinding: a second signal now would cut it short
+            raise
         return 0
 
     _no_machine(monkeypatch, tmp_path)
@@ -287,4 +286,7 @@ def test_sigterm_to_the_run_reaches_each_figure_once_and_the_run_waits_for_them(
     lines = record.read_text().splitlines()
     figures = [line.split()[0] for line in lines if "group" in line]
     assert len(figures) >= 2 and all(line.endswith("group True") for line in lines if "group" in line), lines
-    assert sorted(line for line in lines if "group" not in line) == sorted(f"{f} 15" for f in figures)  # once each
+    stopped_once = sorted(f"{f} SystemExit 143" for f in figures)
+    assert sorted(line for line in lines if "group" not in line) == stopped_once, lines  # once each
+    schedule = json.loads((tmp_path / "reproduce" / "iw" / "schedule.json").read_text())
+    assert sorted(f["status"] for f in schedule["figures"]) == ["exit 143"] * len(figures)  # written, stopped too

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from netrepro.front import cli
+from netrepro.front import cli, exits
 from netrepro.lanes import vm
 
 
@@ -27,7 +27,7 @@ def test_sighup_and_sigterm_both_unwind_a_vm_run(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(vm, "run_in_vm", run_in_vm)
     assert cli.main(["--vm", "check"]) == 0
-    assert seen == {signal.SIGTERM: cli._terminate, signal.SIGHUP: cli._terminate}
+    assert seen == {signal.SIGTERM: exits._terminate, signal.SIGHUP: exits._terminate}
     with pytest.raises(SystemExit) as stopped:
-        cli._terminate(signal.SIGHUP, None)
+        exits._terminate(signal.SIGHUP, None)
     assert stopped.value.code == 128 + signal.SIGHUP
