@@ -167,7 +167,8 @@ def reproduce_run(doc: Mapping[str, Any]) -> Facts:
         "bench.reproduce.trials": f"{doc['trials']} trials, {doc['trials_not_ok']} not ok",
         "bench.reproduce.lateness": (
             f"p99 at most {float(late_p99):.3g} ms, max at most {float(late_max):.3g} ms, "
-            f"{doc['attempts_late_over_bound']} attempts over their bound and run again"
+            f"{doc['attempts_late_over_bound']} attempt{'' if doc['attempts_late_over_bound'] == 1 else 's'} "
+            "over their bound and run again"
             if late_p99 is not None and late_max is not None
             else "not recorded (netem)"
         ),
