@@ -144,6 +144,9 @@ def run(
     waiting = sorted(figures, key=lambda f: -(plans[f.full_name].seconds() or 0.0))
     holds = {f.full_name: admission.exclusive(f, args.quick) for f in figures}
     measured = [f for f in figures if not f.trials_of]
+    # read once: a waiting figure's CSV and cost do not change until it runs
+    left = {f.full_name: settings_left(f, out, args.quick, args.trials, args.seed) for f in measured}
+    costs = {f.full_name: admission.measured_cost(f, out) for f in measured}
     home = {f.full_name: trials_home(f, out, args.quick, args.trials, args.seed) for f in measured}
     planned = sum(f.trial_count(args.quick, args.trials) * len(f.grid(args.quick)) for f in measured)
     progress = Progress(planned - sum(home.values()), f"reproduce {args.study}")
@@ -153,7 +156,8 @@ def run(
     stop = _forward_signals(running)
     try:
         while waiting or running:
-            for child in [c for c in running if c.process.exitcode is not None]:
+            ended = [c for c in running if c.process.exitcode is not None]
+            for child in ended:
                 running.remove(child)
                 status = child.process.exitcode or 0
                 on_end(
@@ -164,11 +168,10 @@ def run(
             for fig in list(waiting):
                 if fig.trials_of and any(_owner(f, fig) for f in [*waiting, *(c.figure for c in running)]):
                     continue  # it draws its owner's rows: once the owner has ended
-                left = 0 if fig.trials_of else settings_left(fig, out, args.quick, args.trials, args.seed)
-                cost = admission.measured_cost(fig, out)
-                cores = 0.0 if left == 0 else (packing.UNMEASURED_CORES if cost is None else cost.cores)
+                settings, cost = left.get(fig.full_name, 0), costs.get(fig.full_name)
+                cores = 0.0 if settings == 0 else (packing.UNMEASURED_CORES if cost is None else cost.cores)
                 room = cap - sum(c.labs for c in running)
-                most = max(1, min(left, room, per_figure))
+                most = max(1, min(settings, room, per_figure))
                 labs = labs_to_admit(tasks, cores, most, machine_cores, lateness, holds[fig.full_name]) if room else 0
                 if labs == 0:
                     continue
@@ -176,7 +179,7 @@ def run(
                 child = _start(fork, fig, labs, cores, holds[fig.full_name], args, command, log_dir)
                 running.append(child)
                 tasks += child.tasks()
-            _show(progress, [f for f in measured if f not in waiting], running, out, args, home)
+            _show(progress, [c.figure for c in [*running, *ended] if not c.figure.trials_of], running, out, args, home)
             if stop.signum:
                 break
             time.sleep(POLL_S)
