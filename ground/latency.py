@@ -24,7 +24,7 @@ from ground.series import QueueSample
 from ground.tcpprobe import ProbeSample
 
 METRICS = ("rtt_p50_ms", "rtt_p95_ms", "rtt_p99_ms", "queueing_delay_p50_ms", "queueing_delay_p95_ms")
-QUEUE_METRICS = ("queue_p50_pkts", "queue_p95_pkts", "queue_max_pkts", "queue_samples")
+QUEUE_METRICS = ("queue_p50_pkts", "queue_p95_pkts", "queue_max_pkts", "queue_samples", "queue_reads_failed")
 
 
 @dataclass(frozen=True)
@@ -68,11 +68,12 @@ def columns(flows: Iterable[tuple[Iterable[ProbeSample], float]]) -> dict[str, f
     return found.columns() if found is not None else {}
 
 
-def queue_columns(samples: Sequence[QueueSample]) -> dict[str, float]:
+def queue_columns(samples: Sequence[QueueSample], failed: int = 0) -> dict[str, float]:
     """The bottleneck queue's occupancy over the samples, in packets (QUEUE_METRICS: the median, the 95th
-    percentile, the largest, and how many samples); none without a sample."""
+    percentile, the largest, how many samples, and how many reads failed and left a gap); only the failed
+    reads without a sample."""
     if not samples:
-        return {}
+        return {"queue_reads_failed": failed} if failed else {}
     packets = np.array([s.packets for s in samples], dtype=float)
     p50, p95 = np.percentile(packets, [50, 95])
     return {
@@ -80,4 +81,5 @@ def queue_columns(samples: Sequence[QueueSample]) -> dict[str, float]:
         "queue_p95_pkts": round(float(p95), 1),
         "queue_max_pkts": int(packets.max()),
         "queue_samples": len(samples),
+        "queue_reads_failed": failed,
     }

@@ -5,7 +5,7 @@ on the bottleneck's egress port, in its namespace: topologies.lab.Lab.
 bottleneck_queue) every `step_s`, and keeps each reading's backlog with the
 moment it was taken (the middle of the read, CLOCK_MONOTONIC: tcp_probe's clock,
 so each sample lines up with the flows' states).  A read that fails (the lab
-torn down under it, tc's output cut) is skipped and counted; the trial goes on.
+torn down under it, tc's output cut) is skipped and counted (the row's `queue_reads_failed`); the trial goes on.
 """
 
 from __future__ import annotations

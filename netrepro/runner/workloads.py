@@ -262,7 +262,7 @@ def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
         "retransmits": ";".join(str(r.retransmits) for r in whole),
         "bottleneck_drops": drops,
         **latency.columns([(samples, _base_rtt_ms(lab, p)) for p, samples in data]),
-        **latency.queue_columns(queued.samples),
+        **latency.queue_columns(queued.samples, queued.failed),
         series.FIELD: series.from_probe((s for _, samples in data for s in samples), queue=queued.samples).as_json(),
     }
     if len(reports) > len(tcp):
@@ -343,7 +343,7 @@ def long_flow(session: Session, trial: Trial, keys: LongFlowKeys) -> Metrics:
         "cwnd_series": _joined([p.cwnd for p in window]),
         "ssthresh_series": ";".join("" if p.ssthresh is None else str(p.ssthresh) for p in window),
         **latency.columns([(flow_samples, _base_rtt_ms(lab, pair))]),
-        **latency.queue_columns(queued.samples),
+        **latency.queue_columns(queued.samples, queued.failed),
         series.FIELD: series.from_probe(flow_samples, queue=queued.samples).as_json(),
     }
     if len(reports) > 1:

@@ -148,8 +148,14 @@ def test_a_series_stored_before_the_queue_was_sampled_still_reads(tmp_path: Path
 def test_the_queue_occupancy_columns() -> None:
     queue = [series.QueueSample(k / 10, k % 10, 1500 * (k % 10)) for k in range(100)]
     cols = latency.queue_columns(queue)
-    assert cols == {"queue_p50_pkts": 4.5, "queue_p95_pkts": 9.0, "queue_max_pkts": 9, "queue_samples": 100}
-    assert latency.queue_columns([]) == {}
+    assert cols == {
+        "queue_p50_pkts": 4.5,
+        "queue_p95_pkts": 9.0,
+        "queue_max_pkts": 9,
+        "queue_samples": 100,
+        "queue_reads_failed": 0,
+    }
+    assert latency.queue_columns([]) == {} and latency.queue_columns([], failed=3) == {"queue_reads_failed": 3}
 
 
 def test_the_sampler_reads_every_step_and_survives_a_failed_read() -> None:
