@@ -218,6 +218,30 @@ def cut_of_a_grown_window(name: str, cwnd: int, after: int) -> bool:
     return any(after == linux_ssthresh(name, grown) for grown in range(cwnd + 1, 2 * cwnd + 1))
 
 
+def assert_cuts_follow_linux(name: str, side: str, cuts: list[dict[str, str]], row: dict) -> None:
+    """Every cut of one side is in the cuts file, beside the median made of it, and follows Linux's rule.
+
+    The same cut, compared cut by cut with Linux's rule, not as two medians: at 1 % loss bic's window
+    lies about its low_window (14), at or below which it halves instead of cutting to 0.8, so the median
+    of a dozen cuts moves with how many fell below it (CI: 0.755 for the module, quartile 0.5, against
+    0.786 for the port); scalable's integer cut, cwnd - (cwnd >> 3), is 0.875 of 8 and 0.909 of 11, so
+    its median moves with the windows the flow reached (CI under TCG, the module against itself: 0.877
+    at 4.6 Mbit/s, 0.907 at 2.4). A cut read from tcp_probe may miss the rule only upwards: a sample
+    holds the window before its ACK, so a loss found on a timer (RTO, RACK's reordering timer) cuts the
+    window the last ACK grew, by the segments it acked in slow start (CI: scalable's port 140 -> 129,
+    the rule from 147; 146 other cuts in four runs here exact). At most a quarter may miss; a port with
+    a smaller beta misses downwards at once, a larger one at nearly every cut."""
+    mine = [
+        (int(c["cwnd_before"]), int(c["ssthresh_after"])) for c in cuts if (c["algorithm"], c["side"]) == (name, side)
+    ]
+    assert len(mine) == row[f"{side}_reductions"], (side, row)
+    assert round(statistics.median(after / cwnd for cwnd, after in mine), 4) == row[f"{side}_backoff_median"]
+    miss = [(cwnd, after) for cwnd, after in mine if after != linux_ssthresh(name, cwnd)]
+    print(f"{name} {side}: {len(miss)} of {len(mine)} cuts off Linux's rule: {miss}")
+    assert len(miss) <= len(mine) // 4, (side, miss, row)
+    assert all(cut_of_a_grown_window(name, cwnd, after) for cwnd, after in miss), (side, miss, row)
+
+
 def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
     """The short version of `run.sh --vm bench ports`: scalable and bic, each port beside its module
     (as bpf_scalable, bpf_bic) on one 1 % loss path, in turn: the same cut at the loss events, and
@@ -231,27 +255,7 @@ def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
         assert row["port_as"] == f"bpf_{name}"
         assert row["kernel_reductions"] >= 3 and row["bpf_reductions"] >= 3, row
         for side in ("kernel", "bpf"):
-            # every cut is in the cuts file, beside the median made of it
-            mine = [
-                (int(c["cwnd_before"]), int(c["ssthresh_after"]))
-                for c in cuts
-                if (c["algorithm"], c["side"]) == (name, side)
-            ]
-            assert len(mine) == row[f"{side}_reductions"], (side, row)
-            assert round(statistics.median(after / cwnd for cwnd, after in mine), 4) == row[f"{side}_backoff_median"]
-            # The same cut, compared cut by cut with Linux's rule, not as two medians: at 1 % loss bic's
-            # window lies about its low_window (14), at or below which it halves instead of cutting to 0.8,
-            # so the median of a dozen cuts moves with how many fell below it (CI: 0.755 for the module,
-            # quartile 0.5, against 0.786 for the port). A cut read from tcp_probe may miss the rule only
-            # upwards: a sample holds the window before its ACK, so a loss found on a timer (RTO, RACK's
-            # reordering timer) cuts the window the last ACK grew, by the segments it acked in slow start
-            # (CI: scalable's port 140 -> 129, the rule from 147; 146 other cuts in four runs here exact).
-            # At most a quarter may miss; a port with a smaller beta misses downwards at once, a larger
-            # one at nearly every cut.
-            miss = [(cwnd, after) for cwnd, after in mine if after != linux_ssthresh(name, cwnd)]
-            print(f"{name} {side}: {len(miss)} of {len(mine)} cuts off Linux's rule: {miss}")
-            assert len(miss) <= len(mine) // 4, (side, miss, row)
-            assert all(cut_of_a_grown_window(name, cwnd, after) for cwnd, after in miss), (side, miss, row)
+            assert_cuts_follow_linux(name, side, cuts, row)
         # Goodput: 6.1's netem takes no seed, so the two meet different losses, and two 6 s flows under
         # emulation differ by more than a factor of two (port/module, Mbit/s: 3.60/4.31, 2.57/2.01,
         # 4.24/3.67, 3.13/3.95, 2.30/3.99, 1.50/4.05); equality within noise is the bench's claim (3 x 20 s
@@ -264,13 +268,17 @@ def test_two_ports_equal_the_kernels_modules(tmp_path: Path) -> None:
 
 def test_the_control_compares_the_module_with_itself(tmp_path: Path) -> None:
     """`bench ports --control`: both sides are the kernel's module (no port registered), in the
-    same alternation; scalable's fixed 7/8 cut comes out the same on both."""
+    same alternation; scalable's cut follows Linux's rule on both, cut by cut (their medians move with
+    the windows each flow reached)."""
     (row,) = bench.ports(("scalable",), runs=1, seconds=6, rate="5mbit", out=tmp_path, paths=("random 1 %",),
                          control=True)  # fmt: skip
     assert row["port_as"] == "scalable" and row["port_ss_repairs"] is None, row
     assert row["kernel_reductions"] >= 2 and row["kernel_again_reductions"] >= 2, row
-    assert abs(row["kernel_backoff_median"] - row["kernel_again_backoff_median"]) <= 0.03, row
-    assert (tmp_path / "ports-control.csv").exists() and (tmp_path / "ports-control-cuts.csv").exists()
+    with (tmp_path / "ports-control-cuts.csv").open(newline="") as f:
+        cuts = list(csv.DictReader(f))
+    for side in ("kernel", "kernel_again"):
+        assert_cuts_follow_linux("scalable", side, cuts, row)
+    assert (tmp_path / "ports-control.csv").exists()
 
 
 def test_a_runs_end_leaves_the_modules_others_loaded_before_it_and_during_it() -> None:
