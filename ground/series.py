@@ -31,6 +31,7 @@ from ground.tcpprobe import UNSET_SSTHRESH, ProbeSample
 # A workload's metric holding its series (as_json), and the row column naming its stored file.
 FIELD = "time_series"
 FILE_COLUMN = "time_series_file"
+DIR_SUFFIX = ".series"  # <figure>.series/<name>.csv beside the figure's CSV
 # The step the series is resampled on: ten a second, 2,000 points a flow in a long trial of 200 s.
 STEP_S = 0.1
 COLUMNS = ("time_s", "flow", "cwnd", "ssthresh", "srtt_ms", "goodput_mbit", "queue_pkts")
@@ -163,3 +164,8 @@ def _backlog_in(queue: Sequence[QueueSample], after: float, until: float) -> int
     """The backlog of the last sample in (after, until], or None where none fell there."""
     k = bisect.bisect_right(queue, until, key=lambda q: q.time)
     return queue[k - 1].packets if k and queue[k - 1].time > after else None
+
+
+def is_series_file(path: Path) -> bool:
+    """Whether a CSV is a trial's time series (in a `<figure>.series` directory), not a figure's rows."""
+    return path.parent.name.endswith(DIR_SUFFIX)

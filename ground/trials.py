@@ -450,7 +450,7 @@ class TrialLog:
         kept = {k: v for k, v in row.items() if k != series.FIELD}
         values = found if isinstance(found, series.TimeSeries) else series.TimeSeries.from_json(found)
         name = str(row.get("draw_seed") or hashlib.sha256(str(row.get("trial_key")).encode()).hexdigest()[:16])
-        relative = Path(f"{self.path.stem}.series") / f"{name}.csv"
+        relative = Path(f"{self.path.stem}{series.DIR_SUFFIX}") / f"{name}.csv"
         replace_file(self.path.parent / relative, values.csv_bytes())
         hand_back(self.path.parent / relative, self.tree)
         kept[series.FILE_COLUMN] = str(relative)

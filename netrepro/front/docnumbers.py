@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ground import series
 from ground.manifests import ManifestUnreadable, read_manifest
 from ground.results import REFERENCE, REPO, replace_file
 from ground.trials import Row
@@ -356,6 +357,8 @@ def reference_facts(stored: Stored) -> Facts:
     body = []
     total: dict[str, float] = {}
     for csv in sorted(stored.tree.rglob("*.csv")):
+        if series.is_series_file(csv):
+            continue
         name = csv.relative_to(stored.tree).with_suffix("").as_posix()
         rows = stored.rows(name)
         seconds = sum(r.trial_seconds or 0.0 for r in rows)

@@ -83,3 +83,11 @@ def test_numbers_are_written_without_exponents(value: float, shown: str) -> None
 def test_readme_stays_under_200_lines() -> None:
     lines = (REPO / "README.md").read_text(encoding="utf-8").count("\n")
     assert lines < 200, f"README.md has {lines} lines: move measurements to docs/"
+
+
+def test_the_reference_table_lists_figures_not_their_trials_time_series() -> None:
+    """A trial's time series (`<figure>.series/<name>.csv`) is a file of that figure's, not a CSV of
+    rows: the table lists bufferbloat/delay once, with its trials."""
+    listed = docnumbers.facts()["reference.table"]
+    assert "`bufferbloat/delay`" in listed
+    assert ".series" not in listed
