@@ -118,6 +118,40 @@ def _mean_se(fig: Figure, rows: Rows, label: str, level: Any) -> tuple[float, fl
     return statistics.mean(values), se, len(values)
 
 
+# A port stands in for the kernel's own algorithm (cubic_plus n = 1 for CUBIC, reno_beta r = 0.5 for Reno) where
+# its kept trials lie within this share of the kernel's, a ratio of geometric means in [1/1.05, 1.05]: the
+# attempts the ssthresh corruption discarded (attempts.discarded_for_ssthresh) left trials that behave as the
+# algorithm's, or they did not.
+STANDS_IN_WITHIN = 0.05
+
+
+def against_kernel(fig: Figure, rows: Rows, port: str, kernel: str, level: Any) -> str:
+    """A port's kept trials against the kernel's own algorithm at a level: the ratio of geometric means of
+    fig.y (port over kernel), its 95 % Welch interval over trials, and whether the two are equivalent within
+    STANDS_IN_WITHIN (two one-sided Welch tests at 5 %), outside it (the interval wholly beyond), or neither
+    shown; "" with fewer than two trials on either side."""
+
+    def values(label: str) -> list[float]:
+        return [r.measured(fig.y) for r in rows if r.series == label and r.text(fig.x) == str(level) and r.ok]
+
+    a, b = values(kernel), values(port)
+    iv = intervals.welch(a, b, 0.95, ratio=True)
+    if iv is None:
+        return ""
+    band = (1 / (1 + STANDS_IN_WITHIN), 1 + STANDS_IN_WITHIN)
+    p = intervals.equivalent(a, b, *band, ratio=True)
+    pct = f"{STANDS_IN_WITHIN * 100:g} %"
+    shown = (
+        f"within {pct}"
+        if p < 0.05
+        else (f"outside {pct}" if iv.high < band[0] or iv.low > band[1] else f"not shown within {pct}")
+    )
+    return (
+        f"ratio {iv.estimate:.3g} [{iv.low:.3g}, {iv.high:.3g}], n = {len(b)}, {len(a)}: {shown} "
+        f"(two one-sided tests, p = {p:.2g})"
+    )
+
+
 def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:
     """CUBIC and CUBIC+ n=6 at each loss level: their means over trials and CUBIC+'s difference; where the
     BPF control ran, that difference split into the implementation's part and the algorithm's."""
@@ -141,6 +175,8 @@ def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
                 f"{control[2]}, against the kernel's) {gain(control, a) * 100:+.0f} % and the algorithm (CUBIC+ "
                 f"against CUBIC as BPF) {gain(b, control) * 100:+.0f} %"
             )
+            if stands_in := against_kernel(fig, rows, CUBIC_BPF.label, CUBIC.label, level):
+                note += f"; CUBIC as BPF against the kernel's CUBIC in {fig.y}: {stands_in}"
         notes.append(note)
     return notes
 
@@ -212,6 +248,8 @@ def annotate_reno(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list
                 f"; the kernel's Reno {kernel[0] / 1e3:.2f} +/- {kernel[1] / 1e3:.2f} (n = {kernel[2]}): r = 0.5 "
                 f"as BPF {(bpf[0] / kernel[0] - 1) * 100:+.0f} % in PLT against it (the implementation)"
             )
+            if stands_in := against_kernel(fig, rows, RENO[0].label, RENO_KERNEL.label, level):
+                note += f", {stands_in}"
         notes.append(note)
     if not notes:
         return ["no level has a successful trial"]

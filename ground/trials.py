@@ -240,6 +240,12 @@ class Row(dict[str, str]):
         return self.text("code")
 
     @property
+    def ssthresh_repaired(self) -> bool:
+        """Whether the attempt was not kept because its BPF congestion control repaired a corrupted
+        ssthresh (kmod/README.md, "The ssthresh corruption")."""
+        return self.text("ssthresh_repaired").lower() in ("true", "1")
+
+    @property
     def draw_seed(self) -> int | None:
         """The name of the trial's draw (trial_draw)."""
         return self._whole("draw_seed")

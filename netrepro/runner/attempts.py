@@ -8,9 +8,10 @@ whose trials fail FAILURES_IN_A_ROW times in a row stops (`FailureStreak`), nami
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ground.trials import Row
 from netrepro.runner.verify import rtt_tolerance_ms
 
 FAILURES_IN_A_ROW = 5
@@ -43,6 +44,24 @@ def attempt_again(made: Mapping[str, Any], late_attempts: int, repaired_attempts
     if made.get("ssthresh_repaired"):
         return repaired_attempts < SSTHRESH_ATTEMPTS
     return False
+
+
+def discarded_for_ssthresh(attempts: Iterable[Row]) -> list[str]:
+    """The caption's line on the attempts not kept for the BPF ssthresh corruption, per series, of all that
+    series' attempts; none where no attempt was.  The discards fall on BPF series only and grow with loss, so
+    the kept trials are the ones the corruption spared: a reader weighs a series' numbers with its count."""
+    tried: dict[str, int] = {}
+    repaired: dict[str, int] = {}
+    for row in attempts:
+        tried[row.series] = tried.get(row.series, 0) + 1
+        repaired[row.series] = repaired.get(row.series, 0) + row.ssthresh_repaired
+    counts = [f"{series} {n} of {tried[series]}" for series, n in repaired.items() if n]
+    if not counts:
+        return []
+    return [
+        "attempts not kept, their BPF congestion control having repaired a corrupted ssthresh (kmod/README.md; "
+        "each trial ran again): " + ", ".join(counts)
+    ]
 
 
 LATE_TOLERANCES = 10  # late_bound_ms: how many of the path's RTT tolerances a trial's p99 lateness may reach

@@ -55,7 +55,7 @@ from ground.proc import CommandError
 from ground.progress import Progress
 from ground.trials import Row, TrialLog, latest_rows, row_ok, setting_key, trial_draw, trial_key
 from netrepro.runner import preflight, resume, shards
-from netrepro.runner.attempts import LATE_PAUSES_S, FailureStreak, attempt_again, late_bound_ms
+from netrepro.runner.attempts import LATE_PAUSES_S, FailureStreak, attempt_again, discarded_for_ssthresh, late_bound_ms
 from netrepro.runner.looks import Looks, UntilDecided, stored_plan, until_decided
 from netrepro.runner.manifest import earlier_verifications, figure_manifest, judgement_lines, judgement_of, reference_of
 from netrepro.runner.resume import RowSink
@@ -587,6 +587,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     notes = draw(fig, points, rows, png, quick=opts.quick, reference=reference.points if reference else None)
     if reference and reference.of:
         plot.add_to_caption(png, [f"dashed, hollow: {reference.of}"])
+    plot.add_to_caption(png, discarded_for_ssthresh(attempts))
     # once: the caption, the manifest and the terminal show it; after looks, each claim as its looks froze it
     judgement = judgement_of(fig, points, rows, looked.judged if looked else None)
     plot.add_to_caption(png, judgement_lines(judgement))

@@ -44,10 +44,11 @@ def test_loss_notes_give_the_means_and_cubic_plus_gain_in_throughput_either_metr
     # with the BPF control beside: the gain split into the implementation's part and the algorithm's
     controlled = {**faster, (cubicplus.CUBIC_BPF.label, "8%"): [720.0, 800.0, 880.0]}
     notes = cubicplus.annotate_loss(plt, [], rows(plt, controlled), None)
-    assert notes[0].endswith(
+    assert (
         "of which the implementation (CUBIC as BPF, 800 +/- 46, n = 3, against the kernel's) +25 % and the "
-        "algorithm (CUBIC+ against CUBIC as BPF) +60 %"
-    ), notes
+        "algorithm (CUBIC+ against CUBIC as BPF) +60 %; CUBIC as BPF against the kernel's CUBIC in "
+        "page_load_time_ms: ratio 0.8 [0.637, 1], n = 3, 3: not shown within 5 %"
+    ) in notes[0], notes
 
 
 def test_rtt_notes_say_how_far_apart_the_variants_lie() -> None:
@@ -92,8 +93,27 @@ def test_reno_notes_give_plt_by_r_and_where_it_rises_with_r() -> None:
     assert notes[0] == "at 2% loss, mean PLT (s) by r: r=0.5 9.00 +/- 0.06, r=0.9 7.00 +/- 0.06", notes
     assert notes[1] == (
         "at 6% loss, mean PLT (s) by r: r=0.5 16.00 +/- 0.12, r=0.7 17.00 +/- 0.12, r=0.9 19.00 +/- 0.12; the "
-        "kernel's Reno 20.00 +/- 0.12 (n = 3): r = 0.5 as BPF -20 % in PLT against it (the implementation)"
+        "kernel's Reno 20.00 +/- 0.12 (n = 3): r = 0.5 as BPF -20 % in PLT against it (the implementation), "
+        "ratio 0.8 [0.779, 0.821], n = 3, 3: outside 5 % (two one-sided tests, p = 1)"
     ), notes
     assert notes[-1] == "mean PLT rises with r at every step at: 6% loss"
     assert no_verdict(notes)
     assert cubicplus.annotate_reno(f, [], [], None) == ["no level has a successful trial"]
+
+
+def test_a_port_stands_in_for_the_kernels_algorithm_only_within_five_percent() -> None:
+    """The kept trials of a port against the kernel's own algorithm: equivalent within 5 % where the
+    interval of their ratio lies inside [1/1.05, 1.05], outside where it lies wholly beyond, neither shown
+    where it straddles an edge; nothing said with fewer than two trials a side."""
+    f = fig("fig12")
+    port, kernel = cubicplus.RENO[0].label, cubicplus.RENO_KERNEL.label
+
+    def said(port_ms: list[float], kernel_ms: list[float]) -> str:
+        values = {(port, "2%"): port_ms, (kernel, "2%"): kernel_ms}
+        return cubicplus.against_kernel(f, rows(f, values), port, kernel, "2%")
+
+    tight = [7400.0, 7450.0, 7500.0, 7550.0, 7600.0] * 2
+    assert ": within 5 %" in said(tight, [x * 1.01 for x in tight])
+    assert ": outside 5 %" in said(tight, [x * 1.2 for x in tight])
+    assert ": not shown within 5 %" in said([6000.0, 9000.0, 7500.0], [7500.0, 7600.0, 7400.0])
+    assert said([7500.0], tight) == ""

@@ -270,6 +270,10 @@ def test_a_trial_whose_ssthresh_was_repaired_runs_again_until_a_clean_attempt_or
     failed = [r for r in rows if r["status"] == "failed"]
     assert all(r["ssthresh_repaired"].lower() == "true" and "corrupted ssthresh" in r["error"] for r in failed)
     assert [p for p in pauses if p >= 1] == []
+    # the caption counts them per series, of all that series' attempts; a run without any says nothing
+    (line,) = attempts.discarded_for_ssthresh(rows)
+    assert "corrupted ssthresh" in line and line.endswith(f": {rows[0].series} 15 of 16"), line
+    assert attempts.discarded_for_ssthresh([r for r in rows if r.ok]) == []
     # the rule itself: lateness keeps its own bound (ATTEMPTS_AT_ONCE)
     assert attempts.attempt_again({"ssthresh_repaired": True}, 0, 7)
     assert not attempts.attempt_again({"ssthresh_repaired": True}, 0, 8)
