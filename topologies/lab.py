@@ -434,10 +434,13 @@ class Lab:
         network = self.topology.place(path)
         if path.mtu != self.path.mtu:
             self._set_mtu(path.mtu, self._interfaces(), change=True)
+        running = {d.name: shaping.leaf_kind(d.queue or self.path.queue, self.path.qdisc)
+                   for d in self.network.directions() if d.rate is not None}  # fmt: skip
         for d in network.directions():
             if d.rate is not None:
                 port = self.port_of(d, d.src)
-                for argv in shaping.bottleneck(port, d.rate, d.queue or path.queue, path.frame, path.qdisc):
+                queue, was = d.queue or path.queue, running.get(d.name)
+                for argv in shaping.bottleneck(port, d.rate, queue, path.frame, path.qdisc, replacing=was):
                     run(argv, self.ns(d.src))
         if path.qdisc != DROP_TAIL:  # tc took it (a kernel without the AQM fails the command): read it back
             kind = self.bottleneck_queue().kind

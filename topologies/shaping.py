@@ -85,22 +85,37 @@ def aqm_leaf(qdisc: str, rate: Rate, queue: Queue, frame: int = FRAME) -> Argv:
     raise ValueError(f"no AQM {qdisc!r}")
 
 
-def bottleneck(dev: str, rate: Rate, queue: Queue, frame: int = FRAME, qdisc: str = DROP_TAIL) -> list[Argv]:
+def leaf_kind(queue: Queue, qdisc: str = DROP_TAIL) -> str:
+    """The kind of the bottleneck's leaf: the AQM `qdisc` names, or the FIFO of a buffer in packets (pfifo)
+    or in bytes (bfifo)."""
+    if qdisc != DROP_TAIL:
+        return qdisc
+    return "pfifo" if queue.packets is not None else "bfifo"
+
+
+def bottleneck(
+    dev: str, rate: Rate, queue: Queue, frame: int = FRAME, qdisc: str = DROP_TAIL, replacing: str | None = None
+) -> list[Argv]:
     """The bottleneck's rate (HTB class, rate = ceil, burst = cburst = `burst_bytes`) and
     buffer (the leaf: a FIFO, or the AQM `qdisc` names).
 
     `frame` is a full-sized frame of the path's MTU (PathSpec.frame), HTB's
     quantum.  `replace` creates or changes both in place, so a new path
-    level reconfigures the running lab instead of rebuilding it.
+    level reconfigures the running lab instead of rebuilding it.  It changes
+    a leaf only into one of its own kind: the kernel refuses another ("Error:
+    Invalid qdisc name", tc_modify_qdisc finding the handle and another
+    kind), so where the running leaf is of another kind (`replacing`, its
+    `leaf_kind`), it is deleted first; HTB holds the class's packets in a
+    default FIFO of its own until the new leaf is grafted.
     """
     bits = f"{int(rate.bps)}bit"
     burst = str(burst_bytes(rate, frame))
+    kind = leaf_kind(queue, qdisc)
     if qdisc != DROP_TAIL:
         leaf = aqm_leaf(qdisc, rate, queue, frame)
-    elif queue.packets is not None:
-        leaf = ["pfifo", "limit", str(queue.packets)]
     else:
-        leaf = ["bfifo", "limit", str(queue.bytes)]
+        leaf = [kind, "limit", str(queue.packets if queue.packets is not None else queue.bytes)]
+    gone = [["tc", "qdisc", "del", "dev", dev, "parent", "1:1", "handle", BOTTLENECK_FIFO]]
     return [
         # quantum = one frame: a single class needs no fairness, and it keeps
         # HTB quiet about quanta at very low and very high rates.
@@ -126,6 +141,7 @@ def bottleneck(dev: str, rate: Rate, queue: Queue, frame: int = FRAME, qdisc: st
             "quantum",
             str(frame),
         ],
+        *(gone if replacing is not None and replacing != kind else []),
         ["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", BOTTLENECK_FIFO, *leaf],
     ]
 

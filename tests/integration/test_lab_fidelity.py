@@ -37,11 +37,13 @@ def test_path_is_within_tolerance(rtt: str, rate: str, loss: str) -> None:
 
 
 def test_reconfigure_in_place_changes_the_path() -> None:
-    """A new level (here the RTT and the rate) applies without rebuilding the lab."""
+    """A new level (here the RTT, the rate, and the buffer from packets to bytes, a leaf of another kind,
+    as an AQM's is) applies without rebuilding the lab."""
     first = PathSpec.parse(rtt="10ms", rate="20mbit")
     with Ledger() as ledger, Lab(first, ledger) as lab:
         pid_before = lab.net["client"].pid
-        lab.reconfigure(PathSpec.parse(rtt="40ms", rate="5mbit"))
+        lab.reconfigure(PathSpec.parse(rtt="40ms", rate="5mbit", queue="75000b"))
+        assert lab.bottleneck_queue().kind == "bfifo"
         result = verify(lab)
         assert lab.net["client"].pid == pid_before
     report = "\n".join(c.line() for c in result.checks)

@@ -35,6 +35,23 @@ def test_bottleneck_packets_and_bytes() -> None:
     assert leaf[-3:] == ["bfifo", "limit", "30720"]
 
 
+def test_a_leaf_of_another_kind_is_deleted_before_its_replacement() -> None:
+    """`tc qdisc replace` with the leaf's handle changes it in place, into one of its own kind only
+    (another: "Error: Invalid qdisc name", as the lane's bufferbloat/aqm met going from pfifo to fq_codel):
+    a new kind deletes the running leaf first; the same kind, or a first build, replaces it."""
+    drop = ["tc", "qdisc", "del", "dev", "s1-eth1", "parent", "1:1", "handle", "10:"]
+    new = shaping.bottleneck("s1-eth1", Rate(10e6), Queue(packets=132), qdisc="fq_codel", replacing="pfifo")
+    assert new[1] == drop and new[2][-4:] == ["10:", "fq_codel", "limit", "132"] and len(new) == 3
+    back = shaping.bottleneck("s1-eth1", Rate(10e6), Queue(packets=132), replacing="fq_codel")
+    assert back[1] == drop and back[2][-3:] == ["pfifo", "limit", "132"]
+    to_bytes = shaping.bottleneck("s1-eth1", Rate(10e6), Queue(bytes=30720), replacing="pfifo")
+    assert to_bytes[1] == drop and to_bytes[2][-3:] == ["bfifo", "limit", "30720"]
+    assert drop not in shaping.bottleneck("s1-eth1", Rate(10e6), Queue(packets=20), replacing="pfifo")
+    assert drop not in shaping.bottleneck("s1-eth1", Rate(10e6), Queue(packets=20))
+    assert [shaping.leaf_kind(Queue(packets=5)), shaping.leaf_kind(Queue(bytes=9000))] == ["pfifo", "bfifo"]
+    assert shaping.leaf_kind(Queue(packets=5), "cake") == "cake"
+
+
 def test_htb_quantum_is_one_frame_of_the_paths_mtu() -> None:
     cls, _ = shaping.bottleneck("s1-eth1", Rate(11e6), Queue(packets=15), frame=3514)
     assert cls[-2:] == ["quantum", "3514"]
