@@ -197,3 +197,24 @@ def test_the_stored_derived_figures_declared_after_their_rows_are_marked() -> No
     for name in ("newcwv/pacing@idle_s=5", "newcwv/pacing@jitter=3ms", "newcwv/pacing@idle_s=5+jitter=3ms"):
         said = entries[name].declared
         assert said is not None and said.state in (NEWER, declared.UNKNOWN), (name, said)
+
+
+# -- the manifest records it when rows are measured -----------------------------------------------
+
+
+def test_the_manifest_records_the_declaration_when_rows_are_measured(tmp_path: Path) -> None:
+    from netrepro.runner.manifest import declared_of
+
+    fig = expts.find("iw/fig2")
+    now = declared.Declaration(fig.full_name, (declared.Extent("expts/iw.py", 1, 2),), "c" * 40)
+    manifest = tmp_path / "fig2.manifest.json"
+    assert declared_of(fig, lambda f: now, manifest, measured=True) == {
+        "commit": "c" * 40,
+        "extents": ["expts/iw.py:1-2"],
+    }
+    assert declared_of(fig, None, manifest, measured=True) is None  # nothing passed to find it: not said
+    manifest.write_text('{"format": 1, "declared": {"commit": "e", "extents": []}}')
+    # a --plot-only measured no row: the record of when they were measured stands
+    assert declared_of(fig, lambda f: now, manifest, measured=False) == {"commit": "e", "extents": []}
+    manifest.write_text('{"format": 1}')  # a manifest from before the record: the declaration now
+    assert declared_of(fig, lambda f: now, manifest, measured=False) == now.manifest()
