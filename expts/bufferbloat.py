@@ -37,6 +37,7 @@ from netrepro.studykit import tradeoff
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import AllOf, Better, Regrouped, Trend
+from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Series
 from netrepro.studykit.trial import Trial
 
@@ -223,3 +224,5 @@ FIGURES = (
         claims=(FQ_CODEL_LATENCY,),
     ),
 )
+# The derived figures results/reference keeps (netrepro.studykit.kept): none of this study's.
+KEPT: tuple[Kept, ...] = ()

@@ -29,6 +29,7 @@ from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import AllOf, Better, ByDesign, Computed, Finding, Same, Trend
 from netrepro.studykit.evidence import rows_beside
+from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Point, Rows, Series
 from netrepro.studykit.trial import Trial
 
@@ -644,5 +645,38 @@ FIGURES = (
         claims=(TINY_SAME,),
         **BY_LOSS,
         **CONTROLLED,
+    ),
+)
+
+# The derived figures results/reference keeps (netrepro.studykit.kept): seed 000's large page loaded in a
+# browser instead of h2load, each judged by its figure's claims (docs/studies/web.md, seed 000's pages).
+KEPT = (
+    Kept(
+        "fig6",
+        {"client": "chromium"},
+        "seed 000's large page loaded in Chromium instead of h2load, its page load times set beside h2load's "
+        "in the same cells",
+        (PLT_LOW_SAME, PLT_HIGH_BETTER, PLT_GROWS),
+    ),
+    Kept(
+        "fig12",
+        {"client": "chromium"},
+        "seed 000's large page under Reno's reduction factors loaded in Chromium instead of h2load, beside "
+        "h2load's in the same cells",
+        (RENO_LOW_SAME, RENO_GROWS, RENO_HIGH_BETTER),
+    ),
+    Kept(
+        "fig6",
+        {"client": "firefox"},
+        "seed 000 loaded its pages 'via web browser (Firefox)': its large page in Firefox ESR, seed 000's own "
+        "browser, declared before its rows are measured",
+        (PLT_LOW_SAME, PLT_HIGH_BETTER, PLT_GROWS),
+    ),
+    Kept(
+        "fig12",
+        {"client": "firefox"},
+        "seed 000's large page under Reno's reduction factors in Firefox ESR, seed 000's own browser, declared "
+        "before its rows are measured",
+        (RENO_LOW_SAME, RENO_GROWS, RENO_HIGH_BETTER),
     ),
 )

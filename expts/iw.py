@@ -28,6 +28,7 @@ from ground.units import numeric
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import Better, ByDesign, Regrouped, Same, Trend, Within
+from netrepro.studykit.kept import Kept
 from netrepro.studykit.plot import legend_beside, quartiles
 from netrepro.studykit.spec import Figure, Point, Rows, Series
 from netrepro.studykit.trial import Trial
@@ -484,3 +485,5 @@ FIG5C = _fig5(
 )
 
 FIGURES = (FIG2, FIG5A, FIG5B, FIG5C)
+# The derived figures results/reference keeps (netrepro.studykit.kept): none of this study's.
+KEPT: tuple[Kept, ...] = ()

@@ -68,6 +68,7 @@ from expts.linuxcc_trials import (
     window_series,
 )
 from netrepro.studykit import plot
+from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Point, Rows
 from topologies.topology import LinkOption, Topology
 
@@ -370,3 +371,5 @@ FIG4 = _figure(
 )
 
 FIGURES = (FIG4, FIG5, FIG6, FIG7, WHOLE)
+# The derived figures results/reference keeps (netrepro.studykit.kept): none of this study's.
+KEPT: tuple[Kept, ...] = ()

@@ -79,6 +79,7 @@ from expts.newcwv_trials import (
 )
 from ground.path import MSS
 from netrepro.studykit import plot
+from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Point, Rows
 from netrepro.studykit.trial import Trial
 from servers.burst_trace import burst_rounds, gain_pct
@@ -622,3 +623,29 @@ PACING = _bursts_figure(
 )
 
 FIGURES = (FIG5, FIG7, FIG8, FIG9, TABLE2, TABLE3, FIG11, PACING)
+
+# The derived figures of pacing results/reference keeps (netrepro.studykit.kept), each judged by pacing's claims;
+# why each is run, from docs/studies/newcwv.md's pacing section.
+KEPT = (
+    Kept(
+        "pacing",
+        {"idle_s": "5"},
+        "the bursts after 5 s of idle time instead of 1 s, where the bulk flow has filled the buffer and every "
+        "arm, the baseline's IW 3 too, loses a large share of its first flight (a phase effect of drop-tail)",
+        PACING_CLAIMS,
+    ),
+    Kept(
+        "pacing",
+        {"jitter": "3ms"},
+        "Floyd and Jacobson's remedy for that phase effect, +-3 ms of timing noise on every host's link, at "
+        "the declared 1 s of idle time",
+        PACING_CLAIMS,
+    ),
+    Kept(
+        "pacing",
+        {"idle_s": "5", "jitter": "3ms"},
+        "the same +-3 ms of timing noise after 5 s of idle time: whether pacing helps newCWV once the "
+        "delay line's exact timing no longer drops what arrives out of phase",
+        PACING_CLAIMS,
+    ),
+)

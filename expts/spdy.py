@@ -26,6 +26,7 @@ from ground.trials import Row
 from netrepro.studykit.cells import Group
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import AllOf, Better, Exact, Regrouped, Same, Trend, Within
+from netrepro.studykit.kept import Kept
 from netrepro.studykit.plot import legend_beside, point_at
 from netrepro.studykit.spec import Figure, Point, Rows, Series
 
@@ -362,3 +363,5 @@ BACKOFF = Figure(
 )
 
 FIGURES = (BETATABLE, CONNS, BACKOFF)
+# The derived figures results/reference keeps (netrepro.studykit.kept): none of this study's.
+KEPT: tuple[Kept, ...] = ()

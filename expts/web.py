@@ -31,6 +31,7 @@ from typing import Any
 
 from netrepro.studykit.claims import Claim
 from netrepro.studykit.decisions import AllOf, Better, Trend, Within
+from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Series
 from netrepro.studykit.trial import Trial
 
@@ -174,5 +175,17 @@ FIGURES = (
         x_label="loss (%)",
         finding="Wang et al.: SPDY's single connection is detrimental under high packet loss",
         claims=(LOSS_HURTS,),
+    ),
+)
+
+# The derived figure results/reference keeps (netrepro.studykit.kept), judged by plt's claims
+# (docs/studies/web.md: seed 000 loaded its pages "via web browser (Firefox)").
+KEPT = (
+    Kept(
+        "plt",
+        {"client": "firefox"},
+        "plt's browser loads in Firefox ESR, seed 000's own browser, beside the declared figure's Chromium; "
+        "declared before its rows are measured",
+        (H2_FASTER, DEPENDENCIES_SHRINK, FLAT_GAIN),
     ),
 )

@@ -128,15 +128,15 @@ def in_the_code(path: Path) -> bool:
     return (repo / ".git").exists() and path.is_relative_to(repo) and not path.is_relative_to(repo / RESULTS.name)
 
 
-def git_argv(*args: str) -> list[str]:
-    """A git command on the checkout the code runs from, as every call here runs it (an argument list).
+def git_argv(*args: str, repo: Path = REPO) -> list[str]:
+    """A git command on the checkout the code runs from (or `repo`), as every call here runs it (an argument list).
 
     The checkout is named safe explicitly: run as root in a user's checkout (or as a user in one root
     made) git would otherwise refuse it as of "dubious ownership", or trust it only by guessing from
     SUDO_UID; its config is trusted no further than the code that runs from it already is.  No
     fsmonitor command it may name is run: git_state only reads.
     """
-    return ["git", "-c", f"safe.directory={REPO}", "-c", "core.fsmonitor=false", "-C", str(REPO), *args]
+    return ["git", "-c", f"safe.directory={repo}", "-c", "core.fsmonitor=false", "-C", str(repo), *args]
 
 
 def git_state() -> dict[str, Any]:

@@ -301,6 +301,7 @@ def _run_one(fig: Figure, args: argparse.Namespace, engine: Engine | None) -> sw
         shard=Shard.parse(args.shard) if args.shard else None,
         engine=engine,
         until=until_decided(args, [fig]),
+        declaration=expts.declaration,
     )
     outcome = sweep.run_figure(fig, opts)
     if fig.variant or opts.shard is not None:
@@ -344,7 +345,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
         _copy_series(args.csvs, target, into)
         print(f"merge: {len(rows)} rows of {fig.full_name} ({len(keys)} trials, seed {seed}) into {target}", flush=True)
         outcome = sweep.run_figure(
-            fig, sweep.Options(out=into, quick=quick, plot_only=True, merged=True, seed=seed), locked=True
+            fig,
+            sweep.Options(out=into, quick=quick, plot_only=True, merged=True, seed=seed, declaration=expts.declaration),
+            locked=True,
         )
     again = "each shard's own command (its --shard K/N) runs its trials again, then merge them again"
     return finished("merge", [outcome], again)

@@ -7,7 +7,11 @@ stand, the test, our numbers with their interval, the outcome) and the
 figure's verdict (the manifest's `verdict`, judged once by the run), the
 trials and their failures, the trials' own time, the verification of every
 path, the congestion controls as they ran, the emulation backend, and the
-commits of the rows and of the manifest.
+commits of the rows and of the manifest.  The derived figures the reference
+keeps (each study's KEPT) stand after their declared figure.  Each figure,
+and each of its claims, says whether its declaration predates its rows
+(netrepro.studykit.declared): one declared, or whose claims changed, after
+its rows were measured is marked.
 
 The page is one file of HTML with its style inline and relative links to
 the images beside it: nothing is fetched from elsewhere, so it works offline,
@@ -20,7 +24,8 @@ from __future__ import annotations
 import html
 import logging
 import os
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +35,7 @@ from ground.manifests import ManifestUnreadable, read_manifest
 from netrepro.studykit import evidence
 from netrepro.studykit.claims import VERDICTS, needs_text, outcome_text
 from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, OUTCOMES, all_of
+from netrepro.studykit.declared import Standing, claim_declaration, standing
 from netrepro.studykit.spec import Figure
 
 log = logging.getLogger("netrepro.front.report")
@@ -44,6 +50,7 @@ h3 { font-size: 1.05em; margin-bottom: 0.3em; }
 .agrees { background: #d7f0d7; } .partly { background: #f5ecc8; } .differs { background: #f6d3d3; }
 .unjudged { background: #e4e4e4; } .deterministic { background: #e3efe3; }
 .undecided { background: #dde6f3; } .bydesign { background: #ececec; }
+.newer { background: #f6d3d3; font-weight: bold; } .before { color: #2a6a2a; } .unknown { color: #555; }
 table { border-collapse: collapse; font-size: 0.9em; } td, th { border: 1px solid #ddd; padding: 0.2em 0.5em; }
 .side { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }
 .small { font-size: 0.85em; color: #555; }
@@ -69,15 +76,37 @@ class Entry:
     manifest: dict[str, Any]
     image: str
     stale: tuple[str, ...] = ()  # the figures whose rows changed since the verdict was judged (evidence.stale)
+    # whether its declaration, and each claim's (by source and quote), predates its rows (studykit.declared)
+    declared: Standing | None = None
+    claims_declared: Mapping[tuple[str, str], Standing] = field(default_factory=dict)
 
 
-def stored(tree: Path, page_dir: Path) -> list[Entry]:
-    """Every figure of `run.sh list` with a stored result under `tree`, in the list's order.
+Declarations = Callable[[Figure, Mapping[str, Any]], tuple[Standing, dict[tuple[str, str], Standing]]]
+
+
+def standings(fig: Figure, manifest: Mapping[str, Any]) -> tuple[Standing, dict[tuple[str, str], Standing]]:
+    """Whether the figure's declaration (its call, its claims, a kept derived figure's entry) predates its
+    rows (the manifest's `code_of_rows`), and each of its claims' (netrepro.studykit.declared)."""
+    rows = [str(c) for c in manifest.get("code_of_rows") or []]
+    kept = expts.kept_entry(fig)
+    modules = expts.modules_of(fig.study)
+    whole = standing(expts.declaration(fig), rows)
+    of_claims = {
+        (c.source, c.quote): standing(claim_declaration(c, modules, kept), rows)
+        for c in (kept.claims if kept else (fig.declared or fig).claims)
+    }
+    return whole, of_claims
+
+
+def stored(tree: Path, page_dir: Path, declarations: Declarations | None = standings) -> list[Entry]:
+    """Every figure of `run.sh list` with a stored result under `tree`, in the list's order, each followed
+    by the derived figures the reference keeps of it; `declarations`: whether each one's declaration predates
+    its rows (None: not said).
 
     A manifest that cannot be read, is not JSON, or is JSON of another shape than a run writes (what the
     page and the findings read from it) is left out, with a warning naming it: the page shows the rest."""
     found = []
-    for fig in expts.all_figures():
+    for fig in expts.with_kept():
         path = tree / fig.directory / f"{fig.name}.manifest.json"
         png = path.with_name(f"{fig.name}.png")
         if not path.exists() or not png.exists():
@@ -88,7 +117,8 @@ def stored(tree: Path, page_dir: Path) -> list[Entry]:
             log.warning("%s: left out of the page", e)
             continue
         changed = tuple(evidence.stale(fig, manifest, tree))
-        entry = Entry(fig, dict(manifest), os.path.relpath(png, page_dir), changed)
+        whole, of_claims = declarations(fig, manifest) if declarations is not None else (None, {})
+        entry = Entry(fig, dict(manifest), os.path.relpath(png, page_dir), changed, whole, of_claims)
         problem = malformed(entry)
         if problem:
             log.warning("%s: not a manifest as a run writes it (%s): left out of the page", path, problem)
@@ -169,9 +199,18 @@ def _caveat(manifest: dict[str, Any]) -> str:
     )
 
 
-def _claim_row(c: dict[str, Any]) -> str:
+def _declared_html(standing: Standing | None) -> str:
+    """Whether a declaration predates its rows, as a line of the page (a declaration newer than its rows marked)."""
+    if standing is None:
+        return ""
+    state = _e(standing.state)
+    return f"<br><span class='small {state}' data-declared='{state}'>{_e(standing.text())}</span>"
+
+
+def _claim_row(c: dict[str, Any], standing: Standing | None = None) -> str:
     needed = f" ({needs_text(c['trials_needed'])})" if c.get("trials_needed") else ""
     reading = f"<br><span class='small'>why read so: {_e(c.get('why'))}</span>" if c.get("why") else ""
+    reading += _declared_html(standing)
     return (
         f"<tr><td><q>{_e(c.get('quote'))}</q><br><span class='small'>{_e(c.get('where'))}</span>{reading}</td>"
         f"<td class='small'>{_e(c.get('test'))}</td><td class='small'>{_e(c.get('evidence'))}</td>"
@@ -214,18 +253,29 @@ def _facts(m: dict[str, Any]) -> list[tuple[str, str]]:
 def figure_html(entry: Entry) -> str:
     m = entry.manifest
     kind, claims = _verdict(m)
-    rows = "".join(_claim_row(c) for c in claims) or (
+    of_claims = entry.claims_declared
+    rows = "".join(_claim_row(c, of_claims.get((str(c.get("source")), str(c.get("quote"))))) for c in claims) or (
         "<tr><td colspan='4'>the source states no claim about this figure: unjudged</td></tr>"
     )
     rows += "".join(_claim_row(c) for c in _checks(m))
     facts = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in _facts(m))
     if entry.stale:
         facts += f"<tr><th>STALE</th><td>{_e(stale_text(entry))}</td></tr>"
+    if entry.declared is not None:
+        state = entry.declared.state
+        head = "DECLARED AFTER ITS ROWS" if entry.declared.marked else "declared"
+        facts += f"<tr class='{_e(state)}'><th>{head}</th><td>{_e(entry.declared.text())}</td></tr>"
+    mark = (
+        " <span class='verdict newer'>declared after its rows</span>"
+        if entry.declared and entry.declared.marked
+        else ""
+    )
     notes = "".join(f"<li>{_e(n)}</li>" for n in m.get("notes") or [])
     return f"""
-<div class="figure" id="{_e(entry.fig.full_name)}" data-figure="{_e(entry.fig.full_name)}" data-verdict="{_e(kind)}">
+<div class="figure" id="{_e(entry.fig.full_name)}" data-figure="{_e(entry.fig.full_name)}" data-verdict="{_e(kind)}"
+ data-declared="{_e(entry.declared.state if entry.declared else "")}">
 <h3>{_e(entry.fig.full_name)}: {_e(m.get("title") or entry.fig.heading)}
- <span class="verdict {_e(kind)}">{_e(kind)}</span></h3>
+ <span class="verdict {_e(kind)}">{_e(kind)}</span>{mark}</h3>
 <img src="{_e(entry.image)}" alt="{_e(entry.fig.full_name)}">
 <p><b>Each claim of the source, tested on our trials: {_e(kind)}</b></p>
 <table><tr><th>the source's words</th><th>test</th><th>our numbers</th><th>outcome</th></tr>{rows}</table>
@@ -324,6 +374,9 @@ def findings(entries: list[Entry]) -> str:
             lines += [f"Note: {caveat}.", ""]
         if e.stale:
             lines += [f"**Stale**: {stale_text(e)}.", ""]
+        if e.declared is not None:
+            said = e.declared.text()
+            lines += [f"Declaration: **{said}**." if e.declared.marked else f"Declaration: {said}.", ""]
         for c in judged:
             needed = f" {needs_text(c['trials_needed']).capitalize()}." if c.get("trials_needed") else ""
             lines += [
@@ -333,6 +386,8 @@ def findings(entries: list[Entry]) -> str:
                 + (f" Why read so: {c.get('why')}." if c.get("why") else ""),
                 f"  Ours: {c.get('evidence')}. **{outcome_text(c).lower()}**.{needed}",
             ]
+            if (claim := e.claims_declared.get((str(c.get("source")), str(c.get("quote"))))) and claim.marked:
+                lines.append(f"  **{claim.text()}**.")
         for c in _checks(e.manifest):
             lines += [
                 f"- Check of the setup (counted in no verdict): > {c.get('quote')}",

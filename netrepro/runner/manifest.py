@@ -8,7 +8,9 @@ figure's over); the points and the failures.  `judgement_of` is the
 figure's verdict on its rows (its claims, netrepro.studykit.claims), which
 the caption, the manifest and the terminal show (`judgement_lines`).
 `reference_of` finds the project's reference reproduction of a declared
-figure (results/reference/) to set beside a run's own numbers.  The sweep
+figure (results/reference/) to set beside a run's own numbers.
+`declared_of` is the commit that last changed the figure's declaration and
+claims when its rows were measured (netrepro.studykit.declared).  The sweep
 (netrepro.runner.sweep) calls these once its trials are in; ground.manifests
 reads the manifests they wrote.
 """
@@ -16,7 +18,7 @@ reads the manifests they wrote.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +29,7 @@ from ground.trials import DEFAULT_SEED, Row, latest_rows, read_rows, trial_key
 from netrepro.runner.shards import Shard
 from netrepro.runner.workloads import CLIENT
 from netrepro.studykit import claims, evidence, plot
+from netrepro.studykit.declared import Declaration
 from netrepro.studykit.spec import Figure, Params, Point, Rows, variant_name
 
 log = logging.getLogger("netrepro.runner.manifest")
@@ -232,3 +235,20 @@ def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Refer
     if not rows:
         return None
     return Reference(csv_path, plot.summarize(fig, rows), len(rows), made_by, of)
+
+
+def declared_of(
+    fig: Figure, declaration: Callable[[Figure], Declaration] | None, manifest: Path, measured: bool
+) -> dict[str, Any] | None:
+    """What the manifest records of the figure's declaration (`declared`: its commit and lines) when its rows
+    were measured: this run's, where it measured rows; where it measured none (--plot-only, a merge), the
+    earlier manifest's, if it records one; None where the front passed no way to find it."""
+    if not measured and manifest.exists():
+        try:
+            earlier = read_manifest(manifest).doc.get("declared")
+        except ManifestUnreadable as e:
+            log.warning("%s: its record of the figure's declaration is not carried over", e)
+            earlier = None
+        if isinstance(earlier, dict):
+            return dict(earlier)
+    return declaration(fig).manifest() if declaration is not None else None

@@ -57,13 +57,21 @@ from ground.trials import Row, TrialLog, latest_rows, row_ok, setting_key, trial
 from netrepro.runner import preflight, resume, shards
 from netrepro.runner.attempts import LATE_PAUSES_S, FailureStreak, attempt_again, discarded_for_ssthresh, late_bound_ms
 from netrepro.runner.looks import Looks, UntilDecided, stored_plan, until_decided
-from netrepro.runner.manifest import earlier_verifications, figure_manifest, judgement_lines, judgement_of, reference_of
+from netrepro.runner.manifest import (
+    declared_of,
+    earlier_verifications,
+    figure_manifest,
+    judgement_lines,
+    judgement_of,
+    reference_of,
+)
 from netrepro.runner.resume import RowSink
 from netrepro.runner.session import Session
 from netrepro.runner.shards import Shard
 from netrepro.runner.verify import verify
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import evidence, plot
+from netrepro.studykit.declared import Declaration
 from netrepro.studykit.spec import Figure, Params
 from netrepro.studykit.trial import Trial
 from netrepro.studykit.trial import build as build_trial
@@ -126,6 +134,9 @@ class Options:
     # variants and ports the run holds loaded for its labs side by side (session.hold_algorithms), with their columns
     held_ccs: dict[str, dict[str, Any]] = field(default_factory=dict)
     until: UntilDecided | None = None  # --until-decided: more trials for undecided claims (netrepro.runner.looks)
+    # where the figure is declared and the commit that last changed it (netrepro.studykit.declared), passed by the
+    # front, which knows the study's modules; recorded in the manifest when rows are measured
+    declaration: Callable[[Figure], Declaration] | None = None
 
 
 @dataclass(frozen=True)
@@ -599,6 +610,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
     )
     manifest["engine"] = runner.engine
+    manifest["declared"] = declared_of(fig, opts.declaration, manifest_path, measured=bool(todo) and not opts.plot_only)
     manifest["verdict"] = judgement
     if looked is not None:
         manifest["sequential"] = looked.manifest()
