@@ -128,7 +128,7 @@ def in_the_code(path: Path) -> bool:
     return (repo / ".git").exists() and path.is_relative_to(repo) and not path.is_relative_to(repo / RESULTS.name)
 
 
-def git_argv(*args: str, repo: Path = REPO) -> list[str]:
+def git_argv(*args: str, repo: Path | None = None) -> list[str]:
     """A git command on the checkout the code runs from (or `repo`), as every call here runs it (an argument list).
 
     The checkout is named safe explicitly: run as root in a user's checkout (or as a user in one root
@@ -136,6 +136,7 @@ def git_argv(*args: str, repo: Path = REPO) -> list[str]:
     SUDO_UID; its config is trusted no further than the code that runs from it already is.  No
     fsmonitor command it may name is run: git_state only reads.
     """
+    repo = REPO if repo is None else repo  # REPO read at each call (the tests move it)
     return ["git", "-c", f"safe.directory={repo}", "-c", "core.fsmonitor=false", "-C", str(repo), *args]
 
 
