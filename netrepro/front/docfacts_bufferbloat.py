@@ -2,7 +2,8 @@
 
 The delay run's trials and commit; by buffer, each congestion control's median RTT under load (95th
 percentile) and goodput; the queueing delay a full buffer would add beside what each control's median
-trial added; and the ratios the claims read.  netrepro.front.docnumbers gathers them with the other
+trial added; and the ratios the claims read; the lane's aqm run, CUBIC's RTT under load with fq_codel and with
+drop-tail.  netrepro.front.docnumbers gathers them with the other
 studies' facts; a tree without the study's rows gives none.
 """
 
@@ -12,6 +13,7 @@ from ground.path import FRAME
 from netrepro.front.docrows import Facts, Stored, figure_facts, levels, median, ms, num, table
 
 RUN = "bufferbloat/delay"
+AQM = "bufferbloat/aqm"  # the stock-kernel lane's: fq_codel against drop-tail at four BDPs
 SERIES = ("CUBIC", "Reno", "BBR")
 RATE_BPS = 10e6  # the study's bottleneck (expts/bufferbloat.py PATH)
 
@@ -42,4 +44,16 @@ def bufferbloat_facts(stored: Stored) -> Facts:
         *(f"{s} goodput (Mbit/s)" for s in SERIES),
     ]
     facts["bufferbloat.delay.table"] = table(head, body)
+    if (stored.tree / f"{AQM}.csv").is_file():
+        facts |= aqm_facts(stored)
+    return facts
+
+
+def aqm_facts(stored: Stored) -> Facts:
+    """The lane's aqm run: its trials, commit, and CUBIC's median p95 RTT under load with each discipline."""
+    rows = stored.rows(AQM)
+    facts = figure_facts(stored, AQM, "bufferbloat.aqm")
+    p95 = {q: median(rows, "rtt_p95_ms", qdisc=q) for q in ("pfifo", "fq_codel")}
+    facts |= {f"bufferbloat.aqm.{q}_p95": ms(v) for q, v in p95.items()}
+    facts["bufferbloat.aqm.ratio"] = f"{p95['fq_codel'] / p95['pfifo']:.2f}"
     return facts
