@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,7 +219,7 @@ def cut_of_a_grown_window(name: str, cwnd: int, after: int) -> bool:
     return any(after == linux_ssthresh(name, grown) for grown in range(cwnd + 1, 2 * cwnd + 1))
 
 
-def assert_cuts_follow_linux(name: str, side: str, cuts: list[dict[str, str]], row: dict) -> None:
+def assert_cuts_follow_linux(name: str, side: str, cuts: list[dict[str, str]], row: dict[str, Any]) -> None:
     """Every cut of one side is in the cuts file, beside the median made of it, and follows Linux's rule.
 
     The same cut, compared cut by cut with Linux's rule, not as two medians: at 1 % loss bic's window
