@@ -10,7 +10,10 @@ and `RttUnderLoad.columns` gives them as a row's metrics with the queueing
 delay over the base RTT, in the field's terms ("RTT under load", as flent's
 RRUL tests report latency under load).  Where the lab sampled the bottleneck
 queue (topologies.queue_sampler), `queue_columns` gives its occupancy over the
-trial in packets: what held that delay.
+trial in packets: what held that delay.  Where a ping probe crossed the
+bottleneck beside the flows (topologies.ping_probe, a trial's `probe_hz`),
+`ping_columns` gives its replies' RTT percentiles and its unanswered
+requests: the same delay, measured by a packet of its own.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ground.parsers import PingResult
 from ground.series import QueueSample
 from ground.tcpprobe import ProbeSample
 
 METRICS = ("rtt_p50_ms", "rtt_p95_ms", "rtt_p99_ms", "queueing_delay_p50_ms", "queueing_delay_p95_ms")
 QUEUE_METRICS = ("queue_p50_pkts", "queue_p95_pkts", "queue_max_pkts", "queue_samples", "queue_reads_failed")
+PING_METRICS = ("ping_p50_ms", "ping_p95_ms", "ping_p99_ms", "ping_sent", "ping_lost")
 
 
 @dataclass(frozen=True)
@@ -83,3 +88,15 @@ def queue_columns(samples: Sequence[QueueSample], failed: int = 0) -> dict[str, 
         "queue_samples": len(samples),
         "queue_reads_failed": failed,
     }
+
+
+def ping_columns(result: PingResult) -> dict[str, float]:
+    """A ping probe's replies (PING_METRICS): their RTT percentiles, ms, and of the requests sent how many
+    had no reply (dropped at the bottleneck, or still on their way when the probe stopped); only the counts
+    where no reply came."""
+    counts: dict[str, float] = {"ping_sent": result.transmitted, "ping_lost": result.transmitted - result.received}
+    if not result.rtts_ms:
+        return counts
+    p50, p95, p99 = np.percentile(np.array(result.rtts_ms, dtype=float), [50, 95, 99])
+    return {"ping_p50_ms": round(float(p50), 3), "ping_p95_ms": round(float(p95), 3),
+            "ping_p99_ms": round(float(p99), 3), **counts}  # fmt: skip

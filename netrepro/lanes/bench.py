@@ -248,7 +248,7 @@ def ports(
 
     With `control`, the module against itself: the columns of the second are `kernel_again_*`.
     """
-    from netrepro.runner.workloads import iperf3_trace
+    from netrepro.runner.bulk_flows import iperf3_trace
 
     missing = [name for name in algorithms if loader.kernel_has(name) is None]
     if missing:

@@ -25,7 +25,7 @@ from ground.path import PathSpec
 from ground.tcpprobe import implausible_ssthresh, reductions
 from kmod import loader
 from netrepro.lanes.bench import write_rows
-from netrepro.runner.workloads import iperf3_traces
+from netrepro.runner.bulk_flows import iperf3_traces
 from topologies.lab import Lab
 
 log = logging.getLogger(__name__)

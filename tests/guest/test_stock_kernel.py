@@ -31,7 +31,7 @@ from ground.results import REPO, write_json
 from ground.tcpprobe import reductions
 from kmod import loader
 from netrepro.lanes import bench, doctor
-from netrepro.runner.workloads import iperf3_trace
+from netrepro.runner.bulk_flows import iperf3_trace
 from topologies.lab import Lab
 
 

@@ -23,7 +23,7 @@ from ground.path import PathSpec
 from ground.proc import Process, run
 from ground.tcpprobe import reductions
 from kmod import loader
-from netrepro.runner.workloads import iperf3_trace
+from netrepro.runner.bulk_flows import iperf3_trace
 from topologies.lab import Lab
 
 pytestmark = pytest.mark.root

@@ -11,6 +11,9 @@
   80.3 ms.  The bound on BBR's median, 1.4 times the base (56 ms), is 4.3
   SDs above its mean.
 
+- A ping probe at 10 Hz (topologies.ping_probe), whose replies cross the
+  bottleneck as the data does, says the same with packets of its own.
+
 - The bottleneck queue sampled every 0.1 s (topologies.queue_sampler) says
   the same from the other side: CUBIC's 95th percentile holds at least half
   the buffer, BBR's median less than CUBIC's, and neither more than the
@@ -45,6 +48,7 @@ RTT_MS = 40.0
 # One BDP: 10 Mbit/s x 40 ms = 50,000 bytes, 33 full frames of 1514 bytes.
 BUFFER_PKTS = 33
 PATH = PathSpec.parse(rtt="40ms", rate="10mbit", queue=f"{BUFFER_PKTS}p")
+PROBE_HZ = 10  # a ping probe beside each flow (topologies.ping_probe): 200 requests over 20 s
 
 
 def long_flow(cc: str, tmp_path: Path) -> dict[str, object]:
@@ -54,7 +58,8 @@ def long_flow(cc: str, tmp_path: Path) -> dict[str, object]:
         session = Session(lab, ledger, work, results_dir=None)
         try:
             workload = WORKLOADS["long_flow"]
-            trial = build({"cc": cc, "duration_s": 20}, 0, "cc", workload.keys_type, lab.topology)
+            params = {"cc": cc, "duration_s": 20, "probe_hz": PROBE_HZ}
+            trial = build(params, 0, "cc", workload.keys_type, lab.topology)
             session.apply_hosts(trial)
             return workload(session, trial)
         finally:
@@ -76,6 +81,15 @@ def test_cubic_fills_a_bdp_buffer_and_bbr_keeps_the_rtt_well_below_it(tmp_path: 
     assert float(str(cubic["queue_p95_pkts"])) >= 0.5 * BUFFER_PKTS, cubic
     assert float(str(bbr["queue_p50_pkts"])) < float(str(cubic["queue_p50_pkts"])), (bbr, cubic)
     assert max(int(str(r["queue_max_pkts"])) for r in (cubic, bbr)) <= BUFFER_PKTS, (cubic, bbr)
+    # The ping probe's own packets meet the same queue: CUBIC's replies wait behind a full buffer, BBR's not.
+    print(f"ping: cubic {cubic['ping_p50_ms']}/{cubic['ping_p95_ms']} ms, bbr {bbr['ping_p50_ms']}/"
+          f"{bbr['ping_p95_ms']} ms (p50/p95); lost {cubic['ping_lost']}, {bbr['ping_lost']} of "
+          f"{cubic['ping_sent']}, {bbr['ping_sent']}")  # fmt: skip
+    for r in (cubic, bbr):
+        assert int(str(r["ping_sent"])) >= 0.9 * PROBE_HZ * 20, r
+        assert int(str(r["ping_lost"])) <= 0.1 * int(str(r["ping_sent"])), r
+    assert float(str(cubic["ping_p95_ms"])) > 1.5 * RTT_MS, cubic
+    assert RTT_MS * 0.95 <= float(str(bbr["ping_p50_ms"])) <= 1.4 * RTT_MS, bbr
 
     # The series, as a run stores it (ground.trials.TrialLog), and `run.sh plot` drawing it.
     tree = tmp_path / "results"

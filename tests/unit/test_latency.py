@@ -7,8 +7,11 @@ import numpy as np
 import pytest
 
 from ground import latency
+from ground.parsers import PingResult
+from ground.proc import ROOT
 from ground.tcpprobe import ProbeSample
 from netrepro.runner.workloads import WORKLOADS
+from topologies.ping_probe import PingProbe
 
 
 def samples(srtt_ms: list[float], flow: str = "10.0.0.2:80>10.0.0.1:5000") -> list[ProbeSample]:
@@ -45,3 +48,21 @@ def test_samples_before_the_first_rtt_sample_and_no_samples_give_no_columns() ->
 def test_every_workload_with_a_tcp_probe_reports_latency_under_load() -> None:
     for name in ("download", "page_load", "http_bursts", "competing", "long_flow"):
         assert set(latency.METRICS) <= set(WORKLOADS[name].metrics), name
+
+
+def test_a_ping_probe_sends_at_its_rate_and_stops_on_its_own_after_the_trial() -> None:
+    probe = PingProbe(ROOT, "10.0.0.2", 5, ledger=None, seconds=15)  # type: ignore[arg-type]
+    assert probe.argv() == ["ping", "-n", "-c", "225", "-i", "0.2", "-w", "45", "10.0.0.2"]
+    assert PingProbe(ROOT, "10.0.0.2", 100, ledger=None, seconds=1).argv()[4:6] == ["-i", "0.01"]  # type: ignore[arg-type]
+    for hz in (0, 101):
+        with pytest.raises(ValueError, match="1 to 100 requests a second"):
+            PingProbe(ROOT, "10.0.0.2", hz, ledger=None, seconds=15)  # type: ignore[arg-type]
+
+
+def test_ping_columns_give_the_replies_percentiles_and_the_requests_unanswered() -> None:
+    replies = PingResult([40.0 + i for i in range(100)], transmitted=104, received=100)
+    cols = latency.ping_columns(replies)
+    assert set(cols) == set(latency.PING_METRICS)
+    assert (cols["ping_p50_ms"], cols["ping_p95_ms"], cols["ping_p99_ms"]) == (89.5, 134.05, 138.01)
+    assert (cols["ping_sent"], cols["ping_lost"]) == (104, 4)
+    assert latency.ping_columns(PingResult([], 5, 0)) == {"ping_sent": 5, "ping_lost": 5}
