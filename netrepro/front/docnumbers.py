@@ -196,11 +196,11 @@ def web_facts(stored: Stored) -> Facts:
         facts[f"web.plt_loss.h1_faster_{level[:-1]}"] = f"{faster:.1f}"
     # seed 000's page loads in a browser beside h2load's (cubicplus fig6 and fig12 with client=chromium, and
     # with client=firefox where stored)
-    for browser, fig in itertools.product(("chromium", "firefox"), ("fig6", "fig12")):
-        name = f"cubicplus/{fig}@client={browser}/{fig}"
+    for client, fig in itertools.product(("chromium", "firefox"), ("fig6", "fig12")):
+        name = f"cubicplus/{fig}@client={client}/{fig}"
         if not (stored.tree / f"{name}.csv").is_file():
             continue
-        facts |= figure_facts(stored, name, f"web.{browser}_{fig}")
+        facts |= figure_facts(stored, name, f"web.{client}_{fig}")
         browser_rows, h2load_rows = stored.rows(name), stored.rows(f"cubicplus/{'fig3' if fig == 'fig6' else fig}")
         diffs = []
         for row_series in sorted({r.series for r in browser_rows}):
@@ -208,8 +208,8 @@ def web_facts(stored: Stored) -> Facts:
                 b = mean(browser_rows, y, loss=level, series=row_series)
                 h = mean(h2load_rows, y, loss=level, series=row_series)
                 diffs.append(change(h, b))
-        facts[f"web.{browser}_{fig}.cells"] = str(len(diffs))
-        facts[f"web.{browser}_{fig}.within10"] = str(sum(abs(d) <= 10 for d in diffs))
+        facts[f"web.{client}_{fig}.cells"] = str(len(diffs))
+        facts[f"web.{client}_{fig}.within10"] = str(sum(abs(d) <= 10 for d in diffs))
     if (stored.tree / f"{FIREFOX_PLT}.csv").is_file():
         facts |= firefox_facts(stored)
     return facts
