@@ -31,6 +31,7 @@ from netrepro.studykit.decisions import AllOf, Better, ByDesign, Computed, Findi
 from netrepro.studykit.evidence import rows_beside
 from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Point, Rows, Series
+from netrepro.studykit.stand_in import against_kernel
 from netrepro.studykit.trial import Trial
 
 # The source, cited as far as its text gives authors, title and venue.
@@ -117,40 +118,6 @@ def _mean_se(fig: Figure, rows: Rows, label: str, level: Any) -> tuple[float, fl
         return None
     se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.inf
     return statistics.mean(values), se, len(values)
-
-
-# A port stands in for the kernel's own algorithm (cubic_plus n = 1 for CUBIC, reno_beta r = 0.5 for Reno) where
-# its kept trials lie within this share of the kernel's, a ratio of geometric means in [1/1.05, 1.05]: the
-# attempts the ssthresh corruption discarded (attempts.discarded_for_ssthresh) left trials that behave as the
-# algorithm's, or they did not.
-STANDS_IN_WITHIN = 0.05
-
-
-def against_kernel(fig: Figure, rows: Rows, port: str, kernel: str, level: Any) -> str:
-    """A port's kept trials against the kernel's own algorithm at a level: the ratio of geometric means of
-    fig.y (port over kernel), its 95 % Welch interval over trials, and whether the two are equivalent within
-    STANDS_IN_WITHIN (two one-sided Welch tests at 5 %), outside it (the interval wholly beyond), or neither
-    shown; "" with fewer than two trials on either side."""
-
-    def values(label: str) -> list[float]:
-        return [r.measured(fig.y) for r in rows if r.series == label and r.text(fig.x) == str(level) and r.ok]
-
-    a, b = values(kernel), values(port)
-    iv = intervals.welch(a, b, 0.95, ratio=True)
-    if iv is None:
-        return ""
-    band = (1 / (1 + STANDS_IN_WITHIN), 1 + STANDS_IN_WITHIN)
-    p = intervals.equivalent(a, b, *band, ratio=True)
-    pct = f"{STANDS_IN_WITHIN * 100:g} %"
-    shown = (
-        f"within {pct}"
-        if p < 0.05
-        else (f"outside {pct}" if iv.high < band[0] or iv.low > band[1] else f"not shown within {pct}")
-    )
-    return (
-        f"ratio {iv.estimate:.3g} [{iv.low:.3g}, {iv.high:.3g}], n = {len(b)}, {len(a)}: {shown} "
-        f"(two one-sided tests, p = {p:.2g})"
-    )
 
 
 def annotate_loss(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> list[str]:

@@ -56,27 +56,32 @@ PROBE_HZ = Key(
 )
 
 
+def pair_flow(session: Session, pair: Any, seconds: int, *, port: int, **options: Any) -> CrossTraffic:
+    """An iperf3 flow from a pair's server to its client for `seconds` (its namespaces, its server's address,
+    its round trip for the flow's end), the run's own in its ledger; `options` as CrossTraffic takes them."""
+    lab = session.lab
+    return CrossTraffic(
+        lab.ns(pair.client),
+        lab.ns(pair.server),
+        lab.ip(pair.server),
+        session.ledger,
+        session.work_dir,
+        duration_s=seconds,
+        port=port,
+        rtt_s=lab.network.rtt(pair).seconds,
+        **options,
+    )
+
+
 def udp_cross_traffic(
     session: Session, rate: str, seconds: int, *, port: int, datagram: int = 1400, interval_s: float | None = None
 ) -> CrossTraffic:
     """UDP at `rate` from the topology's xsender to its xreceiver, through the bottleneck."""
-    lab = session.lab
-    x = lab.network.cross
+    x = session.lab.network.cross
     if x is None:
         raise flows.FlowDataError(f"cross_rate {rate}: this topology has no cross-traffic hosts (--cross)")
-    return CrossTraffic(
-        lab.ns(x.client),
-        lab.ns(x.server),
-        lab.ip(x.server),
-        session.ledger,
-        session.work_dir,
-        duration_s=seconds,
-        udp_rate=parse_rate(rate, "cross_rate"),
-        port=port,
-        datagram=datagram,
-        interval_s=interval_s,
-        rtt_s=lab.network.rtt(x).seconds,
-    )
+    udp_rate = parse_rate(rate, "cross_rate")
+    return pair_flow(session, x, seconds, port=port, udp_rate=udp_rate, datagram=datagram, interval_s=interval_s)
 
 
 def _pinging(session: Session, hz: int, seconds: float) -> contextlib.AbstractContextManager[PingProbe | None]:
@@ -119,18 +124,7 @@ def competing(session: Session, trial: Trial, keys: CompetingKeys) -> Metrics:
     cross_rate = keys.cross_rate
     ports = [COMPETING_PORT + i for i in range(len(lab.pairs))]
     senders = [
-        CrossTraffic(
-            lab.ns(p.client),
-            lab.ns(p.server),
-            lab.ip(p.server),
-            session.ledger,
-            session.work_dir,
-            duration_s=seconds,
-            port=port,
-            cc=cc,
-            interval_s=0.1,
-            rtt_s=lab.network.rtt(p).seconds,
-        )
+        pair_flow(session, p, seconds, port=port, cc=cc, interval_s=0.1)
         for p, port in zip(lab.pairs, ports, strict=True)
     ]
     if cross_rate is not None:
@@ -186,18 +180,7 @@ def long_flow(session: Session, trial: Trial, keys: LongFlowKeys) -> Metrics:
                 session, cross_rate, seconds, port=LONG_FLOW_CROSS_PORT, datagram=lab.path.mtu - IP_UDP_HEADERS
             )
         )
-    tcp = CrossTraffic(
-        lab.ns(pair.client),
-        lab.ns(pair.server),
-        address,
-        session.ledger,
-        session.work_dir,
-        duration_s=seconds,
-        port=LONG_FLOW_PORT,
-        cc=session.registered(trial.cc.name),
-        interval_s=0.1,
-        rtt_s=lab.network.rtt(pair).seconds,
-    )
+    tcp = pair_flow(session, pair, seconds, port=LONG_FLOW_PORT, cc=session.registered(trial.cc.name), interval_s=0.1)
     senders.append(tcp)
     before = lab.quiet_bottleneck()  # drops counted are this trial's, not an earlier sender's tail
     with (

@@ -35,6 +35,7 @@ from netrepro.runner.bulk_flows import (
     competing,
     joined,
     long_flow,
+    pair_flow,
 )
 from netrepro.runner.session import Metrics, Session
 from netrepro.studykit.params import Key
@@ -43,7 +44,6 @@ from servers import browser, burst_trace, clients, content
 from servers.apache import HTTP_PORT, TLS_PORT
 from servers.bursts import run_bursts
 from servers.capture import PacketCapture
-from servers.iperf import CrossTraffic
 
 
 def _port(protocol: str) -> int:
@@ -223,17 +223,7 @@ def http_bursts(session: Session, trial: Trial, keys: HttpBurstsKeys) -> Metrics
         pair = lab.pairs[1]
         session.ledger.allow_congestion_control("reno")
         seconds = int(BULK_WARMUP_S + sum(order) + 30 * len(plan) + 30)
-        bulk = CrossTraffic(
-            lab.ns(pair.client),
-            lab.ns(pair.server),
-            lab.ip(pair.server),
-            session.ledger,
-            session.work_dir,
-            duration_s=seconds,
-            port=BULK_PORT,
-            cc="reno",
-            interval_s=0.5,
-        )
+        bulk = pair_flow(session, pair, seconds, port=BULK_PORT, cc="reno", interval_s=0.5)
     counters = _pipeack_reader(session, trial) if keys.pipeack_trace else None
     drops_before = lab.bottleneck_reading()
     report = None

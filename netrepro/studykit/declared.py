@@ -106,9 +106,12 @@ def _parsed(path: Path, mtime_ns: int, size: int) -> ast.Module:
     return ast.parse(path.read_text(), str(path))
 
 
-def _file(module: ModuleType) -> Path | None:
-    found = getattr(module, "__file__", None)
-    return Path(found).resolve() if found else None
+def _sources(modules: Sequence[ModuleType]) -> Iterator[tuple[ModuleType, Path]]:
+    """Each module with the file it was read from (one without a file is skipped)."""
+    for module in modules:
+        found = getattr(module, "__file__", None)
+        if found:
+            yield module, Path(found).resolve()
 
 
 def _extent(path: Path, node: ast.AST, repo: Path) -> Extent:
@@ -161,10 +164,7 @@ def _literal(node: ast.expr | None) -> Any:
 
 def figure_extent(name: str, modules: Sequence[ModuleType], repo: Path = results.REPO) -> Extent | None:
     """The call that declares the figure `name` (its `name=` or first string) in the first module with it."""
-    for module in modules:
-        path = _file(module)
-        if path is None:
-            continue
+    for _, path in _sources(modules):
         tree = _tree(path)
         for call in _outermost_calls(tree, _makers(tree)):
             if _literal(_argument(call, "name", 0)) == name:
@@ -186,10 +186,7 @@ def claim_extent(claim: Claim, modules: Sequence[ModuleType], repo: Path = resul
     """The module-level assignment of the claim, or its element in an assigned tuple of claims (the whole
     assignment where its elements are not written one by one), in the module that assigns it."""
     in_tuple: Extent | None = None
-    for module in modules:
-        path = _file(module)
-        if path is None:
-            continue
+    for module, path in _sources(modules):
         for name, node, value in _assigned(_tree(path)):
             held = getattr(module, name, None)
             if held is claim:
@@ -206,10 +203,7 @@ def claim_extent(claim: Claim, modules: Sequence[ModuleType], repo: Path = resul
 
 def kept_extent(kept: Kept, modules: Sequence[ModuleType], repo: Path = results.REPO) -> Extent | None:
     """The `Kept(...)` entry that declares a derived figure the reference keeps."""
-    for module in modules:
-        path = _file(module)
-        if path is None:
-            continue
+    for _, path in _sources(modules):
         for call in _outermost_calls(_tree(path), {"Kept"}):
             figure, overrides = _literal(_argument(call, "figure", 0)), _literal(_argument(call, "overrides", 1))
             if figure == kept.figure and overrides == dict(kept.overrides):

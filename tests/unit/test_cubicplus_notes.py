@@ -6,6 +6,7 @@ import pytest
 
 from expts import cubicplus
 from ground.trials import Row
+from netrepro.studykit import stand_in
 from netrepro.studykit.spec import Figure
 
 VERDICT_WORDS = ("agrees", "differs", "holds", "noise", "verdict")
@@ -110,7 +111,7 @@ def test_a_port_stands_in_for_the_kernels_algorithm_only_within_five_percent() -
 
     def said(port_ms: list[float], kernel_ms: list[float]) -> str:
         values = {(port, "2%"): port_ms, (kernel, "2%"): kernel_ms}
-        return cubicplus.against_kernel(f, rows(f, values), port, kernel, "2%")
+        return stand_in.against_kernel(f, rows(f, values), port, kernel, "2%")
 
     tight = [7400.0, 7450.0, 7500.0, 7550.0, 7600.0] * 2
     assert ": within 5 %" in said(tight, [x * 1.01 for x in tight])
