@@ -40,6 +40,7 @@ from netrepro.studykit.decisions import AllOf, Better, Regrouped, Trend
 from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Series
 from netrepro.studykit.trial import Trial
+from netrepro.studykit.variation import Variation
 
 BBR_QUEUE = "cardwell2016-bbr-acm-queue.txt"  # the source's text, as the claims' folder names it
 BBR_DRAFT = "draft-cardwell-iccrg-bbr-congestion-control-02.txt"
@@ -48,6 +49,16 @@ SOURCE = (
     'Cardwell et al., "BBR: Congestion-Based Congestion Control", ACM Queue 2016, and "BBR Congestion Control", '
     "IETF draft-cardwell-iccrg-bbr-congestion-control-02, 2022; Hoeiland-Joergensen et al., RFC 8290, 2018 "
     "(claims from their abstracts)"
+)
+
+# What this study's paths vary from trial to trial beyond the start phase (netrepro.studykit.variation,
+# docs/studies/bufferbloat.md, "What varies"): why that much, from the source's description of its network.
+VARIATION = Variation.of(
+    "1ms",
+    (
+        "the sources measured live paths (Google's WAN, YouTube) and testbeds; +-1 ms is what the host figures' "
+        "own paths already set, and it gives the lane's AQM figure draws of its own through netem's rate form"
+    ),
 )
 
 # 10 Mbit/s x 40 ms = 50,000 bytes: 33 frames of 1514 bytes.  The buffers: 1/4, 1/2, 1, 2 and 4 BDPs.
@@ -161,6 +172,7 @@ def _figure(name: str, title: str, y: str, **kw: Any) -> Figure:
         **kw,
     }
     return Figure(
+        variation=VARIATION,
         study="bufferbloat",
         name=name,
         title=title,
@@ -204,6 +216,7 @@ FIGURES = (
         claims=(DRAFT_DEEP,),
     ),
     Figure(
+        variation=VARIATION,
         study="bufferbloat",
         name="aqm",
         title="fq_codel against drop-tail, a buffer of four BDPs ({rate}, RTT {rtt}, CUBIC)",
@@ -211,7 +224,7 @@ FIGURES = (
         x="qdisc",
         levels=("pfifo", "fq_codel"),
         y="rtt_p95_ms",
-        # no jitter: the lane's netem would reorder the packets it jitters (ground.path)
+        # its jitter is the study's variation (VARIATION), in netem's rate form in the lane
         fixed={**{k: v for k, v in PATH.items() if k != "jitter"}, "queue": "132p"},
         series=(CUBIC,),
         trials=4,

@@ -33,6 +33,7 @@ from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Point, Rows, Series
 from netrepro.studykit.stand_in import against_kernel
 from netrepro.studykit.trial import Trial
+from netrepro.studykit.variation import Variation
 
 # The source, cited as far as its text gives authors, title and venue.
 SOURCE = (
@@ -41,6 +42,17 @@ SOURCE = (
     "University (no year or venue given)"
 )
 SEED = "000_156489580aaffd1b.txt"  # the source's text, which the claims quote
+
+# What this study's paths vary from trial to trial beyond the start phase (netrepro.studykit.variation,
+# docs/studies/cubicplus.md, "What varies"): why that much, from the source's description of its network.
+VARIATION = Variation.of(
+    "0.1ms",
+    (
+        "seed 000 shaped a cabled client-server link with netem for its loss (here 100 Mbit/s, 20 ms), and that "
+        "random loss already draws per trial; +-0.1 ms stays within one packet's time at 100 Mbit/s (0.12 ms), so"
+        " keeping order adds under 0.5 % to the RTT, and it gives the loss-free cells draws of their own"
+    ),
+)
 
 DEFAULTS: dict[str, Any] = {"rtt": "20ms", "rate": "100mbit", "loss": "0%", "initcwnd": 10}
 DEVIATIONS = (
@@ -430,6 +442,7 @@ def _figure(name: str, title: str, x: str, levels: tuple[Any, ...], page: str, y
     fixed = {**{k: v for k, v in DEFAULTS.items() if k != x}, "page": page}
     y_label = {"throughput_mbit": "throughput (Mbit/s): page bytes / PLT", "page_load_time_ms": "page load time (ms)"}
     return Figure(
+        variation=VARIATION,
         study="cubicplus",
         name=name,
         title=title,

@@ -32,6 +32,7 @@ from netrepro.studykit.kept import Kept
 from netrepro.studykit.plot import legend_beside, quartiles
 from netrepro.studykit.spec import Figure, Point, Rows, Series
 from netrepro.studykit.trial import Trial
+from netrepro.studykit.variation import Variation
 
 # The source, cited as far as its text gives authors, title and venue.
 SOURCE = (
@@ -40,6 +41,17 @@ SOURCE = (
     'Initial Congestion Window", ACM SIGCOMM Computer Communication Review 40(3), 2010, pp. 27-33'
 )
 SEED = "001_e87ffd7e12c4f00e.txt"  # its text, in the sources' folder (tests/unit/test_claim_quotes.py)
+
+# What this study's paths vary from trial to trial beyond the start phase (netrepro.studykit.variation,
+# docs/studies/iw.md, "What varies"): why that much, from the source's description of its network.
+VARIATION = Variation.of(
+    "1ms",
+    (
+        "seed 001's Mininet links replay exactly, and Dukkipati et al. measured live paths; +-1 ms is a wired "
+        "path's queueing and scheduling, and at these bottlenecks (5 Mbit/s at most) packets leave 2.4 ms apart "
+        "or more, so it moves every arrival without holding one behind another"
+    ),
+)
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "dukkipati2010.csv"
 
@@ -211,6 +223,7 @@ FIG2_CLAIMS = (
 
 
 FIG2 = Figure(
+    variation=VARIATION,
     study="iw",
     name="fig2",
     title="Download time of a 37,000-byte response vs initial window ({rate}, RTT {rtt}, {cc})",
@@ -428,6 +441,7 @@ def _fig5(
 ) -> Figure:
     fixed = {**{k: v for k, v in FIXED.items() if k != x}, **({"rtt": rtt} if x != "rtt" else {})}
     return Figure(
+        variation=VARIATION,
         study="iw",
         name=name,
         title=title,

@@ -70,12 +70,24 @@ from expts.linuxcc_trials import (
 from netrepro.studykit import plot
 from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Point, Rows
+from netrepro.studykit.variation import Variation
 from topologies.topology import LinkOption, Topology
 
 # The source, cited as far as its text gives authors, title and venue.
 SOURCE = (
     'seed 004: Usman Ahmad, Md Asri Bin Ngadi, "Performance Analysis of Linux TCP Congestion Control '
     'Techniques", Universiti Teknologi Malaysia (the venue is not given in the text)'
+)
+
+# What this study's paths vary from trial to trial beyond the start phase (netrepro.studykit.variation,
+# docs/studies/linuxcc.md, "What varies"): why that much, from the source's description of its network.
+VARIATION = Variation.of(
+    "1ms",
+    (
+        "seed 004 simulated its four-node path in NS-2, which replays exactly; +-1 ms, a wired path's queueing "
+        "and scheduling, is below one 3,514-byte frame's time at the 11 Mbit/s core (2.6 ms), beside the source's"
+        " own UDP cross traffic"
+    ),
 )
 
 WINDOW_PACKETS = 9000  # seed 004's window: the receiver's buffer holds this many packets
@@ -293,6 +305,7 @@ def summarize_drop_pct(fig: Figure, rows: Rows) -> list[Point]:
 
 def _figure(name: str, title: str, y: str, y_label: str, finding: str, **kw: Any) -> Figure:
     return Figure(
+        variation=VARIATION,
         study="linuxcc",
         name=name,
         title=title,

@@ -82,6 +82,7 @@ from netrepro.studykit import plot
 from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Point, Rows
 from netrepro.studykit.trial import Trial
+from netrepro.studykit.variation import Variation
 from servers.burst_trace import burst_rounds, gain_pct
 from topologies.topology import Topology
 
@@ -90,6 +91,17 @@ SOURCE = (
     'seed 002: Ziaul Hossain, Gorry Fairhurst, "Enhancing HTTP Web Protocol Performance with Updated '
     'Transport Layer Techniques", International Journal of Computer Networks & Communications (IJCNC), '
     "2023, doi:10.5121/ijcnc.2023.15401"
+)
+
+# What this study's paths vary from trial to trial beyond the start phase (netrepro.studykit.variation,
+# docs/studies/newcwv.md, "What varies"): why that much, from the source's description of its network.
+VARIATION = Variation.of(
+    "1ms",
+    (
+        "seed 002's testbed is an emulated dumbbell with 200 ms paths; +-1 ms, a wired path's queueing and "
+        "scheduling, is 0.5 % of its one-way delay, and a packet held behind another at the uncongested path's "
+        "100 Mbit/s waits at most that"
+    ),
 )
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "newcwv_tables.csv"
@@ -476,7 +488,13 @@ def _bursts_figure(name: str, **kw: Any) -> Figure:
         "trial_timeout": timeout,
     }
     return Figure(
-        study="newcwv", name=name, workload="http_bursts", x="burst_kb", x_label="burst size (KB)", **{**defaults, **kw}
+        variation=VARIATION,
+        study="newcwv",
+        name=name,
+        workload="http_bursts",
+        x="burst_kb",
+        x_label="burst size (KB)",
+        **{**defaults, **kw},
     )
 
 

@@ -29,6 +29,7 @@ from netrepro.studykit.decisions import AllOf, Better, Exact, Regrouped, Same, T
 from netrepro.studykit.kept import Kept
 from netrepro.studykit.plot import legend_beside, point_at
 from netrepro.studykit.spec import Figure, Point, Rows, Series
+from netrepro.studykit.variation import Variation
 
 # The source, cited as far as its text gives authors, title and venue.
 SOURCE = (
@@ -37,6 +38,17 @@ SOURCE = (
 )
 
 SEED = "003_c351a2149132de73.txt"  # its text, in the sources' folder (tests/unit/test_claim_quotes.py)
+
+# What this study's paths vary from trial to trial beyond the start phase (netrepro.studykit.variation,
+# docs/studies/spdy.md, "What varies"): why that much, from the source's description of its network.
+VARIATION = Variation.of(
+    "0.1ms",
+    (
+        "seed 003 ran two virtual machines with tc's loss and no latency or bandwidth limit (here 100 Mbit/s, 10 "
+        "ms); +-0.1 ms, a virtual machine's scheduling, stays within one packet's time at 100 Mbit/s (0.12 ms), "
+        "so keeping order adds under 1 % to the RTT"
+    ),
+)
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "spdy_beta_table.csv"
 
@@ -167,6 +179,7 @@ BETATABLE_CLAIMS = (
 )
 
 BETATABLE = Figure(
+    variation=VARIATION,
     study="spdy",
     name="betatable",
     title="beta_effective of cubic_plus for n = 1..6, read back from the loaded algorithm",
@@ -280,6 +293,7 @@ def annotate_conns(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> lis
 
 
 CONNS = Figure(
+    variation=VARIATION,
     study="spdy",
     name="conns",
     title="Bulk throughput under loss: six HTTP/1.1 connections vs one HTTP/2 connection, n = 1 and 6",
@@ -340,6 +354,7 @@ def annotate_backoff(fig: Figure, points: list[Point], rows: Rows, ax: Any) -> l
 
 
 BACKOFF = Figure(
+    variation=VARIATION,
     study="spdy",
     name="backoff",
     title="One HTTP/2 connection's bulk throughput vs loss, one line per n (cubic_plus)",

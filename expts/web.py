@@ -34,12 +34,24 @@ from netrepro.studykit.decisions import AllOf, Better, Trend, Within
 from netrepro.studykit.kept import Kept
 from netrepro.studykit.spec import Figure, Series
 from netrepro.studykit.trial import Trial
+from netrepro.studykit.variation import Variation
 
 WANG = "wang2014-how-speedy-is-spdy.txt"  # the source's text, as the claims' folder names it
 VARVELLO = "varvello2016-is-the-web-http2-yet.txt"
 SOURCE = (
     'Wang et al., "How Speedy is SPDY?", NSDI 2014; Varvello et al., "Is the Web HTTP/2 Yet?", PAM 2016 '
     "(claims from their abstracts)"
+)
+
+# What this study's paths vary from trial to trial beyond the start phase (netrepro.studykit.variation,
+# docs/studies/web.md, "What varies"): why that much, from the source's description of its network.
+VARIATION = Variation.of(
+    "0.5ms",
+    (
+        "the sources loaded pages in a testbed (Wang et al.) and from the live web (Varvello et al.); here over "
+        "10 Mbit/s, +-0.5 ms stays within one full packet's time (1.2 ms), so it moves arrivals without holding "
+        "one behind another"
+    ),
 )
 
 MANY_SMALL = "small+deps"  # 30 objects of 5 KB (seed 000's 1-10 KB class), found through dependencies
@@ -133,6 +145,7 @@ def timeout(trial: Trial) -> float:
 
 def _figure(name: str, title: str, x: str, levels: tuple[Any, ...], **kw: Any) -> Figure:
     return Figure(
+        variation=VARIATION,
         study="web",
         name=name,
         title=title,

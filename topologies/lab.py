@@ -52,7 +52,6 @@ from topologies.emulation import (
     DelayLossStage,
     NetemStage,
     Stage,
-    check_jitter,
     choose_backend,
 )
 from topologies.ovs import NamespacedOVS, choose_switch, load_datapath
@@ -126,7 +125,6 @@ class Lab:
         self.seed = seed
         self.cc = cc
         self.backend = choose_backend(shaper)
-        check_jitter(self.backend, path.jitter)  # refuse early: nothing created yet
         # Open vSwitch (kernel datapath) or the Linux bridge; a chain has no switch to choose
         has_switches = any(n.kind == SWITCH for n in self.network.nodes)
         self.switch_kind = choose_switch(switch, self.backend) if has_switches else "none"

@@ -156,20 +156,22 @@ def fair_queue(dev: str, on: bool) -> Argv:
     return ["tc", "qdisc", "replace", "dev", dev, "root", "fq"] if on else ["tc", "qdisc", "del", "dev", dev, "root"]
 
 
-def netem_qdisc(ifb: str, delay: Duration, loss: Probability, seed: int | None = None) -> Argv:
-    """netem on the IFB: delay and loss only (the bottleneck does rate and buffer)."""
-    argv = [
-        "tc",
-        "qdisc",
-        "replace",
-        "dev",
-        ifb,
-        "root",
-        "handle",
-        "1:",
-        "netem",
-        "delay",
-        f"{delay.us}us",
+# netem's rate form: with a rate, netem sends each packet no earlier than the one before it (its due time
+# counts from the last queued packet's), so jittered packets keep their order, as a link keeps them; this
+# rate is above any path's (ground.path's ceiling is 10 Gbit/s), so its serialization adds nothing a path has.
+NETEM_ORDER_RATE = "100gbit"
+
+
+def netem_qdisc(
+    ifb: str, delay: Duration, loss: Probability, seed: int | None = None, jitter: Duration = Duration(0)
+) -> Argv:
+    """netem on the IFB: delay, its jitter and loss only (the bottleneck does rate and buffer).  Jitter is
+    uniform within +- `jitter` (netem's draw without a distribution table) and, through netem's rate form
+    (NETEM_ORDER_RATE), in order: the delay line's jitter, in the kernel."""
+    argv = ["tc", "qdisc", "replace", "dev", ifb, "root", "handle", "1:", "netem", "delay", f"{delay.us}us"]
+    if jitter.seconds:
+        argv += [f"{jitter.us}us", "rate", NETEM_ORDER_RATE]
+    argv += [
         "loss",
         f"{loss.percent:.6g}%",
         # room for everything in flight: delay must never drop

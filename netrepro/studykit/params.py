@@ -24,6 +24,7 @@ from typing import Any
 from ground.path import DEFAULT_MTU, DEFAULT_QUEUE, DROP_TAIL, MAX_MTU, MIN_MTU, QDISCS
 from ground.units import Duration, QuantityError, parse_duration, parse_probability, parse_queue, parse_rate
 from kmod import loader
+from netrepro.studykit import variation
 from topologies.topology import MAX_PAIRS
 
 # Keys whose value is a size built in memory whole (the download's object: servers.content makes it in one
@@ -189,7 +190,7 @@ PATH_PARAMS = (
         "jitter",
         str,
         "each emulated link direction's delay drawn uniformly from its delay +- this, packets kept in order "
-        "(the delay line only: netem reorders them)",
+        "(the delay line's own jitter; netem's in its rate form)",
         form=JITTER,
         default="0ms",
     ),
@@ -238,6 +239,14 @@ TOPOLOGY_PARAMS = (
 )
 TOPOLOGY_KEYS = tuple(k.name for k in TOPOLOGY_PARAMS)
 SERIES_KEY = Key("series", str, "the series' label (set by the figure)")
+VARIATION_KEY = Key(
+    variation.KEY,
+    str,
+    "what the path varies from trial to trial: study (the study's declared jitter, docs/studies) or none (the "
+    "emulator without variation: each trial's start phase alone)",
+    choices=variation.CHOICES,
+    default=variation.DECLARED,
+)
 
 
 def variant_keys() -> dict[str, Key]:
@@ -255,7 +264,7 @@ def variant_keys() -> dict[str, Key]:
 
 def trial_keys(workload_keys: Iterable[Key]) -> dict[str, Key]:
     """Every key a trial of a workload may have."""
-    keys = {k.name: k for k in (*PATH_PARAMS, *HOST_PARAMS, *TOPOLOGY_PARAMS, SERIES_KEY)}
+    keys = {k.name: k for k in (*PATH_PARAMS, *HOST_PARAMS, *TOPOLOGY_PARAMS, SERIES_KEY, VARIATION_KEY)}
     keys.update(variant_keys())
     keys.update({k.name: k for k in workload_keys})
     return keys

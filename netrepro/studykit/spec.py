@@ -37,6 +37,7 @@ from ground.trials import Row
 from ground.units import parse_duration, parse_rate
 from netrepro.studykit.claims import Claim, as_derived
 from netrepro.studykit.trial import Trial, trial_path
+from netrepro.studykit.variation import NO_VARIATION, Variation
 from topologies.topology import Topology
 
 Params = dict[str, Any]
@@ -147,6 +148,8 @@ class Figure:
     # a derived figure's numbers beside, without looking the study up.
     declared: Figure | None = field(default=None, compare=False, repr=False)
     # The lab's shape (topologies.topology): `path`, today's client - s1 - server, unless declared or derived.
+    # What its paths vary from trial to trial (netrepro.studykit.variation): the study's declaration.
+    variation: Variation = NO_VARIATION
     topology: Topology = field(
         default_factory=Topology,
         metadata=in_file(
@@ -272,7 +275,8 @@ class Figure:
         return f"{self.trials_of or self.name}.csv"
 
     def grid(self, quick: bool = False, overrides: Mapping[str, Any] | None = None) -> list[Params]:
-        """Every parameter setting of the figure, in declaration order."""
+        """Every parameter setting of the figure, in declaration order, each under its variation
+        (netrepro.studykit.variation: the study's jitter where the setting's `variation` takes it)."""
         levels = self.quick_levels if quick and self.quick_levels is not None else self.levels
         series = [s for s in self.series if not quick or self.quick_series is None or s.label in self.quick_series]
         out = []
@@ -287,7 +291,7 @@ class Figure:
                     self.x: level,
                     "series": s.label,
                 }
-                out.append(params)
+                out.append(self.variation.applied(params))
         return out
 
     def trial_count(self, quick: bool = False, trials: int | None = None) -> int:

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from ground import kernel
-from ground.units import Duration
-from topologies import emulation
+from ground.units import Duration, Probability
+from topologies import emulation, shaping
 
 
 class Probes:
@@ -78,8 +78,12 @@ def test_an_unknown_backend_is_refused_unprobed(probes: Probes) -> None:
     assert probes.asked == []
 
 
-def test_jitter_is_refused_on_netem_which_would_reorder_it() -> None:
-    with pytest.raises(emulation.ShaperUnavailable, match="jitter 3ms: netem reorders"):
-        emulation.check_jitter("netem", Duration(0.003))
-    emulation.check_jitter("netem", Duration(0))
-    emulation.check_jitter("delayline", Duration(0.003))
+def test_netem_jitters_in_its_rate_form_which_keeps_the_packets_in_order() -> None:
+    """netem's own jitter reorders (its queue is ordered by due time); with a rate, each packet's due time
+    counts from the packet before it, so the jitter netem draws keeps them in order, as the delay line does."""
+    plain = shaping.netem_qdisc("ifb1", Duration(0.01), Probability(0), seed=7)
+    assert "rate" not in plain and plain[plain.index("delay") + 1 : plain.index("delay") + 3] == ["10000us", "loss"]
+    jittered = shaping.netem_qdisc("ifb1", Duration(0.01), Probability(0), seed=7, jitter=Duration(0.001))
+    at = jittered.index("delay")
+    assert jittered[at : at + 5] == ["delay", "10000us", "1000us", "rate", shaping.NETEM_ORDER_RATE]
+    assert jittered[-2:] == ["seed", "7"]  # the seed restarts the jitter's draws with the loss's
