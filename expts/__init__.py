@@ -42,11 +42,24 @@ def kept_figures() -> list[Figure]:
 
 
 def with_kept() -> list[Figure]:
-    """Every declared figure, each followed by the derived figures results/reference keeps of it."""
+    """Every declared figure, each followed by the derived figures results/reference keeps of it: its twin
+    without the study's variation (Figure.unvaried: rows measured before trials varied, not measured again),
+    then its study's KEPT ones."""
+    derived = kept()
+    out = []
+    for fig in all_figures():
+        twin = fig.unvaried()
+        out += [fig, *([twin] if twin is not None else [])]
+        out += [k.of(base) for base, k in derived if base.full_name == fig.full_name]
+    return out
+
+
+def measured_of(figures: list[Figure]) -> list[Figure]:
+    """The figures, each followed by the derived figures of its study's KEPT (those a reference run measures)."""
     derived = kept()
     return [
         each
-        for fig in all_figures()
+        for fig in figures
         for each in (fig, *(k.of(base) for base, k in derived if base.full_name == fig.full_name))
     ]
 

@@ -148,6 +148,18 @@ def _verdict(manifest: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     return str(judged.get("verdict") or "unjudged"), [c for c in judged.get("claims") or [] if isinstance(c, dict)]
 
 
+def unvaried_text(manifest: dict[str, Any]) -> str:
+    """The figure's verdict without its study's variation, where its manifest sets it beside its own
+    (netrepro.runner.manifest.beside_unvaried): "; without variation: agrees (iw/fig2@variation=none, rows of
+    af4479f...)"; else ""."""
+    judged = manifest.get("verdict") or {}
+    unvaried = judged.get("without_variation") if isinstance(judged, dict) else None
+    if not isinstance(unvaried, dict):
+        return ""
+    rows = ", ".join(str(c)[:12] for c in unvaried.get("code_of_rows") or []) or "its stored rows"
+    return f"; without variation: {unvaried.get('verdict')} ({unvaried.get('figure')}, rows of {rows})"
+
+
 def _checks(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """The figure's checks of its setup (a table read back): shown apart, counted in no verdict."""
     judged = manifest.get("verdict") or {}
@@ -277,7 +289,7 @@ def figure_html(entry: Entry) -> str:
 <h3>{_e(entry.fig.full_name)}: {_e(m.get("title") or entry.fig.heading)}
  <span class="verdict {_e(kind)}">{_e(kind)}</span>{mark}</h3>
 <img src="{_e(entry.image)}" alt="{_e(entry.fig.full_name)}">
-<p><b>Each claim of the source, tested on our trials: {_e(kind)}</b></p>
+<p><b>Each claim of the source, tested on our trials: {_e(kind)}{_e(unvaried_text(m))}</b></p>
 <table><tr><th>the source's words</th><th>test</th><th>our numbers</th><th>outcome</th></tr>{rows}</table>
 <p class="small">{_e(_caveat(m))}</p>
 <details><summary>notes</summary><ul>{notes}</ul></details>
@@ -367,7 +379,8 @@ def findings(entries: list[Entry]) -> str:
         lines.append(f"| [{e.fig.full_name}](#{_anchor(e.fig.full_name)}) | {kind} | {counted} | {apart} | {commits} |")
     for e in entries:
         kind, judged = _verdict(e.manifest)
-        lines += ["", f"## {e.fig.full_name}", "", f"{e.manifest.get('title') or e.fig.heading}: **{kind}**", ""]
+        title = e.manifest.get("title") or e.fig.heading
+        lines += ["", f"## {e.fig.full_name}", "", f"{title}: **{kind}**{unvaried_text(e.manifest)}", ""]
         if not judged:
             lines.append("The source states no claim about this figure: unjudged.")
         if caveat := _caveat(e.manifest):

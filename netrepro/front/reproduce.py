@@ -47,8 +47,8 @@ log = logging.getLogger("netrepro.reproduce")
 
 
 def figures_of(what: str) -> list[Figure]:
-    """The declared figures of a study, of several (`iw,spdy`), or of every study (`all`), owners of shared
-    rows first."""
+    """The declared figures of a study, of several (`iw,spdy`), or of every study (`all`), each followed by
+    the derived figures its study keeps (`KEPT`, netrepro.studykit.kept), owners of shared rows first."""
     names = [s.__name__.rsplit(".", 1)[-1] for s in expts.STUDIES]
     asked = what.split(",")
     allowed = f"the studies are {', '.join(names)} (one, or several joined by commas), or all"
@@ -58,7 +58,7 @@ def figures_of(what: str) -> list[Figure]:
     if len(set(asked)) < len(asked):
         raise UserError(f"reproduce {what}: a study named twice; {allowed}")
     chosen = list(expts.STUDIES) if what == "all" else [expts.STUDIES[names.index(a)] for a in asked]
-    figures = [fig for study in chosen for fig in study.FIGURES]
+    figures = expts.measured_of([fig for study in chosen for fig in study.FIGURES])
     return sorted(figures, key=lambda f: bool(f.trials_of))  # stable: a figure that plots another's rows after it
 
 

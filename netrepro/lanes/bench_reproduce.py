@@ -42,12 +42,13 @@ NAME = "reproduce"
 
 
 def figures_of(studies: str) -> list[Figure]:
-    """The declared figures of the named studies (comma-separated), as `reproduce` takes them."""
+    """The declared figures of the named studies (comma-separated), each with its kept derived ones, as
+    `reproduce` takes them."""
     names = {s.__name__.rsplit(".", 1)[-1]: s for s in expts.STUDIES}
     unknown = [s for s in studies.split(",") if s not in names]
     if unknown:
         raise UserError(f"bench reproduce --studies {studies}: no such study {', '.join(unknown)}; {', '.join(names)}")
-    return [fig for s in studies.split(",") for fig in names[s].FIGURES]
+    return expts.measured_of([fig for s in studies.split(",") for fig in names[s].FIGURES])
 
 
 def labs_over_time(schedule: Mapping[str, Any]) -> list[tuple[float, int]]:

@@ -10,7 +10,9 @@ the caption, the manifest and the terminal show (`judgement_lines`).
 `reference_of` finds the project's reference reproduction of a declared
 figure (results/reference/) to set beside a run's own numbers.
 `declared_of` is the commit that last changed the figure's declaration and
-claims when its rows were measured (netrepro.studykit.declared).  The sweep
+claims when its rows were measured (netrepro.studykit.declared).
+`beside_unvaried` sets each claim's judgement without the study's variation
+(the figure's `@variation=none` twin, stored beside it) next to its own.  The sweep
 (netrepro.runner.sweep) calls these once its trials are in; ground.manifests
 reads the manifests they wrote.
 """
@@ -140,6 +142,33 @@ def judgement_of(
     return judgement
 
 
+def beside_unvaried(judgement: dict[str, Any], fig: Figure, tree: Path) -> None:
+    """Set beside each claim of `judgement` its outcome without the study's variation, as the twin's manifest
+    stored in `tree` keeps it (`without_variation`), and the twin's verdict beside the figure's: a claim that
+    holds under both is a finding about the mechanism, one that holds only without variation a finding about
+    the emulator.  Nothing where the figure has no twin or none is stored."""
+    twin = fig.unvaried()
+    path = tree / twin.directory / f"{twin.name}.manifest.json" if twin is not None else None
+    if twin is None or path is None or not path.exists():
+        return
+    try:
+        doc = read_manifest(path).doc
+    except ManifestUnreadable as e:
+        log.warning("%s: its judgement without variation is not shown", e)
+        return
+    found = doc.get("verdict")
+    theirs: dict[str, Any] = found if isinstance(found, dict) else {}
+    outcomes = {c.get("quote"): c.get("outcome") for c in theirs.get("claims") or [] if isinstance(c, dict)}
+    judgement["without_variation"] = {
+        "figure": twin.full_name,
+        "verdict": theirs.get("verdict") or "unjudged",
+        "code_of_rows": list(doc.get("code_of_rows") or []),
+    }
+    for c in judgement["claims"]:
+        if outcomes.get(c["quote"]):
+            c["without_variation"] = outcomes[c["quote"]]
+
+
 def judgement_lines(judgement: Mapping[str, Any]) -> list[str]:
     """The verdict and each claim as the caption and the terminal show them."""
     counts = judgement["counts"]
@@ -153,6 +182,9 @@ def judgement_lines(judgement: Mapping[str, Any]) -> list[str]:
             )
     if judgement["verdict"] == "deterministic":
         head += ": every claim holds, but only as a deterministic reading of the emulation (its trials do not vary)"
+    if unvaried := judgement.get("without_variation"):
+        rows = ", ".join(str(c)[:12] for c in unvaried.get("code_of_rows") or []) or "its stored rows"
+        head += f"; without variation: {unvaried['verdict']} ({unvaried['figure']}, rows of {rows})"
     checks = judgement.get("checks") or []
     lines = [head, *(f"  {claims.line_of(c)}" for c in judgement["claims"])]
     if checks:

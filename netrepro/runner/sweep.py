@@ -58,6 +58,7 @@ from netrepro.runner import preflight, resume, shards
 from netrepro.runner.attempts import LATE_PAUSES_S, FailureStreak, attempt_again, discarded_for_ssthresh, late_bound_ms
 from netrepro.runner.looks import Looks, UntilDecided, stored_plan, until_decided
 from netrepro.runner.manifest import (
+    beside_unvaried,
     declared_of,
     earlier_verifications,
     figure_manifest,
@@ -601,6 +602,7 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     plot.add_to_caption(png, discarded_for_ssthresh(attempts))
     # once: the caption, the manifest and the terminal show it; after looks, each claim as its looks froze it
     judgement = judgement_of(fig, points, rows, looked.judged if looked else None)
+    beside_unvaried(judgement, fig, opts.out)
     plot.add_to_caption(png, judgement_lines(judgement))
     for drawn in (png, png.with_suffix(".svg"), png.with_name(f"{png.stem}.caption.txt")):
         if drawn.exists():

@@ -137,12 +137,16 @@ def needs_text(trials: int | None) -> str:
 
 
 def outcome_text(judged: Mapping[str, Any]) -> str:
-    """A judged claim's outcome as a reader sees it: HOLDS, DIFFERS BY DESIGN, HOLDS (DETERMINISTIC)..."""
+    """A judged claim's outcome as a reader sees it: HOLDS, DIFFERS BY DESIGN, HOLDS (DETERMINISTIC)...; and
+    where the figure's twin without its study's variation judged it too (netrepro.runner.manifest.beside_unvaried),
+    that outcome after it: HOLDS; DIFFERS WITHOUT VARIATION."""
     outcome = str(judged["outcome"]).upper()
     if judged.get("by_design") and judged["outcome"] == DIFFERS:
         outcome += " BY DESIGN"
     elif judged.get("deterministic"):
         outcome += " (DETERMINISTIC: the trials do not vary)"
+    if judged.get("without_variation"):
+        outcome += f"; {str(judged['without_variation']).upper()} WITHOUT VARIATION"
     return ("CHECK " if judged.get("check") else "") + outcome
 
 

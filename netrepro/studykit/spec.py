@@ -37,7 +37,8 @@ from ground.trials import Row
 from ground.units import parse_duration, parse_rate
 from netrepro.studykit.claims import Claim, as_derived
 from netrepro.studykit.trial import Trial, trial_path
-from netrepro.studykit.variation import NO_VARIATION, Variation
+from netrepro.studykit.variation import KEY as VARIATION_KEY
+from netrepro.studykit.variation import NO_VARIATION, NONE, Variation
 from topologies.topology import Topology
 
 Params = dict[str, Any]
@@ -273,6 +274,15 @@ class Figure:
     @property
     def csv_name(self) -> str:
         return f"{self.trials_of or self.name}.csv"
+
+    def unvaried(self) -> Figure | None:
+        """The declared figure without its study's variation (`<figure>@variation=none`: the emulator whose
+        trials differ by their start phase and random loss alone, as the reference was measured at af4479f),
+        where that is another figure; None for a derived figure, and where the variation changes nothing."""
+        if self.variant:
+            return None
+        twin = self.derive({VARIATION_KEY: NONE})
+        return twin if twin.grid() != self.grid() else None
 
     def grid(self, quick: bool = False, overrides: Mapping[str, Any] | None = None) -> list[Params]:
         """Every parameter setting of the figure, in declaration order, each under its variation

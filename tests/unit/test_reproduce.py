@@ -27,10 +27,14 @@ def parsed(*argv: str) -> argparse.Namespace:
     return cli.build_parser().parse_args(["reproduce", *argv])
 
 
-def test_a_study_is_its_declared_figures_and_all_is_every_study() -> None:
+def test_a_study_is_its_declared_figures_and_kept_ones_and_all_is_every_study() -> None:
     iw = reproduce.figures_of("iw")
     assert [f.full_name for f in iw] == [f.full_name for f in iw_study.FIGURES]
-    assert len(reproduce.figures_of("all")) == len(expts.all_figures())
+    every = [f.full_name for f in reproduce.figures_of("all")]
+    assert sorted(every) == sorted(f.full_name for f in [*expts.all_figures(), *expts.kept_figures()])
+    # each kept derived figure right after its declared one (a figure that plots another's rows last)
+    assert every.index("newcwv/pacing@idle_s=5") == every.index("newcwv/pacing") + 1
+    assert not any(f.endswith("@variation=none") for f in every)  # rows kept from before trials varied
     with pytest.raises(
         UserError, match=r"reproduce iww: no such study 'iww'; the studies are iw, cubicplus, .*, or all"
     ):
@@ -215,7 +219,7 @@ def test_the_dry_run_prints_the_plan_and_the_wall_time_at_the_labs_it_would_use(
     assert reproduce.cmd_reproduce(parsed("all", "--dry-run")) == 0
     assert ran(record) == []  # nothing run
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last.startswith(f"reproduce all: {len(expts.all_figures())} figures; serially about ")
+    assert last.startswith(f"reproduce all: {len(reproduce.figures_of('all'))} figures; serially about ")
     serial, packed = (reproduce_clock(t) for t in last.split(" about ")[1:3])
     assert 0 < packed < serial, last  # labs side by side fill the cores the waiting figures leave
 

@@ -3,6 +3,7 @@ its draws come from the trial's key and that its row records it, and that `varia
 the reference measured before trials varied (its trial keys are those rows' keys)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,8 +11,10 @@ import expts
 from ground.errors import UserError
 from ground.results import REFERENCE
 from ground.trials import read_rows, trial_draw
+from netrepro.front.report import Entry, findings, page
 from netrepro.runner import sweep
 from netrepro.runner.derive import overrides
+from netrepro.runner.manifest import beside_unvaried, judgement_lines, judgement_of
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit import params, variation
 from netrepro.studykit.spec import Figure
@@ -88,3 +91,71 @@ def test_a_variation_the_key_does_not_take_is_refused_as_typed() -> None:
         key.parse("some")
     with pytest.raises(UserError, match="variation=some"):
         overrides(expts.find("iw/fig2"), ["variation=some"])
+
+
+@pytest.fixture
+def varied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Declared figures under their study's variation (as from the commit the reference is re-measured at)."""
+    monkeypatch.setattr(variation, "DECLARED", STUDY)
+
+
+def test_a_figure_its_variation_changes_has_a_twin_without_it(varied: None) -> None:
+    fig = expts.find("iw/fig2")
+    twin = fig.unvaried()
+    assert twin is not None and twin.full_name == "iw/fig2@variation=none"
+    assert all(variation.KEY not in p and "jitter" not in p for p in twin.grid())
+    assert all(p["jitter"] == "1ms" for p in fig.grid())
+    assert twin.unvaried() is None  # a derived figure has none
+    # newcwv's pacing figures that set their own jitter are their own setting: no twin
+    assert expts.find("newcwv/pacing").derive({"jitter": "3ms"}).unvaried() is None
+    names = [f.full_name for f in expts.with_kept()]
+    assert names.index("iw/fig2@variation=none") == names.index("iw/fig2") + 1
+
+
+def test_declared_figures_that_do_not_vary_have_no_twin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(variation, "DECLARED", NONE)
+    assert all(f.unvaried() is None for f in expts.all_figures())
+    assert [f.full_name for f in expts.with_kept()] == [f.full_name for f in expts.measured_of(expts.all_figures())]
+
+
+def twin_manifest(tree: Path, fig: Figure, outcomes: list[str], verdict: str) -> None:
+    twin = fig.unvaried()
+    assert twin is not None
+    claims = [{"quote": c.quote, "outcome": o} for c, o in zip(fig.claims, outcomes, strict=False)]
+    doc = {"verdict": {"verdict": verdict, "claims": claims}, "code_of_rows": ["af4479f0123456789"]}
+    (tree / twin.directory).mkdir(parents=True)
+    (tree / twin.directory / f"{twin.name}.manifest.json").write_text(json.dumps(doc))
+
+
+def test_the_caption_manifest_and_report_show_a_claim_s_judgement_under_both(varied: None, tmp_path: Path) -> None:
+    """iw/fig2's claims judged on no rows (undecided), beside its twin's stored outcomes: each claim's line says
+    both ("UNDECIDED; HOLDS WITHOUT VARIATION"), the verdict line the twin's verdict and the commit of its
+    rows, and the report's page and findings say the same."""
+    fig = expts.find("iw/fig2")
+    twin_manifest(tmp_path, fig, ["holds", "differs"], "partly")
+    judgement = judgement_of(fig, [], [])
+    beside_unvaried(judgement, fig, tmp_path)
+    assert judgement["without_variation"] == {
+        "figure": "iw/fig2@variation=none",
+        "verdict": "partly",
+        "code_of_rows": ["af4479f0123456789"],
+    }
+    first, second = judgement["claims"][:2]
+    assert (first["without_variation"], second["without_variation"]) == ("holds", "differs")
+    lines = judgement_lines(judgement)
+    assert lines[0].endswith("; without variation: partly (iw/fig2@variation=none, rows of af4479f01234)")
+    assert lines[1].endswith("UNDECIDED; HOLDS WITHOUT VARIATION") and "DIFFERS WITHOUT VARIATION" in lines[2]
+    assert "without_variation" not in judgement["claims"][2]  # the twin judged only two of them here
+    entry = Entry(fig, {"title": "t", "verdict": judgement}, "fig2.png")
+    text = findings([entry])
+    assert "**undecided**; without variation: partly (iw/fig2@variation=none, rows of af4479f01234)" in text
+    assert "**undecided; holds without variation**" in text and "**undecided; differs without variation**" in text
+    html = page([entry])
+    assert "undecided; holds without variation" in html and "; without variation: partly" in html
+
+
+def test_no_twin_stored_no_second_judgement(varied: None, tmp_path: Path) -> None:
+    fig = expts.find("iw/fig2")
+    judgement = judgement_of(fig, [], [])
+    beside_unvaried(judgement, fig, tmp_path)
+    assert "without_variation" not in judgement and "without variation" not in " ".join(judgement_lines(judgement))
