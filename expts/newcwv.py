@@ -99,7 +99,7 @@ VARIATION = Variation.of(
     "1ms",
     (
         "seed 002's testbed is an emulated dumbbell with 200 ms paths; +-1 ms, a wired path's queueing and "
-        "scheduling, is 0.5 % of its one-way delay, and a packet held behind another at the uncongested path's "
+        "scheduling, is 1 % of its one-way delay, and a packet held behind another at the uncongested path's "
         "100 Mbit/s waits at most that"
     ),
 )

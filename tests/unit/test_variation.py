@@ -9,7 +9,7 @@ import pytest
 
 import expts
 from ground.errors import UserError
-from ground.results import REFERENCE
+from ground.results import REFERENCE, REPO
 from ground.trials import read_rows, trial_draw
 from netrepro.front.report import Entry, findings, page
 from netrepro.runner import sweep
@@ -159,3 +159,16 @@ def test_no_twin_stored_no_second_judgement(varied: None, tmp_path: Path) -> Non
     judgement = judgement_of(fig, [], [])
     beside_unvaried(judgement, fig, tmp_path)
     assert "without_variation" not in judgement and "without variation" not in " ".join(judgement_lines(judgement))
+
+
+def test_each_study_s_page_says_what_varies_as_declared() -> None:
+    """The docs page of each study says how much its paths jitter, as its declaration does, and why."""
+    for study in expts.STUDIES:
+        name = study.__name__.rsplit(".", 1)[-1]
+        page = (REPO / "docs" / "studies" / f"{name}.md").read_text()
+        section = page.split("\n## What varies\n", 1)[1].split("\n## ", 1)[0]
+        declared: Variation = study.VARIATION
+        flat = " ".join(section.split())
+        assert f"within ±{declared.jitter.ms:g} ms" in flat, name
+        assert " ".join(declared.why.replace("+-", "±").split()) in flat, name
+        assert "No cross traffic is added:" in flat, name
