@@ -13,8 +13,10 @@ table is read back from the module here, in the suite's one boot.
 
 import csv
 import dataclasses
+import itertools
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -27,6 +29,7 @@ from expts import spdy
 from ground import kernel, machinestate, modules
 from ground.ledger import Ledger
 from ground.path import PathSpec
+from ground.proc import run
 from ground.results import REPO, write_json
 from ground.tcpprobe import reductions
 from kmod import loader
@@ -153,6 +156,25 @@ def test_check_with_netem_runs_and_reports(tmp_path: Path) -> None:
     assert {c["name"] for c in doc["checks"]} == {"rtt", "goodput", "loss_down"}
     assert done.returncode == (0 if all(c["low"] <= c["measured"] <= c["high"] for c in doc["checks"]) else 1)
     write_json(record_dir(tmp_path) / "check_netem.json", doc)
+
+
+def test_netem_jitters_in_its_rate_form_and_keeps_the_packets_in_order() -> None:
+    """A study's variation jitters each direction's delay (netrepro.studykit.variation); netem draws it, and
+    with a rate (shaping.NETEM_ORDER_RATE) sends no packet before the one ahead of it.  Echo requests 2 ms
+    apart through +-3 ms on each way: plain netem would answer many out of order; here the replies arrive
+    in sequence, and their RTTs spread as the jitter does (SD sqrt(2 x 3^2 / 3) = 2.45 ms)."""
+    path = PathSpec.parse(rtt="20ms", rate="10mbit", jitter="3ms")
+    with Ledger() as ledger, Lab(path, ledger, shaper="netem", switch="bridge", seed=3) as lab:
+        assert lab.backend == "netem"
+        out = run(["ping", "-n", "-c", "300", "-i", "0.002", "-W", "1", lab.ip("server")], lab.client,
+                  timeout=60).stdout  # fmt: skip
+    replies = [(int(seq), float(ms)) for seq, ms in re.findall(r"icmp_seq=(\d+) .*?time=([0-9.]+) ms", out)]
+    order = [seq for seq, _ in replies]
+    overtaken = sum(1 for a, b in itertools.pairwise(order) if b < a)
+    spread = statistics.stdev(ms for _, ms in replies)
+    print(f"netem rate form: {len(replies)} of 300 replies, {overtaken} out of order, RTT SD {spread:.2f} ms")
+    assert len(replies) >= 290 and overtaken == 0, (len(replies), overtaken)
+    assert 1.2 < spread < 4.0, spread  # jittered (the model's 2.45 ms; TCG's timers add their own)
 
 
 def test_the_delay_line_on_a_bridge_leaves_br_netfilter_as_it_found_it() -> None:
