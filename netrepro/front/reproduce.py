@@ -146,8 +146,7 @@ def _one_after_another(figures: Sequence[Figure], args: argparse.Namespace, out:
             f"{_clock(time.monotonic() - began)} elapsed, about {_clock(left)} left by the stored estimates ==",
             flush=True,
         )
-        one = argparse.Namespace(**{**vars(args), "figure": fig.full_name})
-        status = figure_commands.cmd_run(one)
+        status = figure_commands.cmd_run(side_by_side.figure_args(fig, args))
         done.append(Done(fig.full_name, "ok" if status == 0 else "trials not ok", verdict=_verdict(fig, out)))
     return done
 

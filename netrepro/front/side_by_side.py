@@ -203,6 +203,14 @@ def _owner(candidate: Figure, fig: Figure) -> bool:
     return candidate.study == fig.study and candidate.name == fig.trials_of
 
 
+def figure_args(fig: Figure, args: argparse.Namespace) -> argparse.Namespace:
+    """`args` as `run.sh run` takes them for `fig`: a derived figure a study keeps (KEPT) as its declared
+    figure and the --set that derives it, after any --set of the run's own."""
+    derived = [f"{k}={v}" for k, v in fig.overrides.items()] if fig.variant else []
+    figure = (fig.declared or fig).full_name
+    return argparse.Namespace(**{**vars(args), "command": "run", "figure": figure, "set": [*args.set, *derived]})
+
+
 def _start(
     fork: multiprocessing.context.ForkContext,
     fig: Figure,
@@ -214,7 +222,7 @@ def _start(
     log_dir: Path,
 ) -> _Child:
     log_path, fd = logs.create_exclusive(log_dir, fig.full_name.replace("/", "-"))
-    one = argparse.Namespace(**{**vars(args), "command": "run", "figure": fig.full_name})
+    one = figure_args(fig, args)
     one.jobs = str(labs) if labs > 1 else None
     sys.stdout.flush()
     sys.stderr.flush()

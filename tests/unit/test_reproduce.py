@@ -20,7 +20,7 @@ import expts
 from expts import iw as iw_study
 from ground.errors import SetupError, UserError
 from netrepro.front import cli, figure_commands, reproduce, side_by_side
-from netrepro.runner import admission, packing, preflight
+from netrepro.runner import admission, derive, packing, preflight
 
 
 def parsed(*argv: str) -> argparse.Namespace:
@@ -294,3 +294,15 @@ def test_sigterm_to_the_run_reaches_each_figure_once_and_the_run_waits_for_them(
     assert sorted(line for line in lines if "group" not in line) == stopped_once, lines  # once each
     schedule = json.loads((tmp_path / "reproduce" / "iw" / "schedule.json").read_text())
     assert sorted(f["status"] for f in schedule["figures"]) == ["exit 143"] * len(figures)  # written, stopped too
+
+
+def test_a_kept_derived_figure_runs_as_its_declared_one_with_its_set() -> None:
+    """reproduce runs newcwv/pacing@idle_s=5 as `run newcwv/pacing --set idle_s=5` (after the run's own --set),
+    which derives that same figure."""
+    fig = next(f for f in reproduce.figures_of("newcwv") if f.full_name == "newcwv/pacing@idle_s=5")
+    one = side_by_side.figure_args(fig, parsed("newcwv", "--set", "slow_start_after_idle=0"))
+    assert (one.command, one.figure, one.set) == ("run", "newcwv/pacing", ["slow_start_after_idle=0", "idle_s=5"])
+    one = side_by_side.figure_args(fig, parsed("newcwv"))
+    assert derive.derived_figure(expts.find(one.figure), one).full_name == fig.full_name
+    declared = expts.find("newcwv/fig7")
+    assert side_by_side.figure_args(declared, parsed("newcwv")).figure == "newcwv/fig7"
