@@ -148,9 +148,9 @@ class Figure:
     # A derived figure's figure as its study declares it (None for that one itself): what the runner sets
     # a derived figure's numbers beside, without looking the study up.
     declared: Figure | None = field(default=None, compare=False, repr=False)
-    # The lab's shape (topologies.topology): `path`, today's client - s1 - server, unless declared or derived.
     # What its paths vary from trial to trial (netrepro.studykit.variation): the study's declaration.
     variation: Variation = NO_VARIATION
+    # The lab's shape (topologies.topology): `path`, today's client - s1 - server, unless declared or derived.
     topology: Topology = field(
         default_factory=Topology,
         metadata=in_file(
