@@ -49,8 +49,9 @@ VARIATION = Variation.of(
     "0.1ms",
     (
         "seed 000 shaped a cabled client-server link with netem for its loss (here 100 Mbit/s, 20 ms), and that "
-        "random loss already draws per trial; +-0.1 ms stays within one packet's time at 100 Mbit/s (0.12 ms), so"
-        " keeping order adds under 0.5 % to the RTT, and it gives the loss-free cells draws of their own"
+        "random loss already draws per trial; +-0.1 ms is within one bottleneck service time at 100 Mbit/s (0.12 "
+        "ms), as the lab keeps jitter (docs/lab.md), and 0.5 % of the RTT, and it gives the loss-free cells draws"
+        " of their own"
     ),
 )
 

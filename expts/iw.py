@@ -48,8 +48,9 @@ VARIATION = Variation.of(
     "1ms",
     (
         "seed 001's Mininet links replay exactly, and Dukkipati et al. measured live paths; +-1 ms is a wired "
-        "path's queueing and scheduling, and at these bottlenecks (5 Mbit/s at most) packets leave 2.4 ms apart "
-        "or more, so it moves every arrival without holding one behind another"
+        "path's queueing and scheduling, within one bottleneck service time at the figures' rates (2.4 ms at 5 "
+        "Mbit/s, the fastest), as the lab keeps jitter (docs/lab.md), and 1 % of the declared 100 ms RTT (5 % of "
+        "fig5a's shortest, 20 ms)"
     ),
 )
 

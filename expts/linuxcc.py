@@ -85,8 +85,8 @@ VARIATION = Variation.of(
     "1ms",
     (
         "seed 004 simulated its four-node path in NS-2, which replays exactly; +-1 ms, a wired path's queueing "
-        "and scheduling, is below one 3,514-byte frame's time at the 11 Mbit/s core (2.6 ms), beside the source's"
-        " own UDP cross traffic"
+        "and scheduling, is within one bottleneck service time at the 11 Mbit/s core (2.6 ms for a 3,514-byte "
+        "frame), as the lab keeps jitter (docs/lab.md), beside the source's own UDP cross traffic"
     ),
 )
 

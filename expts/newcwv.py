@@ -99,8 +99,9 @@ VARIATION = Variation.of(
     "1ms",
     (
         "seed 002's testbed is an emulated dumbbell with 200 ms paths; +-1 ms, a wired path's queueing and "
-        "scheduling, is 1 % of its one-way delay, and a packet held behind another at the uncongested path's "
-        "100 Mbit/s waits at most that"
+        "scheduling, is 1 % of its one-way delay and within one bottleneck service time on the congested 2 Mbit/s"
+        " path (6 ms); on the uncongested one (no limit in the source, 100 Mbit/s here) it is eight service "
+        "times, and holds a burst behind its latest draw as a FIFO path would"
     ),
 )
 

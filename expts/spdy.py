@@ -45,8 +45,8 @@ VARIATION = Variation.of(
     "0.1ms",
     (
         "seed 003 ran two virtual machines with tc's loss and no latency or bandwidth limit (here 100 Mbit/s, 10 "
-        "ms); +-0.1 ms, a virtual machine's scheduling, stays within one packet's time at 100 Mbit/s (0.12 ms), "
-        "so keeping order adds under 1 % to the RTT"
+        "ms); +-0.1 ms, a virtual machine's scheduling, is within one bottleneck service time at 100 Mbit/s (0.12"
+        " ms), as the lab keeps jitter (docs/lab.md), and 1 % of the RTT"
     ),
 )
 
