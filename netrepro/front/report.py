@@ -160,6 +160,19 @@ def unvaried_text(manifest: dict[str, Any]) -> str:
     return f"; without variation: {unvaried.get('verdict')} ({unvaried.get('figure')}, rows of {rows})"
 
 
+def moved_by_variation(entries: list[Entry]) -> list[str]:
+    """Each claim whose outcome under its study's variation is not its outcome without it (its figure's twin,
+    netrepro.runner.manifest.beside_unvaried), as a Markdown item: the claims a deterministic emulator
+    decided otherwise."""
+    return [
+        f"- {e.fig.full_name}, {c.get('where')}: \"{c.get('quote')}\": {c.get('outcome')}; "
+        f"{c.get('without_variation')} without variation"
+        for e in entries
+        for c in _verdict(e.manifest)[1]
+        if c.get("without_variation") and c.get("without_variation") != c.get("outcome")
+    ]
+
+
 def _checks(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     """The figure's checks of its setup (a table read back): shown apart, counted in no verdict."""
     judged = manifest.get("verdict") or {}
@@ -352,6 +365,19 @@ def page(entries: list[Entry]) -> str:
 """
 
 
+def _moved_lines(entries: list[Entry]) -> list[str]:
+    """The findings' paragraph on the claims whose outcome the study's variation moved (none where no figure
+    is judged beside its twin)."""
+    judged_beside = [e for e in entries if (e.manifest.get("verdict") or {}).get("without_variation")]
+    if not judged_beside:
+        return []
+    moved = moved_by_variation(entries)
+    head = f"Judged beside their twins without variation ({len(judged_beside)} figures): " + (
+        f"{len(moved)} claims whose outcome the variation moved:" if moved else "no claim's outcome moved."
+    )
+    return [head, "", *moved, *([""] if moved else [])]
+
+
 def findings(entries: list[Entry]) -> str:
     """Every stored figure's verdict and claims as Markdown (results/findings.md): generated, never by hand."""
     lines = [
@@ -366,6 +392,7 @@ def findings(entries: list[Entry]) -> str:
         "",
         f"Counts: {tally(entries)}.",
         "",
+        *_moved_lines(entries),
         "| figure | verdict | holds | differs | undecided | set by design | of them deterministic | checks "
         "| rows from commits |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -11,7 +11,7 @@ import expts
 from ground.errors import UserError
 from ground.results import REFERENCE, REPO
 from ground.trials import read_rows, trial_draw
-from netrepro.front.report import Entry, findings, page
+from netrepro.front.report import Entry, findings, moved_by_variation, page
 from netrepro.runner import sweep
 from netrepro.runner.derive import overrides
 from netrepro.runner.manifest import beside_unvaried, judgement_lines, judgement_of
@@ -172,3 +172,17 @@ def test_each_study_s_page_says_what_varies_as_declared() -> None:
         assert f"within ±{declared.jitter.ms:g} ms" in flat, name
         assert " ".join(declared.why.replace("+-", "±").split()) in flat, name
         assert "No cross traffic is added:" in flat, name
+
+
+def test_the_findings_list_the_claims_the_variation_moved(varied: None, tmp_path: Path) -> None:
+    fig = expts.find("iw/fig2")
+    twin_manifest(tmp_path, fig, ["undecided", "holds"], "partly")
+    judgement = judgement_of(fig, [], [])
+    beside_unvaried(judgement, fig, tmp_path)
+    entry = Entry(fig, {"title": "t", "verdict": judgement}, "fig2.png")
+    assert [line.split(": ", 1)[0] for line in moved_by_variation([entry])] == [f"- iw/fig2, {fig.claims[1].where}"]
+    assert moved_by_variation([entry])[0].endswith(": undecided; holds without variation")
+    text = findings([entry])
+    assert (
+        "Judged beside their twins without variation (1 figures): 1 claims whose outcome the variation moved:" in text
+    )
