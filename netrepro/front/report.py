@@ -372,8 +372,10 @@ def _moved_lines(entries: list[Entry]) -> list[str]:
     if not judged_beside:
         return []
     moved = moved_by_variation(entries)
-    head = f"Judged beside their twins without variation ({len(judged_beside)} figures): " + (
-        f"{len(moved)} claims whose outcome the variation moved:" if moved else "no claim's outcome moved."
+    figures = f"{len(judged_beside)} figure{'s' if len(judged_beside) != 1 else ''}"
+    claims = f"{len(moved)} claim{'s' if len(moved) != 1 else ''}"
+    head = f"Judged beside their twins without variation ({figures}): " + (
+        f"{claims} whose outcome the variation moved:" if moved else "no claim's outcome moved."
     )
     return [head, "", *moved, *([""] if moved else [])]
 

@@ -183,6 +183,4 @@ def test_the_findings_list_the_claims_the_variation_moved(varied: None, tmp_path
     assert [line.split(": ", 1)[0] for line in moved_by_variation([entry])] == [f"- iw/fig2, {fig.claims[1].where}"]
     assert moved_by_variation([entry])[0].endswith(": undecided; holds without variation")
     text = findings([entry])
-    assert (
-        "Judged beside their twins without variation (1 figures): 1 claims whose outcome the variation moved:" in text
-    )
+    assert "Judged beside their twins without variation (1 figure): 1 claim whose outcome the variation moved:" in text
