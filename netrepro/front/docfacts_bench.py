@@ -1,8 +1,9 @@
 """The benchmarks' numbers docs/benchmarks.md states, computed from the stored results/bench JSON.
 
 A soak (`run.sh bench soak`, netrepro.lanes.soak) writes each round it ran
-to results/bench/soak-*.json, and `run.sh bench reproduce`
-(netrepro.lanes.bench_reproduce) its run to results/bench/reproduce.json;
+to results/bench/soak-*.json, `run.sh bench reproduce`
+(netrepro.lanes.bench_reproduce) its run to results/bench/reproduce.json,
+and `run.sh bench runner` (netrepro.lanes.bench) to results/bench/runner.json;
 the page's markers (netrepro.front.docnumbers) take their values from here,
 so that a new run changes the prose or fails tests/unit/test_doc_numbers.py.
 """
@@ -183,6 +184,22 @@ def reproduce_run(doc: Mapping[str, Any]) -> Facts:
     }
 
 
+def runner_facts(doc: Mapping[str, Any]) -> Facts:
+    """`bench runner`: iw/fig2 from scratch, its wall time against its downloads, and where the rest went."""
+    phase = doc.get("per_trial_start_phase_ms")
+    return {
+        "bench.runner.trials": str(doc["trials"]),
+        "bench.runner.wall": f"{doc['wall_seconds']:.1f} s",
+        "bench.runner.downloads": f"{doc['sum_of_download_seconds']:.1f} s",
+        "bench.runner.ratio": f"{doc['overhead_ratio']:.2f}",
+        "bench.runner.fixed": f"{doc['fixed_seconds']:.1f} s",
+        "bench.runner.per_trial": f"{doc['per_trial_overhead_ms']:.1f} ms",
+        "bench.runner.phase": f"{phase:.1f} ms a trial" if phase is not None else "not recorded by this run",
+        "bench.runner.commit": _commit(doc),
+        "bench.runner.date": str(doc.get("time", ""))[:10],
+    }
+
+
 def bench_facts(stored: Stored) -> Facts:
     """The soaks' and `bench reproduce`'s facts, from results/bench beside the stored tree (results/reference);
     none for a benchmark not stored."""
@@ -193,6 +210,8 @@ def bench_facts(stored: Stored) -> Facts:
         if path.is_file():
             doc = json.loads(path.read_text())
             out |= jobs_soak(doc) if name == "jobs3" else lose_host_soak(doc)
+    if (bench / "runner.json").is_file():
+        out |= runner_facts(json.loads((bench / "runner.json").read_text()))
     if (bench / "reproduce.json").is_file():
         out |= reproduce_run(json.loads((bench / "reproduce.json").read_text()))
     return out

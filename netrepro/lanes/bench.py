@@ -349,6 +349,7 @@ def runner(out: Path | None = None) -> dict[str, Any]:
     rows = read_rows(csv_path)
     downloads = sum(numbers(rows, "download_time_ms")) / 1e3
     trials = sum(numbers(rows, "trial_seconds"))
+    phases = sum(numbers(rows, "start_offset_ms")) / 1e3  # each trial's wait for its drawn start phase
     doc = {
         **provenance(),
         "benchmark": "runner",
@@ -359,6 +360,8 @@ def runner(out: Path | None = None) -> dict[str, Any]:
         "sum_of_trial_seconds": round(trials, 2),
         "overhead_ratio": round(wall / downloads, 3),
         "per_trial_overhead_ms": round((trials - downloads) / len(rows) * 1e3, 1),
+        "sum_of_start_phase_seconds": round(phases, 2),
+        "per_trial_start_phase_ms": round(phases / len(rows) * 1e3, 1),
         "fixed_seconds": round(wall - trials, 1),
     }
     write_json(target / "runner.json", doc, out or RESULTS)
