@@ -10,8 +10,10 @@ as many labs as are admitted then, at most one per path setting with trials left
 local Dask cluster, `--jobs N`; one lab runs in the child's own process; with --until-decided one lab a
 figure, whose looks run on it).  A figure's labs are fixed when it starts: one started beside busy figures
 keeps its few labs when they end.  A figure that draws another's
-rows (`trials_of`) starts once its owner has ended.  So a figure whose trials mostly wait (a few % of a
-core) runs beside a busy one, and a busy one runs alone.
+rows (`trials_of`) starts once its owner has ended, and never beside another that reads the same CSV (two
+figures drawing one owner's rows would meet on its lock); a derived figure whose rows are its own (a kept
+`fig6@client=chromium` draws the fig3.csv of its own directory) is measured like any other.  So a figure
+whose trials mostly wait (a few % of a core) runs beside a busy one, and a busy one runs alone.
 
 A child writes what `run` prints to <out>/reproduce/<study>/logs/<figure>-<time>.log and its rows, figure
 and manifest where a single run writes them; the parent shows one progress line for the whole run (trials
@@ -143,7 +145,8 @@ def run(
     plans = {f.full_name: Plan.of(f, args.quick, trials=args.trials) for f in figures}
     waiting = sorted(figures, key=lambda f: -(plans[f.full_name].seconds() or 0.0))
     holds = {f.full_name: admission.exclusive(f, args.quick) for f in figures}
-    measured = [f for f in figures if not f.trials_of]
+    measured = [f for f in figures if not any(_owner(o, f) for o in figures)]
+    measuring = {f.full_name for f in measured}
     # read once: a waiting figure's CSV and cost do not change until it runs
     left = {f.full_name: settings_left(f, out, args.quick, args.trials, args.seed) for f in measured}
     costs = {f.full_name: admission.measured_cost(f, out) for f in measured}
@@ -163,11 +166,15 @@ def run(
                 on_end(
                     Ended(child.figure, status, child.log, child.labs, child.began - began, time.monotonic() - began)
                 )
-            lateness = packing.RecentLateness.of(_latest_rows(running, out, args), sum(c.labs for c in running))
+            lateness = packing.RecentLateness.of(
+                _latest_rows(running, out, args, measuring), sum(c.labs for c in running)
+            )
             tasks = [t for c in running for t in c.tasks()]
             for fig in list(waiting):
-                if fig.trials_of and any(_owner(f, fig) for f in [*waiting, *(c.figure for c in running)]):
+                if any(_owner(f, fig) for f in [*waiting, *(c.figure for c in running)]):
                     continue  # it draws its owner's rows: once the owner has ended
+                if any(_same_rows(c.figure, fig) for c in running):
+                    continue  # another reads its CSV now: one run at a time holds a CSV's lock
                 settings, cost = left.get(fig.full_name, 0), costs.get(fig.full_name)
                 cores = 0.0 if settings == 0 else (packing.UNMEASURED_CORES if cost is None else cost.cores)
                 room = cap - sum(c.labs for c in running)
@@ -179,7 +186,14 @@ def run(
                 child = _start(fork, fig, labs, cores, holds[fig.full_name], args, command, log_dir)
                 running.append(child)
                 tasks += child.tasks()
-            _show(progress, [c.figure for c in [*running, *ended] if not c.figure.trials_of], running, out, args, home)
+            _show(
+                progress,
+                [c.figure for c in [*running, *ended] if c.figure.full_name in measuring],
+                running,
+                out,
+                args,
+                home,
+            )
             if stop.signum:
                 break
             time.sleep(POLL_S)
@@ -198,9 +212,14 @@ def run(
         raise SystemExit(128 + stop.signum)
 
 
+def _same_rows(a: Figure, b: Figure) -> bool:
+    """Whether two figures read and write one CSV (a figure and one that draws its rows, or two that draw one's)."""
+    return a.directory == b.directory and a.csv_name == b.csv_name
+
+
 def _owner(candidate: Figure, fig: Figure) -> bool:
-    """Whether `candidate` is the figure whose rows `fig` draws."""
-    return candidate.study == fig.study and candidate.name == fig.trials_of
+    """Whether `candidate` is the figure whose rows `fig` draws: one that measures its own, in the same CSV."""
+    return bool(fig.trials_of) and not candidate.trials_of and _same_rows(candidate, fig)
 
 
 def figure_args(fig: Figure, args: argparse.Namespace) -> argparse.Namespace:
@@ -233,11 +252,11 @@ def _start(
     return _Child(fig, labs, cores, holds, process, log_path, time.monotonic())
 
 
-def _latest_rows(running: Sequence[_Child], out: Path, args: argparse.Namespace) -> list[Row]:
-    """The running figures' latest rows, one a lab: what the delay lines' lateness is now."""
+def _latest_rows(running: Sequence[_Child], out: Path, args: argparse.Namespace, measuring: set[str]) -> list[Row]:
+    """The running figures' latest rows, one a lab (of those that measure their own): the delay lines' lateness."""
     rows: list[Row] = []
     for child in running:
-        if not child.figure.trials_of:
+        if child.figure.full_name in measuring:
             found = evidence.judged_rows(child.figure, out / child.figure.directory / child.figure.csv_name,
                                          args.quick, args.trials, args.seed)  # fmt: skip
             rows += found[-child.labs :]
@@ -254,8 +273,8 @@ def _show(
 ) -> None:
     """Step the one progress line by the trials that came home since the last look."""
     for fig in figures:
-        if fig.trials_of:
-            continue
+        if fig.full_name not in home:
+            continue  # it draws another's rows
         now = trials_home(fig, out, args.quick, args.trials, args.seed)
         note = ", ".join(f"{c.figure.full_name} x{c.labs}" for c in running)
         while home[fig.full_name] < now:

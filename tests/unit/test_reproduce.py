@@ -306,3 +306,24 @@ def test_a_kept_derived_figure_runs_as_its_declared_one_with_its_set() -> None:
     assert derive.derived_figure(expts.find(one.figure), one).full_name == fig.full_name
     declared = expts.find("newcwv/fig7")
     assert side_by_side.figure_args(declared, parsed("newcwv")).figure == "newcwv/fig7"
+
+
+def test_figures_that_draw_one_owners_rows_run_one_at_a_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """linuxcc's fig4, fig5, fig7 and whole draw fig6's rows: each after fig6, and none beside another (two
+    runs of one CSV would meet on its lock: the first reference run with them lost bufferbloat/tradeoff so)."""
+    record = _no_machine(monkeypatch, tmp_path, seconds=0.2)
+    monkeypatch.setattr(admission, "measured_cost", lambda fig, out=None: admission.Cost(0.01, 10, "test"))
+    reproduce.cmd_reproduce(parsed("linuxcc", "--quick", "--out", str(tmp_path)))
+    found = spans(record)
+    drawn = {k: v for k, v in found.items() if k != "linuxcc/fig6"}
+    assert len(drawn) == 4 and all(found["linuxcc/fig6"][1] <= start for start, _ in drawn.values())
+    assert one_after_another(drawn)
+
+
+def test_a_kept_figure_that_draws_its_own_directory_s_rows_is_measured() -> None:
+    """cubicplus/fig6@client=chromium plots fig3.csv, of its own directory: no figure of the run owns those."""
+    figures = reproduce.figures_of("cubicplus")
+    kept = next(f for f in figures if f.full_name == "cubicplus/fig6@client=chromium")
+    declared = next(f for f in figures if f.full_name == "cubicplus/fig6")
+    assert not any(side_by_side._owner(o, kept) for o in figures)
+    assert [o.full_name for o in figures if side_by_side._owner(o, declared)] == ["cubicplus/fig3"]
