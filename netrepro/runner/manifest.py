@@ -158,15 +158,17 @@ def beside_unvaried(judgement: dict[str, Any], fig: Figure, tree: Path) -> None:
         return
     found = doc.get("verdict")
     theirs: dict[str, Any] = found if isinstance(found, dict) else {}
-    outcomes = {c.get("quote"): c.get("outcome") for c in theirs.get("claims") or [] if isinstance(c, dict)}
+    outcomes = {c.get("quote"): c for c in theirs.get("claims") or [] if isinstance(c, dict) and c.get("outcome")}
     judgement["without_variation"] = {
         "figure": twin.full_name,
         "verdict": theirs.get("verdict") or "unjudged",
         "code_of_rows": list(doc.get("code_of_rows") or []),
     }
     for c in judgement["claims"]:
-        if outcomes.get(c["quote"]):
-            c["without_variation"] = outcomes[c["quote"]]
+        if twin_claim := outcomes.get(c["quote"]):
+            c["without_variation"] = twin_claim["outcome"]
+            if twin_claim.get("deterministic"):  # decided only as a deterministic reading of the emulation
+                c["without_variation_deterministic"] = True
 
 
 def judgement_lines(judgement: Mapping[str, Any]) -> list[str]:

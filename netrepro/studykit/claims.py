@@ -147,6 +147,7 @@ def outcome_text(judged: Mapping[str, Any]) -> str:
         outcome += " (DETERMINISTIC: the trials do not vary)"
     if judged.get("without_variation"):
         outcome += f"; {str(judged['without_variation']).upper()} WITHOUT VARIATION"
+        outcome += " (DETERMINISTIC)" if judged.get("without_variation_deterministic") else ""
     return ("CHECK " if judged.get("check") else "") + outcome
 
 

@@ -121,7 +121,10 @@ def test_declared_figures_that_do_not_vary_have_no_twin(monkeypatch: pytest.Monk
 def twin_manifest(tree: Path, fig: Figure, outcomes: list[str], verdict: str) -> None:
     twin = fig.unvaried()
     assert twin is not None
-    claims = [{"quote": c.quote, "outcome": o} for c, o in zip(fig.claims, outcomes, strict=False)]
+    claims = [
+        {"quote": c.quote, "outcome": o, "deterministic": o == "holds"}
+        for c, o in zip(fig.claims, outcomes, strict=False)
+    ]
     doc = {"verdict": {"verdict": verdict, "claims": claims}, "code_of_rows": ["af4479f0123456789"]}
     (tree / twin.directory).mkdir(parents=True)
     (tree / twin.directory / f"{twin.name}.manifest.json").write_text(json.dumps(doc))
@@ -144,14 +147,16 @@ def test_the_caption_manifest_and_report_show_a_claim_s_judgement_under_both(var
     assert (first["without_variation"], second["without_variation"]) == ("holds", "differs")
     lines = judgement_lines(judgement)
     assert lines[0].endswith("; without variation: partly (iw/fig2@variation=none, rows of af4479f01234)")
-    assert lines[1].endswith("UNDECIDED; HOLDS WITHOUT VARIATION") and "DIFFERS WITHOUT VARIATION" in lines[2]
+    assert lines[1].endswith("UNDECIDED; HOLDS WITHOUT VARIATION (DETERMINISTIC)")  # a replay's reading, so said
+    assert lines[2].endswith("UNDECIDED; DIFFERS WITHOUT VARIATION")
     assert "without_variation" not in judgement["claims"][2]  # the twin judged only two of them here
     entry = Entry(fig, {"title": "t", "verdict": judgement}, "fig2.png")
     text = findings([entry])
     assert "**undecided**; without variation: partly (iw/fig2@variation=none, rows of af4479f01234)" in text
-    assert "**undecided; holds without variation**" in text and "**undecided; differs without variation**" in text
+    assert "**undecided; holds without variation (deterministic)**" in text
+    assert "**undecided; differs without variation**" in text
     html = page([entry])
-    assert "undecided; holds without variation" in html and "; without variation: partly" in html
+    assert "undecided; holds without variation (deterministic)" in html and "; without variation: partly" in html
 
 
 def test_no_twin_stored_no_second_judgement(varied: None, tmp_path: Path) -> None:
