@@ -276,12 +276,17 @@ class Figure:
         return f"{self.trials_of or self.name}.csv"
 
     def unvaried(self) -> Figure | None:
-        """The declared figure without its study's variation (`<figure>@variation=none`: the emulator whose
-        trials differ by their start phase and random loss alone, as the reference was measured at af4479f),
-        where that is another figure; None for a derived figure, and where the variation changes nothing."""
-        if self.variant:
+        """The figure without its study's variation (`<figure>@variation=none`: the emulator whose trials
+        differ by their start phase and random loss alone, as the reference was measured at af4479f), where
+        that is another figure: a declared one's, or a figure derived by --set alone (a kept one's,
+        `pacing@idle_s=5+variation=none`); None where the figure names a variation, is derived otherwise, or
+        the variation changes nothing."""
+        if VARIATION_KEY in self.overrides:
             return None
-        twin = self.derive({VARIATION_KEY: NONE})
+        base = self.declared or self
+        if self.variant and base.derive(dict(self.overrides)).full_name != self.full_name:
+            return None  # derived by --vary or --series too
+        twin = base.derive({**self.overrides, VARIATION_KEY: NONE})
         return twin if twin.grid() != self.grid() else None
 
     def grid(self, quick: bool = False, overrides: Mapping[str, Any] | None = None) -> list[Params]:

@@ -189,3 +189,19 @@ def test_the_findings_list_the_claims_the_variation_moved(varied: None, tmp_path
     assert moved_by_variation([entry])[0].endswith(": undecided; holds without variation")
     text = findings([entry])
     assert "Judged beside their twins without variation (1 figure): 1 claim whose outcome the variation moved:" in text
+
+
+def test_a_kept_figure_derived_by_set_has_its_twin_too(varied: None) -> None:
+    """newcwv/pacing@idle_s=5 (kept) has pacing@idle_s=5+variation=none, whose keys are its stored rows'; a
+    figure that names a variation, or sets its own jitter, has none; nor one derived by --vary."""
+    kept = expts.find("newcwv/pacing").derive({"idle_s": "5"})
+    twin = kept.unvaried()
+    assert twin is not None and twin.full_name == "newcwv/pacing@idle_s=5+variation=none"
+    assert twin.unvaried() is None and expts.find("iw/fig2").derive({variation.KEY: STUDY}).unvaried() is None
+    assert expts.find("newcwv/pacing").derive({"jitter": "3ms"}).unvaried() is None
+    assert expts.find("iw/fig2").derive(vary=("initcwnd", [3, 10])).unvaried() is None
+    names = [f.full_name for f in expts.with_kept()]
+    assert names.index("newcwv/pacing@idle_s=5+variation=none") == names.index("newcwv/pacing@idle_s=5") + 1
+    stored = REFERENCE / "newcwv" / "pacing@idle_s=5" / "pacing.csv"
+    keys = {r.key for r in read_rows(stored) if r.ok}
+    assert keys and keys <= {t.key for t in trials_of(twin, 50)}  # each stored trial, a trial of the twin
