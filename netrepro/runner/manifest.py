@@ -148,8 +148,7 @@ def beside_unvaried(judgement: dict[str, Any], fig: Figure, tree: Path) -> None:
     holds under both is a finding about the mechanism, one that holds only without variation a finding about
     the emulator.  Nothing where the figure has no twin or none is stored."""
     twin = fig.unvaried()
-    path = tree / twin.directory / f"{twin.name}.manifest.json" if twin is not None else None
-    if twin is None or path is None or not path.exists():
+    if twin is None or not (path := tree / twin.directory / f"{twin.name}.manifest.json").exists():
         return
     try:
         doc = read_manifest(path).doc
