@@ -45,12 +45,10 @@ def with_kept() -> list[Figure]:
     """Every declared figure, each followed by the derived figures results/reference keeps of it (its study's
     KEPT), each of these followed by its twin without the study's variation (Figure.unvaried: rows measured
     before trials varied, not measured again)."""
-    derived = kept()
     out = []
-    for fig in all_figures():
-        for each in (fig, *(k.of(base) for base, k in derived if base.full_name == fig.full_name)):
-            twin = each.unvaried()
-            out += [each, *([twin] if twin is not None else [])]
+    for fig in measured_of(all_figures()):
+        twin = fig.unvaried()
+        out += [fig, *([twin] if twin is not None else [])]
     return out
 
 

@@ -121,7 +121,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _stale(fig: Figure) -> list[str]:
     """The inputs of the figure's stored verdict (results/reference) whose rows changed since it was judged."""
-    path = REFERENCE / fig.directory / f"{fig.name}.manifest.json"
+    path = fig.manifest_in(REFERENCE)
     try:
         return evidence.stale(fig, read_manifest(path).doc, REFERENCE)
     except ManifestUnreadable:

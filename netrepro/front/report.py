@@ -33,7 +33,7 @@ import expts
 from ground import results
 from ground.manifests import ManifestUnreadable, read_manifest
 from netrepro.studykit import evidence
-from netrepro.studykit.claims import VERDICTS, needs_text, outcome_text
+from netrepro.studykit.claims import VERDICTS, needs_text, outcome_text, unvaried_text
 from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, OUTCOMES, all_of
 from netrepro.studykit.declared import Standing, claim_declaration, standing
 from netrepro.studykit.spec import Figure
@@ -107,7 +107,7 @@ def stored(tree: Path, page_dir: Path, declarations: Declarations | None = stand
     page and the findings read from it) is left out, with a warning naming it: the page shows the rest."""
     found = []
     for fig in expts.with_kept():
-        path = tree / fig.directory / f"{fig.name}.manifest.json"
+        path = fig.manifest_in(tree)
         png = path.with_name(f"{fig.name}.png")
         if not path.exists() or not png.exists():
             continue
@@ -148,16 +148,10 @@ def _verdict(manifest: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     return str(judged.get("verdict") or "unjudged"), [c for c in judged.get("claims") or [] if isinstance(c, dict)]
 
 
-def unvaried_text(manifest: dict[str, Any]) -> str:
-    """The figure's verdict without its study's variation, where its manifest sets it beside its own
-    (netrepro.runner.manifest.beside_unvaried): "; without variation: agrees (iw/fig2@variation=none, rows of
-    af4479f...)"; else ""."""
-    judged = manifest.get("verdict") or {}
-    unvaried = judged.get("without_variation") if isinstance(judged, dict) else None
-    if not isinstance(unvaried, dict):
-        return ""
-    rows = ", ".join(str(c)[:12] for c in unvaried.get("code_of_rows") or []) or "its stored rows"
-    return f"; without variation: {unvaried.get('verdict')} ({unvaried.get('figure')}, rows of {rows})"
+def _unvaried(manifest: dict[str, Any]) -> str:
+    """The figure's verdict without its study's variation, as its caption has it (claims.unvaried_text)."""
+    judged = manifest.get("verdict")
+    return unvaried_text(judged) if isinstance(judged, dict) else ""
 
 
 def moved_by_variation(entries: list[Entry]) -> list[str]:
@@ -302,7 +296,7 @@ def figure_html(entry: Entry) -> str:
 <h3>{_e(entry.fig.full_name)}: {_e(m.get("title") or entry.fig.heading)}
  <span class="verdict {_e(kind)}">{_e(kind)}</span>{mark}</h3>
 <img src="{_e(entry.image)}" alt="{_e(entry.fig.full_name)}">
-<p><b>Each claim of the source, tested on our trials: {_e(kind)}{_e(unvaried_text(m))}</b></p>
+<p><b>Each claim of the source, tested on our trials: {_e(kind)}{_e(_unvaried(m))}</b></p>
 <table><tr><th>the source's words</th><th>test</th><th>our numbers</th><th>outcome</th></tr>{rows}</table>
 <p class="small">{_e(_caveat(m))}</p>
 <details><summary>notes</summary><ul>{notes}</ul></details>
@@ -409,7 +403,7 @@ def findings(entries: list[Entry]) -> str:
     for e in entries:
         kind, judged = _verdict(e.manifest)
         title = e.manifest.get("title") or e.fig.heading
-        lines += ["", f"## {e.fig.full_name}", "", f"{title}: **{kind}**{unvaried_text(e.manifest)}", ""]
+        lines += ["", f"## {e.fig.full_name}", "", f"{title}: **{kind}**{_unvaried(e.manifest)}", ""]
         if not judged:
             lines.append("The source states no claim about this figure: unjudged.")
         if caveat := _caveat(e.manifest):

@@ -128,7 +128,7 @@ class Done:
 
 def _verdict(fig: Figure, out: Path) -> str:
     try:
-        judged = read_manifest(out / fig.directory / f"{fig.name}.manifest.json").doc.get("verdict")
+        judged = read_manifest(fig.manifest_in(out)).doc.get("verdict")
     except ManifestUnreadable:
         return ""
     return str(judged.get("verdict", "")) if isinstance(judged, dict) else ""

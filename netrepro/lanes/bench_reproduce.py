@@ -79,7 +79,7 @@ def _claims(manifest: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def _manifest(tree: Path, fig: Figure) -> Mapping[str, Any]:
     try:
-        return read_manifest(tree / fig.directory / f"{fig.name}.manifest.json").doc
+        return read_manifest(fig.manifest_in(tree)).doc
     except ManifestUnreadable:
         return {}
 

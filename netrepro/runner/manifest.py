@@ -146,14 +146,16 @@ def beside_unvaried(judgement: dict[str, Any], fig: Figure, tree: Path) -> None:
     """Set beside each claim of `judgement` its outcome without the study's variation, as the twin's manifest
     stored in `tree` keeps it (`without_variation`), and the twin's verdict beside the figure's: a claim that
     holds under both is a finding about the mechanism, one that holds only without variation a finding about
-    the emulator.  Nothing where the figure has no twin or none is stored."""
+    the emulator.  Nothing where the figure has no twin or none is stored; a twin's manifest that cannot be
+    read is said so in the judgement (its caption and the report show it), not passed over."""
     twin = fig.unvaried()
-    if twin is None or not (path := tree / twin.directory / f"{twin.name}.manifest.json").exists():
+    if twin is None or not (path := twin.manifest_in(tree)).exists():
         return
     try:
         doc = read_manifest(path).doc
     except ManifestUnreadable as e:
         log.warning("%s: its judgement without variation is not shown", e)
+        judgement["without_variation"] = {"figure": twin.full_name, "verdict": "unread", "why": str(e)}
         return
     found = doc.get("verdict")
     theirs: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -183,9 +185,7 @@ def judgement_lines(judgement: Mapping[str, Any]) -> list[str]:
             )
     if judgement["verdict"] == "deterministic":
         head += ": every claim holds, but only as a deterministic reading of the emulation (its trials do not vary)"
-    if unvaried := judgement.get("without_variation"):
-        rows = ", ".join(str(c)[:12] for c in unvaried.get("code_of_rows") or []) or "its stored rows"
-        head += f"; without variation: {unvaried['verdict']} ({unvaried['figure']}, rows of {rows})"
+    head += claims.unvaried_text(judgement)
     checks = judgement.get("checks") or []
     lines = [head, *(f"  {claims.line_of(c)}" for c in judgement["claims"])]
     if checks:

@@ -51,7 +51,7 @@ class Stored:
     @classmethod
     def of(cls, fig: Figure, tree: Path = results.REFERENCE) -> Stored | None:
         try:
-            stored = read_manifest(tree / fig.directory / f"{fig.name}.manifest.json")
+            stored = read_manifest(fig.manifest_in(tree))
         except ManifestUnreadable:
             return None
         # the code the rows ran from (the manifest's own `git` is the code that last drew it)

@@ -151,6 +151,19 @@ def outcome_text(judged: Mapping[str, Any]) -> str:
     return ("CHECK " if judged.get("check") else "") + outcome
 
 
+def unvaried_text(judgement: Mapping[str, Any]) -> str:
+    """The figure's verdict without its study's variation where `judgement` sets it beside its own
+    (netrepro.runner.manifest.beside_unvaried), as the caption and the report add it to the verdict:
+    "; without variation: agrees (iw/fig2@variation=none, rows of af4479f...)"; else ""."""
+    unvaried = judgement.get("without_variation")
+    if not isinstance(unvaried, dict):
+        return ""
+    if unvaried.get("why"):
+        return f"; without variation: not read ({unvaried.get('figure')}: {unvaried['why']})"
+    rows = ", ".join(str(c)[:12] for c in unvaried.get("code_of_rows") or []) or "its stored rows"
+    return f"; without variation: {unvaried.get('verdict')} ({unvaried.get('figure')}, rows of {rows})"
+
+
 def line_of(judged: Mapping[str, Any]) -> str:
     """A judged claim (as the manifest keeps it) as the caption and the terminal print it: quote, where,
     the reading (generated from the test), why it is read so, our numbers, outcome, and for an undecided

@@ -29,6 +29,7 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ground.errors import UserError
@@ -270,6 +271,10 @@ class Figure:
         )
         kept, notes = as_derived(derived.claims, derived)
         return dataclasses.replace(derived, claims=kept, deviations=derived.deviations + tuple(notes))
+
+    def manifest_in(self, tree: Path) -> Path:
+        """Where its manifest is in the results tree `tree` (its directory, beside its CSV)."""
+        return tree / self.directory / f"{self.name}.manifest.json"
 
     @property
     def csv_name(self) -> str:

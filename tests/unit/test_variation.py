@@ -205,3 +205,19 @@ def test_a_kept_figure_derived_by_set_has_its_twin_too(varied: None) -> None:
     stored = REFERENCE / "newcwv" / "pacing@idle_s=5" / "pacing.csv"
     keys = {r.key for r in read_rows(stored) if r.ok}
     assert keys and keys <= {t.key for t in trials_of(twin, 50)}  # each stored trial, a trial of the twin
+
+
+def test_a_twin_that_cannot_be_read_is_said_so(varied: None, tmp_path: Path) -> None:
+    """A twin's manifest that is not JSON leaves the claims without a second outcome, and the verdict line and
+    the report say the twin was not read, and why, rather than showing nothing."""
+    fig = expts.find("iw/fig2")
+    twin = fig.unvaried()
+    assert twin is not None
+    twin.manifest_in(tmp_path).parent.mkdir(parents=True)
+    twin.manifest_in(tmp_path).write_text("{not json")
+    judgement = judgement_of(fig, [], [])
+    beside_unvaried(judgement, fig, tmp_path)
+    assert not any("without_variation" in c for c in judgement["claims"])
+    assert "; without variation: not read (iw/fig2@variation=none: " in judgement_lines(judgement)[0]
+    entry = Entry(fig, {"title": "t", "verdict": judgement}, "fig2.png")
+    assert "; without variation: not read (iw/fig2@variation=none: " in findings([entry])
