@@ -6,13 +6,14 @@ is admitted (netrepro.runner.packing.admitted: no lab of another figure that loa
 runs a fast path, or beside which its own fast path would run (admission.Exclusive); the labs' measured
 CPU within the machine's budget; fewer labs while the delay lines' recent p99 lateness nears its bound;
 one lab whenever nothing runs), and with
-as many labs as are admitted then, at most one per path setting with trials left (a figure's labs are a
-local Dask cluster, `--jobs N`; one lab runs in the child's own process; with --until-decided one lab a
-figure, whose looks run on it).  A figure's labs are fixed when it starts: one started beside busy figures
-keeps its few labs when they end.  A figure that draws another's
-rows (`trials_of`) starts once its owner has ended, and never beside another that reads the same CSV (two
-figures drawing one owner's rows would meet on its lock); a derived figure whose rows are its own (a kept
-`fig6@client=chromium` draws the fig3.csv of its own directory) is measured like any other.  So a figure
+as many labs as are admitted then, at most one per trial left (a figure's labs are a local Dask cluster,
+`--jobs N`, that splits a path setting's trials where it has fewer settings than labs, as `run --jobs auto`
+does: so newcwv's figures, one path each and minutes a trial, are not one lab's chain; one lab runs in the
+child's own process; with --until-decided one lab a figure, whose looks run on it).  A figure's labs are
+fixed when it starts: one started beside busy figures keeps its few labs when they end.  A figure that
+draws another's rows (`trials_of`) starts once its owner has ended, and never beside another that reads
+the same CSV (two figures drawing one owner's rows would meet on its lock); a derived figure whose rows are
+its own (a kept `fig6@client=chromium` draws the fig3.csv of its own directory) is measured like any other.  So a figure
 whose trials mostly wait (a few % of a core) runs beside a busy one, and a busy one runs alone.
 
 A child writes what `run` prints to <out>/reproduce/<study>/logs/<figure>-<time>.log and its rows, figure
@@ -43,7 +44,7 @@ from ground import logs
 from ground.progress import Progress
 from ground.trials import Row, trial_key
 from netrepro.front import exits
-from netrepro.runner import admission, packing, shards
+from netrepro.runner import admission, packing
 from netrepro.runner.plan import Plan
 from netrepro.studykit import evidence
 from netrepro.studykit.spec import Figure
@@ -82,12 +83,12 @@ class _Child:
         ]
 
 
-def settings_left(fig: Figure, out: Path, quick: bool, trials: int | None, seed: int) -> int:
-    """The path settings of the figure with a trial not yet in its CSV at `seed` (a failed one counts as
-    in: its row is there, and the child runs it again as `run` would)."""
+def trials_left(fig: Figure, out: Path, quick: bool, trials: int | None, seed: int) -> int:
+    """The figure's trials not yet in its CSV at `seed` (a failed one counts as in: its row is there, and
+    the child runs it again as `run` would)."""
     done = {r.key for r in evidence.judged_rows(fig, out / fig.directory / fig.csv_name, quick, trials, seed)}
     count = fig.trial_count(quick, trials)
-    return len({shards.setting(p) for p in fig.grid(quick) for i in range(count) if trial_key(p, i) not in done})
+    return sum(trial_key(p, i) not in done for p in fig.grid(quick) for i in range(count))
 
 
 def trials_home(fig: Figure, out: Path, quick: bool, trials: int | None, seed: int) -> int:
@@ -148,7 +149,7 @@ def run(
     measured = [f for f in figures if not any(_owner(o, f) for o in figures)]
     measuring = {f.full_name for f in measured}
     # read once: a waiting figure's CSV and cost do not change until it runs
-    left = {f.full_name: settings_left(f, out, args.quick, args.trials, args.seed) for f in measured}
+    left = {f.full_name: trials_left(f, out, args.quick, args.trials, args.seed) for f in measured}
     costs = {f.full_name: admission.measured_cost(f, out) for f in measured}
     home = {f.full_name: trials_home(f, out, args.quick, args.trials, args.seed) for f in measured}
     planned = sum(f.trial_count(args.quick, args.trials) * len(f.grid(args.quick)) for f in measured)
@@ -175,10 +176,10 @@ def run(
                     continue  # it draws its owner's rows: once the owner has ended
                 if any(_same_rows(c.figure, fig) for c in running):
                     continue  # another reads its CSV now: one run at a time holds a CSV's lock
-                settings, cost = left.get(fig.full_name, 0), costs.get(fig.full_name)
-                cores = 0.0 if settings == 0 else (packing.UNMEASURED_CORES if cost is None else cost.cores)
+                todo, cost = left.get(fig.full_name, 0), costs.get(fig.full_name)
+                cores = 0.0 if todo == 0 else (packing.UNMEASURED_CORES if cost is None else cost.cores)
                 room = cap - sum(c.labs for c in running)
-                most = max(1, min(settings, room, per_figure))
+                most = max(1, min(todo, room, per_figure))
                 labs = labs_to_admit(tasks, cores, most, machine_cores, lateness, holds[fig.full_name]) if room else 0
                 if labs == 0:
                     continue

@@ -1,5 +1,7 @@
 """A set of figures' time on this machine: serially, by each figure's stored estimate, and packed into labs
-side by side (netrepro.runner.packing: one task per figure and path setting, at its measured CPU per lab).
+side by side (netrepro.runner.packing: one task per figure and path setting, at its measured CPU per lab, a
+setting's trials split into more tasks where the figure has fewer settings than the labs `--jobs auto` would
+admit it alone, as its run splits them: shards.split).
 
 `reproduce --dry-run` prints both; `bench reproduce` sets the measured wall time beside them.
 """
@@ -44,9 +46,11 @@ def of(figures: Sequence[Figure], quick: bool, trials: int | None, out: Path) ->
         serial += seconds
         cost = admission.measured_cost(fig, out)
         holds = admission.exclusive(fig, quick)
-        settings = Counter(shards.setting(setting) for setting in plan.grid)
-        tasks += [
-            packing.Task.of(fig.full_name, s, n * plan.trials_per_setting, per_trial, cost, holds)
-            for s, n in settings.items()
-        ]
+        settings = {s: n * plan.trials_per_setting for s, n in Counter(map(shards.setting, plan.grid)).items()}
+        labs = admission.admit(cost, sum(settings.values())).jobs  # as a run with --jobs auto would split them
+        for s, pieces in shards.split(settings, labs).items():
+            size, extra = divmod(settings[s], pieces)
+            tasks += [
+                packing.Task.of(fig.full_name, s, size + (k < extra), per_trial, cost, holds) for k in range(pieces)
+            ]
     return Estimate(serial, packing.estimate(tasks, admission.cores()), tuple(unknown), len(tasks))

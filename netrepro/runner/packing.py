@@ -1,7 +1,8 @@
 """Which labs of a study's figures run side by side: admission by measured CPU and lateness, and the plan.
 
 A study's run has one task per path setting of each figure (a lab is built
-and verified once for a setting's trials: shards.setting).  A task's lab
+and verified once for a setting's trials: shards.setting), a setting split
+into several where the figure has fewer settings than labs (shards.split).  A task's lab
 keeps `cores` of a core busy (the figure's admission.Cost, p90 of cpu_s /
 trial_seconds), so cheap waiting labs (a few % of a core) can run beside a
 busy one (a 100 Mbit/s path, most of a core).  `admitted` lets a lab start

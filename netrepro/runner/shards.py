@@ -101,12 +101,7 @@ def tasks(todo: Sequence[Trial], labs: int) -> list[list[Trial]]:
     groups: dict[str, list[Trial]] = {}
     for trial in todo:
         groups.setdefault(setting(trial.setting), []).append(trial)
-    pieces = dict.fromkeys(groups, 1)
-    while sum(pieces.values()) < labs:
-        longest = max(groups, key=lambda s: (-(-len(groups[s]) // pieces[s]), s))
-        if len(groups[longest]) <= pieces[longest]:
-            break  # every task holds one trial
-        pieces[longest] += 1
+    pieces = split({name: len(trials) for name, trials in groups.items()}, labs)
     made: list[list[Trial]] = []
     for name in sorted(groups):
         trials, k = groups[name], pieces[name]
@@ -118,6 +113,19 @@ def tasks(todo: Sequence[Trial], labs: int) -> list[list[Trial]]:
             start = end
     made.sort(key=len, reverse=True)  # stable: a setting's tasks stay in order
     return made
+
+
+def split(trials: Mapping[str, int], labs: int) -> dict[str, int]:
+    """Into how many tasks each path setting's trials go (`trials`: a count per setting) for `labs` labs:
+    one each, the labs to spare going one by one to the setting whose tasks are longest, never a task
+    without a trial."""
+    pieces = dict.fromkeys(trials, 1)
+    while pieces and sum(pieces.values()) < labs:
+        longest = max(trials, key=lambda s: (-(-trials[s] // pieces[s]), s))
+        if trials[longest] <= pieces[longest]:
+            break  # every task holds one trial
+        pieces[longest] += 1
+    return pieces
 
 
 def keys_of(grid: Sequence[Params], trials: int, shard: Shard) -> set[str]:

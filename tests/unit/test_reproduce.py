@@ -20,7 +20,7 @@ import expts
 from expts import iw as iw_study
 from ground.errors import SetupError, UserError
 from netrepro.front import cli, figure_commands, reproduce, side_by_side
-from netrepro.runner import admission, derive, packing, preflight
+from netrepro.runner import admission, derive, estimate, packing, preflight, shards
 
 
 def parsed(*argv: str) -> argparse.Namespace:
@@ -205,7 +205,7 @@ def test_labs_admitted_fit_the_measured_cpu() -> None:
     busy = [packing.Task("a", "s", 1, 1.0, 0.6)]
     assert side_by_side.labs_to_admit([], 0.2, 8, 2, None) == 7  # 7 x 0.2 within 75 % of 2 cores
     assert side_by_side.labs_to_admit(busy, 0.2, 8, 2, None) == 4  # 0.6 + 4 x 0.2 <= 1.5
-    assert side_by_side.labs_to_admit(busy, 0.2, 2, 2, None) == 2  # at most one a setting left
+    assert side_by_side.labs_to_admit(busy, 0.2, 2, 2, None) == 2  # at most one a trial left
     assert side_by_side.labs_to_admit(busy, math.inf, 8, 2, None) == 0  # unmeasured: waits for an empty machine
     assert side_by_side.labs_to_admit([], math.inf, 8, 2, None) == 1  # and then runs alone
     late = packing.RecentLateness(p99_ms=9.0, bound_ms=10.0, labs=1)  # past LATE_SHED: no lab added
@@ -327,3 +327,30 @@ def test_a_kept_figure_that_draws_its_own_directory_s_rows_is_measured() -> None
     declared = next(f for f in figures if f.full_name == "cubicplus/fig6")
     assert not any(side_by_side._owner(o, kept) for o in figures)
     assert [o.full_name for o in figures if side_by_side._owner(o, declared)] == ["cubicplus/fig3"]
+
+
+def test_a_figure_with_one_path_setting_gets_a_lab_per_trial_left(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """iw/fig2 runs every trial on one path: its labs are not one per setting (one), but as many as are
+    admitted up to its trials left, its setting split among them as `run --jobs auto` splits it."""
+    record = _no_machine(monkeypatch, tmp_path, seconds=0.1)
+    monkeypatch.setattr(admission, "cores", lambda: 2)
+    monkeypatch.setattr(admission, "measured_cost", lambda fig, out=None: admission.Cost(0.05, 10, "test"))
+    fig2 = iw_study.FIGURES[0]
+    assert fig2.full_name == "iw/fig2" and len({shards.setting(p) for p in fig2.grid(True)}) == 1
+    left = side_by_side.trials_left(fig2, tmp_path, True, None, 1)
+    assert left == fig2.trial_count(True, None) * len(fig2.grid(True)) > 1
+    monkeypatch.setattr(reproduce, "figures_of", lambda what: [fig2])
+    assert reproduce.cmd_reproduce(parsed("iw", "--quick", "--out", str(tmp_path))) == 0
+    started = [line.split() for line in record.read_text().splitlines() if line.startswith("start")]
+    assert [(s[1], s[3]) for s in started] == [("iw/fig2", str(min(left, admission.MAX_AUTO_JOBS)))]
+
+
+def test_the_estimate_splits_a_one_path_figure_as_its_run_would() -> None:
+    """The dry run's packed time of a figure on one path is its trials over the labs `--jobs auto` gives it,
+    not one lab's chain."""
+    fig2 = iw_study.FIGURES[0]
+    alone = estimate.of([fig2], False, None, Path("/nonexistent"))
+    assert alone.settings == admission.admit(admission.measured_cost(fig2), 120).jobs > 1
+    assert alone.packed_s < alone.serial_s / 2
