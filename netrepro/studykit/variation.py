@@ -41,7 +41,7 @@ CHOICES = (STUDY, NONE)
 # What a figure whose setting does not name a variation runs with.  `none` until the reference is measured
 # again with each study's variation (`run.sh reproduce all`): the stored rows are the emulator's without
 # variation, and a declared figure judges the rows its own grid names, so the default moves with the rows.
-DECLARED = STUDY
+DECLARED = NONE
 
 
 @dataclass(frozen=True)
