@@ -371,6 +371,7 @@ FIG5 = _figure(
     annotate=_annotate(physics_notes),
     trials_of="fig6",
     claims=CLAIMS_FIG5,
+    trial_metric="drop_rate",
 )
 FIG4 = _figure(
     "fig4",

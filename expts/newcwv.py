@@ -74,6 +74,7 @@ from expts.newcwv_trials import (
     idles_of,
     mean_se,
     segments,
+    trial_burst_ms,
     trial_retransmitted,
     trial_values,
 )
@@ -500,7 +501,12 @@ def _bursts_figure(name: str, **kw: Any) -> Figure:
 
 
 # What every gain figure shares, and the quick runs of the single-pair paths and of the bulk flow's.
-GAIN: dict[str, Any] = {"y": "gain_pct", "y_label": "gain in burst transfer time (%)", "spread": SPREAD}
+GAIN: dict[str, Any] = {
+    "y": "gain_pct",
+    "y_label": "gain in burst transfer time (%)",
+    "spread": SPREAD,
+    "trial_metric": trial_burst_ms,  # a gain is between arms' means: each trial gives its mean burst time
+}
 PATH_QUICK: dict[str, Any] = {"quick_levels": (5, 80), "quick_fixed": {"idle_s": "1,5"}, "quick_trials": 1}
 BULK_QUICK: dict[str, Any] = {
     "quick_levels": (80,),

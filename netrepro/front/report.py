@@ -33,6 +33,7 @@ import expts
 from ground import results
 from ground.manifests import ManifestUnreadable, read_manifest
 from netrepro.studykit import evidence
+from netrepro.studykit.cells import fixed_text
 from netrepro.studykit.claims import VERDICTS, needs_text, outcome_text, unvaried_text
 from netrepro.studykit.decisions import BY_DESIGN, DIFFERS, OUTCOMES, all_of
 from netrepro.studykit.declared import Standing, claim_declaration, standing
@@ -207,15 +208,19 @@ def tally(entries: list[Entry]) -> str:
 
 
 def _caveat(manifest: dict[str, Any]) -> str:
-    """Why the intervals may be too narrow: trials run before each drew its own loss seed and start phase."""
+    """Why the intervals may be too narrow: trials run before each drew its own loss seed and start phase;
+    and the cells whose trials do not vary."""
     judged = manifest.get("verdict") if isinstance(manifest.get("verdict"), dict) else {}
     trials = (judged or {}).get("trials") or {}
-    if not trials.get("without_draw"):
-        return ""
-    return (
-        f"{trials['without_draw']} of {trials['ok']} trials ran before each trial drew its own loss seed and "
-        "start phase: near replays of one another, whose intervals understate the spread of independent trials"
-    )
+    said = []
+    if trials.get("without_draw"):
+        said.append(
+            f"{trials['without_draw']} of {trials['ok']} trials ran before each trial drew its own loss seed and "
+            "start phase: near replays of one another, whose intervals understate the spread of independent trials"
+        )
+    if trials.get("fixed"):
+        said.append(fixed_text(trials))
+    return "; ".join(said)
 
 
 def _declared_html(standing: Standing | None) -> str:

@@ -30,7 +30,7 @@ from ground.manifests import ManifestUnreadable, read_manifest
 from ground.trials import DEFAULT_SEED, Row, latest_rows, read_rows, trial_key
 from netrepro.runner.shards import Shard
 from netrepro.runner.workloads import CLIENT
-from netrepro.studykit import claims, evidence, plot
+from netrepro.studykit import cells, claims, evidence, plot
 from netrepro.studykit.declared import Declaration
 from netrepro.studykit.spec import Figure, Params, Point, Rows, variant_name
 
@@ -136,7 +136,13 @@ def judgement_of(
     judgement = claims.verdict(claims.judge(fig.claims, fig, rows) if judged is None else judged)
     judgement["inputs"] = evidence.inputs(fig, rows)  # every row it read, as digests: a later change shows
     ok = [r for r in rows if r.ok]
-    judgement["trials"] = {"ok": len(ok), "without_draw": sum(1 for r in ok if r.draw_seed is None)}
+    found = cells.of_figure(fig, rows)
+    judgement["trials"] = {
+        "ok": len(ok),
+        "without_draw": sum(1 for r in ok if r.draw_seed is None),
+        "cells": len(found),  # each series at each level with two trials or more
+        "fixed": [f"{series} at {level}" for (series, level), c in found.items() if c.fixed],  # they do not vary
+    }
     if not fig.claims and fig.finding:
         judgement["finding"] = fig.finding  # prose, not a claim: said so, since it reads like one
     return judgement
@@ -200,6 +206,8 @@ def judgement_lines(judgement: Mapping[str, Any]) -> list[str]:
             "seed and start phase: near replays of one another, whose intervals understate the spread of "
             "independent trials"
         )
+    if trials.get("fixed"):
+        lines.append(f"  note: {cells.fixed_text(trials)}")
     return lines
 
 

@@ -4,7 +4,9 @@ A `Group` names the trials (a series, or rows whose parameters match); its `cell
 value a successful trial with that trial's own timer noise (`timer_noise`: for a time on a path without
 random loss or jitter, the delay line's lateness over the holds its round trips took; for anything
 else none), so that a cell whose trials do not vary beyond it (`Cell.fixed`) is recognised from its
-values.  The tests that read them: netrepro.studykit.decisions.
+values.  The tests that read them: netrepro.studykit.decisions.  A figure's own cells (`of_figure`: each
+series at each level) say which of its cells do not vary; a judgement records them and the caption and the
+report name them (`fixed_text`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,23 @@ class Figure(Protocol):
 
 
 Metric = str | Callable[[Row], float | None]
+
+
+class Drawn(Figure, Protocol):
+    """What `of_figure` needs of a figure: its series' labels, its levels, the metric of its y axis and,
+    where that is computed across trials (a gain between arms), the one value each trial gives."""
+
+    @property
+    def y(self) -> str: ...
+
+    @property
+    def levels(self) -> Sequence[Any]: ...
+
+    @property
+    def series_labels(self) -> Sequence[str]: ...
+
+    @property
+    def trial_metric(self) -> Metric | None: ...
 
 
 @dataclass(frozen=True)
@@ -135,3 +154,28 @@ def number(text: str | None) -> float | None:
 
 def group(g: str | Group) -> Group:
     return g if isinstance(g, Group) else Group(series=g)
+
+
+def of_figure(fig: Drawn, rows: Rows) -> dict[tuple[str, str], Cell]:
+    """Each series' cell at each level of the figure with two trials or more: the value each successful
+    trial gives (the figure's `trial_metric`, else its y), with its timer noise.  A fixed one (`Cell.fixed`)
+    is a cell whose trials do not vary: the report and the caption say which (manifest's `trials.fixed`)."""
+    metric = fig.trial_metric or fig.y
+    found = {}
+    for label in fig.series_labels:
+        for level in fig.levels:
+            c = Group(series=label).cell(fig, rows, level, metric)
+            if len(c.values) > 1:
+                found[(label, str(level))] = c
+    return found
+
+
+def fixed_text(trials: Mapping[str, Any]) -> str:
+    """The cells whose trials do not vary, as a caption and the report say it (judgement's `trials`)."""
+    fixed = list(trials.get("fixed") or [])
+    shown = "; ".join(fixed[:4]) + (f"; and {len(fixed) - 4} more" if len(fixed) > 4 else "")
+    return (
+        f"{len(fixed)} of {trials.get('cells', len(fixed))} cells do not vary (their trials equal within the "
+        f"delay line's timer noise: {shown}); where that is physics, the study's page says why under \"Cells "
+        "that do not vary\""
+    )

@@ -36,6 +36,7 @@ from ground.errors import UserError
 from ground.path import PathSpec
 from ground.trials import Row
 from ground.units import parse_duration, parse_rate
+from netrepro.studykit.cells import Metric
 from netrepro.studykit.claims import Claim, as_derived
 from netrepro.studykit.trial import Trial, trial_path
 from netrepro.studykit.variation import KEY as VARIATION_KEY
@@ -151,6 +152,9 @@ class Figure:
     declared: Figure | None = field(default=None, compare=False, repr=False)
     # What its paths vary from trial to trial (netrepro.studykit.variation): the study's declaration.
     variation: Variation = NO_VARIATION
+    # The one value a trial gives, where `y` is computed across trials (a gain between two arms): what says
+    # whether a cell's trials vary (netrepro.studykit.cells.of_figure); None: `y` itself.
+    trial_metric: Metric | None = None
     # The lab's shape (topologies.topology): `path`, today's client - s1 - server, unless declared or derived.
     topology: Topology = field(
         default_factory=Topology,
@@ -159,6 +163,10 @@ class Figure:
             'links = ["r1-r2:rate=11mbit,queue=15p"] } (default: path)'
         ),
     )
+
+    @property
+    def series_labels(self) -> tuple[str, ...]:
+        return tuple(s.label for s in self.series)
 
     @property
     def full_name(self) -> str:

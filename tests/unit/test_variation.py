@@ -221,3 +221,27 @@ def test_a_twin_that_cannot_be_read_is_said_so(varied: None, tmp_path: Path) -> 
     assert "; without variation: not read (iw/fig2@variation=none: " in judgement_lines(judgement)[0]
     entry = Entry(fig, {"title": "t", "verdict": judgement}, "fig2.png")
     assert "; without variation: not read (iw/fig2@variation=none: " in findings([entry])
+
+
+def test_the_cells_whose_trials_do_not_vary_are_named_in_the_judgement() -> None:
+    """iw/fig2 as the emulator without variation measured it (af4479f): five of its six cells' trials are
+    equal within the delay line's timer noise, and the caption names them; the same rows on a jittered path
+    have no timer noise to hide in (cells.timer_noise), so only equal values would be alike, and none is."""
+    fig = expts.iw.FIGURES[0]
+    rows = read_rows(REFERENCE / "iw" / "fig2.csv")
+    judged = judgement_of(fig, [], rows)["trials"]
+    assert judged["cells"] == 6 and len(judged["fixed"]) == 5 and "IW 3" not in judged["fixed"][0]
+    assert judged["fixed"][0] == " at 3"  # the one series is unnamed: its cells are its initial windows
+    note = [line for line in judgement_lines(judgement_of(fig, [], rows)) if line.startswith("  note: 5 of")]
+    assert len(note) == 1 and "5 of 6 cells do not vary" in note[0] and "Cells that do not vary" in note[0]
+    jittered = [type(r)({**r, "jitter": "1ms"}) for r in rows]
+    assert judgement_of(fig, [], jittered)["trials"]["fixed"] == []
+
+
+def test_a_figure_whose_y_is_across_trials_judges_its_cells_by_each_trial_s_value() -> None:
+    """newcwv/fig7's y is a gain between two arms; whether its cells vary is read from each trial's mean
+    burst time (its `trial_metric`), one cell per arm and burst size."""
+    fig = next(f for f in expts.newcwv.FIGURES if f.name == "fig7")
+    rows = read_rows(REFERENCE / "newcwv" / "fig7.csv")
+    found = judgement_of(fig, [], rows)["trials"]
+    assert found["cells"] == len(fig.series) * len(fig.levels) and found["cells"] > 0

@@ -93,8 +93,9 @@ def test_the_verdict_lines_quote_each_claim_and_say_when_trials_were_replays() -
     lines = judgement_lines(judged)
     assert lines[0].startswith(f"verdict: {judged['verdict']} (")
     assert all(f'"{c.quote}"' in "\n".join(lines) for c in fig.claims)
-    assert judged["trials"] == {"ok": 250, "without_draw": 0} and not any("near replays" in x for x in lines)
+    assert judged["trials"] == {"ok": 250, "without_draw": 0, "cells": 25, "fixed": []}
+    assert not any("near replays" in x or "do not vary" in x for x in lines[1:])
     rows = [Row({**r, "draw_seed": ""}) for r in latest_rows(read_rows(REFERENCE / fig.directory / fig.csv_name))]
     before = judgement_of(fig, plot.summarize(fig, rows), rows)
-    assert before["trials"] == {"ok": 250, "without_draw": 250}
+    assert before["trials"] == {"ok": 250, "without_draw": 250, "cells": 25, "fixed": []}
     assert "250 of 250 trials ran before each trial drew its own" in judgement_lines(before)[-1]
