@@ -235,6 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--studies", default="iw,spdy,web", help="reproduce: the studies whose figures run side by side (iw,spdy,web)"
     )
     b.add_argument("--keep", type=Path, default=None, help="reproduce: the output tree to keep (default: removed)")
+    b.add_argument(
+        "--summarize",
+        type=Path,
+        default=None,
+        metavar="TREE",
+        help="reproduce: run nothing; sum the tree a `reproduce` run made in chunks left (its "
+        "reproduce/<studies>/schedule-N.json) into results/bench/reference.json",
+    )
     b.add_argument("--labs", default="2,4,8", help="jobs: the labs side by side after the serial runs")
     b.add_argument("--rtt", default=None, help="delayline: 20ms; ports: 100ms; ssthresh: 20ms")
     b.add_argument("--rate", default=None, help="ports: the bottleneck's rate (10mbit); ssthresh: 100mbit")

@@ -3,10 +3,15 @@ benchmark's, docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 
-from expts import iw
+from expts import STUDIES, iw
 from ground.errors import UserError
+from ground.results import REFERENCE
 from netrepro.lanes import bench_reproduce
 
 
@@ -43,3 +48,34 @@ def test_a_study_that_does_not_exist_is_named() -> None:
     assert [f.study for f in bench_reproduce.figures_of("iw,web")][-1] == "web"
     with pytest.raises(UserError, match="no such study spdyy"):
         bench_reproduce.figures_of("iw,spdyy")
+
+
+def test_a_run_made_in_chunks_is_summed_from_its_schedules_and_its_tree(tmp_path: Path) -> None:
+    """Two chunks of `reproduce iw` (the second resumed from the first's rows): their wall times and labs add
+    up, and the tree's numbers are its rows' (here the stored iw/fig2 and its manifest, so its claims are the
+    reference's own); a tree without a chunk's schedule is refused, saying what it lacks."""
+    tree = tmp_path / "tree"
+    (tree / "iw").mkdir(parents=True)
+    for name in ("fig2.csv", "fig2.manifest.json"):
+        shutil.copy(REFERENCE / "iw" / name, tree / "iw" / name)
+    with pytest.raises(UserError, match=r"no reproduce/iw/schedule-N\.json in it"):
+        bench_reproduce.resumed("iw", tree, tmp_path / "out")
+    here = tree / "reproduce" / "iw"
+    here.mkdir(parents=True)
+    chunk = {"cores": 2, "wall_s": 100.0, "figures": [{"figure": "iw/fig2", "start_s": 0.0, "end_s": 50.0, "labs": 4}]}
+    (here / "schedule-1.json").write_text(json.dumps(chunk))
+    (here / "schedule-2.json").write_text(json.dumps({**chunk, "wall_s": 300.0}))
+    (here / "schedule.json").write_text(json.dumps({**chunk, "wall_s": 1.0}))  # the running chunk's: not summed
+    doc = bench_reproduce.resumed("iw", tree, tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "reference.json").read_text())["wall_s"] == doc["wall_s"] == 400.0
+    assert [c["wall_s"] for c in doc["chunks"]] == [100.0, 300.0] and doc["labs_max"] == 4
+    assert doc["labs_mean"] == pytest.approx(4 * 100 / 400)  # 4 labs for 50 s of each chunk
+    assert [c["labs_mean"] for c in doc["chunks"]] == [2.0, pytest.approx(4 * 50 / 300, abs=0.005)]
+    assert doc["trials"] == 120 and doc["trials_not_ok"] == 0 and doc["code_of_rows"] == ["af4479f7abd8"]
+    fig2 = [c for c in doc["claims"] if c["figure"] == "iw/fig2"]
+    assert fig2 and all(c["same"] for c in fig2)
+    assert [f["trials"] for f in doc["figures"] if f["figure"] != "iw/fig2"] == [0, 0, 0]  # not run yet
+
+
+def test_all_is_every_study() -> None:
+    assert {f.study for f in bench_reproduce.figures_of("all")} == {s.__name__.rsplit(".", 1)[-1] for s in STUDIES}
