@@ -141,7 +141,8 @@ def judgement_of(
         "ok": len(ok),
         "without_draw": sum(1 for r in ok if r.draw_seed is None),
         "cells": len(found),  # each series at each level with two trials or more
-        "fixed": [f"{series} at {level}" for (series, level), c in found.items() if c.fixed],  # they do not vary
+        # the cells whose trials do not vary beyond their timer noise
+        "fixed": [cells.cell_name(fig, series, level) for (series, level), c in found.items() if c.fixed],
     }
     if not fig.claims and fig.finding:
         judgement["finding"] = fig.finding  # prose, not a claim: said so, since it reads like one

@@ -170,6 +170,12 @@ def of_figure(fig: Drawn, rows: Rows) -> dict[tuple[str, str], Cell]:
     return found
 
 
+def cell_name(fig: Figure, series: str, level: str) -> str:
+    """A figure's cell as a caption, the report and a study's page name it: `<series> at <level>`, or
+    `<x>=<level>` in a figure of one unnamed series."""
+    return f"{series} at {level}" if series else f"{fig.x}={level}"
+
+
 def fixed_text(trials: Mapping[str, Any]) -> str:
     """The cells whose trials do not vary, as a caption and the report say it (judgement's `trials`)."""
     fixed = list(trials.get("fixed") or [])

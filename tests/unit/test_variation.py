@@ -10,13 +10,13 @@ import pytest
 import expts
 from ground.errors import UserError
 from ground.results import REFERENCE, REPO
-from ground.trials import read_rows, trial_draw
+from ground.trials import DEFAULT_SEED, Row, latest_rows, read_rows, trial_draw
 from netrepro.front.report import Entry, findings, moved_by_variation, page
 from netrepro.runner import sweep
 from netrepro.runner.derive import overrides
 from netrepro.runner.manifest import beside_unvaried, judgement_lines, judgement_of
 from netrepro.runner.workloads import WORKLOADS
-from netrepro.studykit import params, variation
+from netrepro.studykit import cells, params, variation
 from netrepro.studykit.spec import Figure
 from netrepro.studykit.trial import Trial, build_all, trial_path
 from netrepro.studykit.variation import NONE, STUDY, Variation
@@ -231,7 +231,7 @@ def test_the_cells_whose_trials_do_not_vary_are_named_in_the_judgement() -> None
     rows = read_rows(REFERENCE / "iw" / "fig2.csv")
     judged = judgement_of(fig, [], rows)["trials"]
     assert judged["cells"] == 6 and len(judged["fixed"]) == 5 and "IW 3" not in judged["fixed"][0]
-    assert judged["fixed"][0] == " at 3"  # the one series is unnamed: its cells are its initial windows
+    assert judged["fixed"][0] == "initcwnd=3"  # the one series is unnamed: its cells are its initial windows
     note = [line for line in judgement_lines(judgement_of(fig, [], rows)) if line.startswith("  note: 5 of")]
     assert len(note) == 1 and "5 of 6 cells do not vary" in note[0] and "Cells that do not vary" in note[0]
     jittered = [type(r)({**r, "jitter": "1ms"}) for r in rows]
@@ -245,3 +245,41 @@ def test_a_figure_whose_y_is_across_trials_judges_its_cells_by_each_trial_s_valu
     rows = read_rows(REFERENCE / "newcwv" / "fig7.csv")
     found = judgement_of(fig, [], rows)["trials"]
     assert found["cells"] == len(fig.series) * len(fig.levels) and found["cells"] > 0
+
+
+STAGED = REPO / "results" / "remeasure"  # the re-measure's rows so far (results/remeasure/README.md)
+
+
+def _varied_figures() -> list[tuple[Figure, list[Row]]]:
+    """Each drawn figure (a manifest beside its CSV) whose rows ran with their study's variation, in the
+    reference or, while the re-measure runs, in results/remeasure/: its latest rows at the reference's seed."""
+    found = []
+    every = expts.measured_of([f for s in expts.STUDIES for f in s.FIGURES])
+    every += [f for s in expts.STUDIES for f in s.FIGURES if f.trials_of]
+    for tree in (REFERENCE, STAGED):
+        for fig in every:
+            csv_path = tree / fig.directory / fig.csv_name
+            if not fig.manifest_in(tree).is_file() or not csv_path.is_file():
+                continue
+            rows = latest_rows(r for r in read_rows(csv_path) if r.seed == DEFAULT_SEED)
+            if rows and all(r.text(variation.KEY) == STUDY for r in rows if r.ok):
+                found.append((fig, rows))
+    return found
+
+
+def test_a_cell_whose_trials_do_not_vary_under_variation_is_explained_on_its_study_s_page() -> None:
+    """No figure of the reference has a cell whose trials are identical (cells.of_figure: equal, or on a path
+    without jitter within the delay line's timer noise) unless its study's page says why that is physics,
+    under "Cells that do not vary": the figure named in backticks, and each such cell as cells.cell_name
+    names it ("<series> at <level>", or "<x>=<level>") or its every cell."""
+    for fig, rows in _varied_figures():
+        fixed = [cells.cell_name(fig, s, level) for (s, level), c in cells.of_figure(fig, rows).items() if c.fixed]
+        if not fixed:
+            continue
+        page = (REPO / "docs" / "studies" / f"{fig.study}.md").read_text()
+        assert "\n## Cells that do not vary\n" in page, (fig.full_name, fixed)
+        section = " ".join(page.split("\n## Cells that do not vary\n", 1)[1].split("\n## ", 1)[0].split())
+        items = [item for item in section.split("- ") if item.startswith(f"`{fig.full_name}`")]
+        assert items, (fig.full_name, fixed)
+        unexplained = [f for f in fixed if not any(f in item or "every cell" in item for item in items)]
+        assert not unexplained, (fig.full_name, unexplained)
