@@ -254,8 +254,8 @@ def _varied_figures() -> list[tuple[Figure, list[Row]]]:
     """Each drawn figure (a manifest beside its CSV) whose rows ran with their study's variation, in the
     reference or, while the re-measure runs, in results/remeasure/: its latest rows at the reference's seed."""
     found = []
-    every = expts.measured_of([f for s in expts.STUDIES for f in s.FIGURES])
-    every += [f for s in expts.STUDIES for f in s.FIGURES if f.trials_of]
+    declared = [f for s in expts.STUDIES for f in s.FIGURES]
+    every = {f.full_name: f for f in [*declared, *expts.measured_of(declared)]}.values()
     for tree in (REFERENCE, STAGED):
         for fig in every:
             csv_path = tree / fig.directory / fig.csv_name
