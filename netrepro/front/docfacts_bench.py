@@ -2,7 +2,8 @@
 
 A soak (`run.sh bench soak`, netrepro.lanes.soak) writes each round it ran
 to results/bench/soak-*.json, `run.sh bench reproduce`
-(netrepro.lanes.bench_reproduce) its run to results/bench/reproduce.json,
+(netrepro.lanes.bench_reproduce) its run to results/bench/reproduce.json
+(and, with --summarize, the reference's run made in chunks to reference.json),
 and `run.sh bench runner` (netrepro.lanes.bench) to results/bench/runner.json;
 the page's markers (netrepro.front.docnumbers) take their values from here,
 so that a new run changes the prose or fails tests/unit/test_doc_numbers.py.
@@ -125,21 +126,31 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
-def reproduce_run(doc: Mapping[str, Any]) -> Facts:
-    """`bench reproduce`: the run's numbers, each figure's line, and every claim whose outcome is not the
-    reference's."""
+def reproduce_run(doc: Mapping[str, Any], name: str = "reproduce") -> Facts:
+    """`bench reproduce` (or, `name` "reference", the reference's run made in chunks and summed by
+    `bench reproduce --summarize`): the run's numbers, each figure's line, and every claim whose outcome is
+    not the one stored beside it."""
     claims = [c for c in doc.get("claims") or [] if isinstance(c, dict)]
-    schedule = {str(f["figure"]): f for f in doc.get("schedule") or [] if isinstance(f, dict)}
+    chunks = [c for c in doc.get("chunks") or [] if isinstance(c, dict)]
+    schedule: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+    for k, chunk in enumerate(chunks or [{"figures": doc.get("schedule") or []}], 1):
+        for f in chunk.get("figures") or []:
+            if isinstance(f, dict):
+                schedule.setdefault(str(f["figure"]), []).append((k, f))
     figures = []
     for f in doc.get("figures") or []:
-        when = schedule.get(str(f["figure"]), {})
-        start, end = when.get("start_s"), when.get("end_s")
+        spans = []
+        for k, when in schedule.get(str(f["figure"]), []):
+            start, end = when.get("start_s"), when.get("end_s")
+            if start is not None and end is not None:
+                spans.append((f"chunk {k}: " if chunks else "") + f"{_clock(float(start))} to {_clock(float(end))}")
+        labs = [str(when.get("labs", "")) for _, when in schedule.get(str(f["figure"]), [])]
         figures.append(
             [
                 str(f["figure"]),
                 str(f["trials"]),
-                str(when.get("labs", "")),
-                f"{_clock(float(start))} to {_clock(float(end))}" if start is not None and end is not None else "",
+                ", ".join(labs),
+                "; ".join(spans),
                 str(f["paths_verified"]),
                 str(f["verdict"] or "-"),
                 str(f["reference_verdict"] or "-"),
@@ -156,29 +167,33 @@ def reproduce_run(doc: Mapping[str, Any]) -> Facts:
         if not c.get("same")
     ]
     late_p99, late_max = doc.get("late_p99_ms_max"), doc.get("late_max_ms_max")
+    cpu = doc.get("cpu_share")
+    key = f"bench.{name}"
     return {
-        "bench.reproduce.command": f"sudo ./run.sh bench reproduce --studies {doc['studies']}",
-        "bench.reproduce.commit": _commit(doc),
-        "bench.reproduce.wall": f"{_clock(float(doc['wall_s']))} ({float(doc['wall_s']):.0f} s)",
-        "bench.reproduce.serial": _clock(float(doc["serial_estimate_s"])),
-        "bench.reproduce.packed": _clock(float(doc["packed_estimate_s"])),
-        "bench.reproduce.speedup": f"{float(doc['serial_estimate_s']) / float(doc['wall_s']):.1f}",
-        "bench.reproduce.labs": f"at most {doc['labs_max']}, {float(doc['labs_mean']):.1f} on average",
-        "bench.reproduce.cpu": f"{float(doc['cpu_share']):.0%} of its {doc['cores']} cores",
-        "bench.reproduce.trials": f"{doc['trials']} trials, {doc['trials_not_ok']} not ok",
-        "bench.reproduce.lateness": (
+        f"{key}.command": f"sudo ./run.sh bench reproduce --studies {doc['studies']}",
+        f"{key}.commit": _commit(doc),
+        f"{key}.rows": ", ".join(doc.get("code_of_rows") or []),
+        f"{key}.chunks": ", ".join(_clock(float(c["wall_s"])) for c in chunks),
+        f"{key}.wall": f"{_clock(float(doc['wall_s']))} ({float(doc['wall_s']):.0f} s)",
+        f"{key}.serial": _clock(float(doc["serial_estimate_s"])),
+        f"{key}.packed": _clock(float(doc["packed_estimate_s"])),
+        f"{key}.speedup": f"{float(doc['serial_estimate_s']) / float(doc['wall_s']):.1f}",
+        f"{key}.labs": f"at most {doc['labs_max']}, {float(doc['labs_mean']):.1f} on average",
+        f"{key}.cpu": f"{float(cpu):.0%} of its {doc['cores']} cores" if cpu is not None else "not recorded",
+        f"{key}.trials": f"{doc['trials']} trials, {doc['trials_not_ok']} not ok",
+        f"{key}.lateness": (
             f"p99 at most {float(late_p99):.3g} ms, max at most {float(late_max):.3g} ms, "
             f"{doc['attempts_late_over_bound']} attempt{'' if doc['attempts_late_over_bound'] == 1 else 's'} "
             "over their bound and run again"
             if late_p99 is not None and late_max is not None
             else "not recorded (netem)"
         ),
-        "bench.reproduce.verified": f"{doc['paths_verified']} of {doc['paths']}",
-        "bench.reproduce.same": f"{doc['claims_same']} of {len(claims)}",
-        "bench.reproduce.figures": table(
+        f"{key}.verified": f"{doc['paths_verified']} of {doc['paths']}",
+        f"{key}.same": f"{doc['claims_same']} of {len(claims)}",
+        f"{key}.figures": table(
             ["figure", "trials", "labs", "ran (from the start)", "paths verified", "verdict", "reference's"], figures
         ),
-        "bench.reproduce.moved": table(["figure", "claim", "this run", "the reference (serial)"], moved)
+        f"{key}.moved": table(["figure", "claim", "this run", "the reference (serial)"], moved)
         if moved
         else "Every claim's outcome is the reference's.",
     }
@@ -214,4 +229,6 @@ def bench_facts(stored: Stored) -> Facts:
         out |= runner_facts(json.loads((bench / "runner.json").read_text()))
     if (bench / "reproduce.json").is_file():
         out |= reproduce_run(json.loads((bench / "reproduce.json").read_text()))
+    if (bench / "reference.json").is_file():
+        out |= reproduce_run(json.loads((bench / "reference.json").read_text()), "reference")
     return out
