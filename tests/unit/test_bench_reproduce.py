@@ -87,3 +87,9 @@ def test_a_run_made_in_chunks_is_summed_from_its_schedules_and_its_tree(tmp_path
 
 def test_all_is_every_study() -> None:
     assert {f.study for f in bench_reproduce.figures_of("all")} == {s.__name__.rsplit(".", 1)[-1] for s in STUDIES}
+
+
+def test_a_claim_that_moved_fails_a_run_beside_its_reference_but_not_the_reference_measured_again() -> None:
+    doc = {"trials_not_ok": 0, "paths_verified": 3, "paths": 3, "claims": [{"same": False}], "claims_same": 0}
+    assert not bench_reproduce.passed(doc) and bench_reproduce.passed(doc, same_claims=False)
+    assert not bench_reproduce.passed({**doc, "paths_verified": 2}, same_claims=False)
