@@ -161,8 +161,12 @@ def test_check_with_netem_runs_and_reports(tmp_path: Path) -> None:
 def test_netem_jitters_in_its_rate_form_and_keeps_the_packets_in_order() -> None:
     """A study's variation jitters each direction's delay (netrepro.studykit.variation); netem draws it, and
     with a rate (shaping.NETEM_ORDER_RATE) sends no packet before the one ahead of it.  Echo requests 2 ms
-    apart through +-3 ms on each way: plain netem would answer many out of order; here the replies arrive
-    in sequence, and their RTTs spread as the jitter does (SD sqrt(2 x 3^2 / 3) = 2.45 ms)."""
+    apart through +-3 ms on each way: plain netem would answer about a quarter of them out of order (a
+    reply overtakes the one before it when the difference of four U(-3, 3) ms draws, SD 3.5 ms, is below
+    -2 ms: 28 %); here the replies arrive in sequence, and their RTTs spread as the jitter does (SD
+    sqrt(2 x 3^2 / 3) = 2.45 ms).  Not one in sequence without exception: a veth hands each packet to the
+    backlog of the CPU that sent it, so two packets netem releases on two vCPUs can swap (one pair of 300
+    did in a TCG guest).  At most 2 % is far from 28 % and far above that rate."""
     path = PathSpec.parse(rtt="20ms", rate="10mbit", jitter="3ms")
     with Ledger() as ledger, Lab(path, ledger, shaper="netem", switch="bridge", seed=3) as lab:
         assert lab.backend == "netem"
@@ -173,7 +177,7 @@ def test_netem_jitters_in_its_rate_form_and_keeps_the_packets_in_order() -> None
     overtaken = sum(1 for a, b in itertools.pairwise(order) if b < a)
     spread = statistics.stdev(ms for _, ms in replies)
     print(f"netem rate form: {len(replies)} of 300 replies, {overtaken} out of order, RTT SD {spread:.2f} ms")
-    assert len(replies) >= 290 and overtaken == 0, (len(replies), overtaken)
+    assert len(replies) >= 290 and overtaken <= 6, (len(replies), overtaken)
     assert 1.2 < spread < 4.0, spread  # jittered (the model's 2.45 ms; TCG's timers add their own)
 
 
