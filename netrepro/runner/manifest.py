@@ -10,7 +10,8 @@ the caption, the manifest and the terminal show (`judgement_lines`).
 `reference_of` finds the project's reference reproduction of a declared
 figure (results/reference/) to set beside a run's own numbers.
 `declared_of` is the commit that last changed the figure's declaration and
-claims when its rows were measured (netrepro.studykit.declared).
+claims when its rows were measured (netrepro.studykit.declared), and
+`engine_of` where they ran; a run that measures none keeps the earlier's.
 `beside_unvaried` sets each claim's judgement without the study's variation
 (the figure's `@variation=none` twin, stored beside it) next to its own.  The sweep
 (netrepro.runner.sweep) calls these once its trials are in; ground.manifests
@@ -279,18 +280,33 @@ def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Refer
     return Reference(csv_path, plot.summarize(fig, rows), len(rows), made_by, of)
 
 
+def _earlier(manifest: Path, key: str, what: str) -> dict[str, Any] | None:
+    """The earlier manifest's record `key` (a section), or None where it has none or cannot be read."""
+    if not manifest.exists():
+        return None
+    try:
+        earlier = read_manifest(manifest).doc.get(key)
+    except ManifestUnreadable as e:
+        log.warning("%s: its record of %s is not carried over", e, what)
+        return None
+    return dict(earlier) if isinstance(earlier, dict) else None
+
+
 def declared_of(
     fig: Figure, declaration: Callable[[Figure], Declaration] | None, manifest: Path, measured: bool
 ) -> dict[str, Any] | None:
     """What the manifest records of the figure's declaration (`declared`: its commit and lines) when its rows
     were measured: this run's, where it measured rows; where it measured none (--plot-only, a merge), the
     earlier manifest's, if it records one; None where the front passed no way to find it."""
-    if not measured and manifest.exists():
-        try:
-            earlier = read_manifest(manifest).doc.get("declared")
-        except ManifestUnreadable as e:
-            log.warning("%s: its record of the figure's declaration is not carried over", e)
-            earlier = None
-        if isinstance(earlier, dict):
-            return dict(earlier)
+    if not measured and (earlier := _earlier(manifest, "declared", "the figure's declaration")) is not None:
+        return earlier
     return declaration(fig).manifest() if declaration is not None else None
+
+
+def engine_of(this_run: dict[str, Any] | None, manifest: Path, measured: bool) -> dict[str, Any] | None:
+    """The manifest's account of where the rows ran (`engine`: the labs or the cluster, netrepro.engine):
+    this run's, where it measured rows; where it measured none (--plot-only, a resume with nothing left),
+    the earlier manifest's, so that drawing the figure again does not lose how its rows were measured."""
+    if measured or this_run is not None:  # (a look of --until-decided may measure where nothing was to do)
+        return this_run
+    return _earlier(manifest, "engine", "where its rows ran")

@@ -61,6 +61,7 @@ from netrepro.runner.manifest import (
     beside_unvaried,
     declared_of,
     earlier_verifications,
+    engine_of,
     figure_manifest,
     judgement_lines,
     judgement_of,
@@ -611,8 +612,9 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
     manifest = figure_manifest(
         fig, opts, grid, trials, missing, rows, verifications, points, notes, failed_attempts=failed_attempts
     )
-    manifest["engine"] = runner.engine
-    manifest["declared"] = declared_of(fig, opts.declaration, manifest_path, measured=bool(todo) and not opts.plot_only)
+    measured = bool(todo) and not opts.plot_only
+    manifest["engine"] = engine_of(runner.engine, manifest_path, measured)
+    manifest["declared"] = declared_of(fig, opts.declaration, manifest_path, measured)
     manifest["verdict"] = judgement
     if looked is not None:
         manifest["sequential"] = looked.manifest()

@@ -51,3 +51,23 @@ def test_a_seed_is_none_where_the_manifest_has_none(tmp_path: Path) -> None:
     path = tmp_path / "fig.manifest.json"
     path.write_text(json.dumps({"format": 1}))
     assert read_manifest(path).seed is None and read_manifest(path).commit is None
+
+
+def test_a_redraw_keeps_the_account_of_where_the_rows_ran(tmp_path: Path) -> None:
+    """`engine` (the labs or the cluster that measured the rows) is the run's that measured them: a
+    --plot-only measures none and keeps it, as a resume with nothing left to run does."""
+    import shutil
+
+    import expts
+    from netrepro.runner import sweep
+    from netrepro.runner.manifest import engine_of
+
+    shutil.copytree(REFERENCE / "iw", tmp_path / "iw", ignore=shutil.ignore_patterns("*@*", "*.series", "fig5*"))
+    path = tmp_path / "iw" / "fig2.manifest.json"
+    account = {"launcher": "local", "workers": {"lab-1": {"settings": 3}}}
+    path.write_text(json.dumps({**json.loads(path.read_text()), "engine": account}))
+    sweep.run_figure(expts.find("iw/fig2"), sweep.Options(out=tmp_path, plot_only=True))
+    assert read_manifest(path).doc["engine"] == account
+    assert engine_of(None, path, measured=True) is None  # a run that measured here, on no engine
+    assert engine_of({"launcher": "new"}, path, measured=True) == {"launcher": "new"}
+    assert engine_of(None, tmp_path / "none.json", measured=False) is None
