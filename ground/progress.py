@@ -1,5 +1,10 @@
 """A one-line progress bar with the trial count and an estimate of the time left.
 
+The time left is the time so far scaled by the work left over the work done:
+each trial one unit, unless the caller weighs them (`work`: `reproduce`
+weighs each trial by its figure's estimated seconds a trial, so an hour of
+one-second trials does not promise that minute-long ones will be as quick).
+
 On a terminal the bar is the last line of stderr, redrawn in place; when the
 CLI's log handler (`logs.Console`) writes there, the bar goes through it, so a
 log line is written above the bar, never glued to it.  Elsewhere (a pipe, a
@@ -21,8 +26,10 @@ def _clock(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, label: str, stream: TextIO | None = None) -> None:
+    def __init__(self, total: int, label: str, stream: TextIO | None = None, work: float | None = None) -> None:
         self.total = total
+        self.work = float(total) if work is None else work  # in the units of step's `work`
+        self.worked = 0.0
         self.label = label
         self.console = logs.console()
         if stream is None:
@@ -36,15 +43,17 @@ class Progress:
         width = 30
         filled = width * self.done // max(self.total, 1)
         elapsed = time.monotonic() - self.began
-        left = elapsed / self.done * (self.total - self.done) if self.done else None
+        left = elapsed / self.worked * max(self.work - self.worked, 0.0) if self.worked > 0 else None
         eta = _clock(left) if left is not None else "?"
         return (
             f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
             f"trials, {_clock(elapsed)} elapsed, ~{eta} left{'  ' + note if note else ''}"
         )
 
-    def step(self, note: str = "") -> None:
+    def step(self, note: str = "", work: float = 1.0) -> None:
+        """One trial home, `work` units of the whole's (one, unless the bar was given its `work`)."""
         self.done += 1
+        self.worked += work
         line = self.line(note)
         drawn = self.tty and self.done < self.total
         if self.console is not None and self.console.stream is self.stream:

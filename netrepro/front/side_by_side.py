@@ -18,7 +18,8 @@ whose trials mostly wait (a few % of a core) runs beside a busy one, and a busy 
 
 A child writes what `run` prints to <out>/reproduce/<study>/logs/<figure>-<time>.log and its rows, figure
 and manifest where a single run writes them; the parent shows one progress line for the whole run (trials
-home of all figures, the figures running with their labs, the time left at the rate so far) and lists each
+home of all figures, the figures running with their labs, the time left at the rate so far, each trial
+weighed by its figure's estimated time a trial) and lists each
 figure as it ends.  Each child is a process group of its own, so a signal reaches it once: the parent
 passes on Ctrl-C (SIGINT), SIGTERM and SIGHUP, then waits for every child to undo what it created before it
 exits; a child whose parent dies (SIGKILL) gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and unwinds.
@@ -152,8 +153,13 @@ def run(
     left = {f.full_name: trials_left(f, out, args.quick, args.trials, args.seed) for f in measured}
     costs = {f.full_name: admission.measured_cost(f, out) for f in measured}
     home = {f.full_name: trials_home(f, out, args.quick, args.trials, args.seed) for f in measured}
-    planned = sum(f.trial_count(args.quick, args.trials) * len(f.grid(args.quick)) for f in measured)
-    progress = Progress(planned - sum(home.values()), f"reproduce {args.study}")
+    planned = {f.full_name: f.trial_count(args.quick, args.trials) * len(f.grid(args.quick)) for f in measured}
+    weight = trial_weights([plans[f.full_name] for f in measured])
+    progress = Progress(
+        sum(planned.values()) - sum(home.values()),
+        f"reproduce {args.study}",
+        work=sum((planned[n] - home[n]) * weight[n] for n in planned),
+    )
     running: list[_Child] = []
     fork = multiprocessing.get_context("fork")
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -194,6 +200,7 @@ def run(
                 out,
                 args,
                 home,
+                weight,
             )
             if stop.signum:
                 break
@@ -206,11 +213,19 @@ def run(
             child.process.join()  # each undoes what it created, whatever stopped the run
             status, now = child.process.exitcode or 0, time.monotonic() - began
             on_end(Ended(child.figure, status, child.log, child.labs, child.began - began, now))
-        _show(progress, measured, [], out, args, home)
+        _show(progress, measured, [], out, args, home, weight)
         progress.close()
         stop.restore()
     if stop.signum:
         raise SystemExit(128 + stop.signum)
+
+
+def trial_weights(plans: Sequence[Plan]) -> dict[str, float]:
+    """Each figure's estimated seconds a trial (its stored result's, else its declared duration), and for one
+    with neither the mean of the others': what a trial of it weighs in the run's time left."""
+    known = {p.fig.full_name: s for p in plans if (s := p.seconds_per_trial()) is not None and s > 0}
+    fallback = sum(known.values()) / len(known) if known else 1.0
+    return {p.fig.full_name: known.get(p.fig.full_name, fallback) for p in plans}
 
 
 def _same_rows(a: Figure, b: Figure) -> bool:
@@ -271,8 +286,10 @@ def _show(
     out: Path,
     args: argparse.Namespace,
     home: dict[str, int],
+    weight: dict[str, float],
 ) -> None:
-    """Step the one progress line by the trials that came home since the last look."""
+    """Step the one progress line by the trials that came home since the last look, each weighed as its
+    figure's (trial_weights)."""
     for fig in figures:
         if fig.full_name not in home:
             continue  # it draws another's rows
@@ -280,7 +297,7 @@ def _show(
         note = ", ".join(f"{c.figure.full_name} x{c.labs}" for c in running)
         while home[fig.full_name] < now:
             home[fig.full_name] += 1
-            progress.step(f"running: {note}" if note else "")
+            progress.step(f"running: {note}" if note else "", work=weight[fig.full_name])
 
 
 @dataclasses.dataclass

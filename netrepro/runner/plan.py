@@ -133,10 +133,14 @@ class Plan:
         """The estimate rests on the declared durations (no stored result): a lower bound."""
         return self.stored is None or self.stored.seconds_per_trial is None
 
+    def seconds_per_trial(self) -> float | None:
+        """A trial's estimated time: the stored result's, else its declared duration; None without either."""
+        stored = self.stored.seconds_per_trial if self.stored is not None else None
+        return stored if stored is not None else self.declared_per_trial()
+
     def seconds(self) -> float | None:
         """The estimated wall time, or None without a stored result or declared durations to rest on."""
-        stored = self.stored.seconds_per_trial if self.stored is not None else None
-        per = stored if stored is not None else self.declared_per_trial()
+        per = self.seconds_per_trial()
         if per is None:
             return None
         if self.jobs <= 1:

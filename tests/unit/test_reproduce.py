@@ -354,3 +354,32 @@ def test_the_estimate_splits_a_one_path_figure_as_its_run_would() -> None:
     alone = estimate.of([fig2], False, None, Path("/nonexistent"))
     assert alone.settings == admission.admit(admission.measured_cost(fig2), 120).jobs > 1
     assert alone.packed_s < alone.serial_s / 2
+
+
+def test_the_time_left_weighs_each_trial_by_its_figures_estimate() -> None:
+    """An hour of second-long trials promises nothing about minute-long ones: the run's time left scales
+    the time so far by the estimated seconds left over those done, each figure's trials at its own."""
+    import io
+
+    from ground.progress import Progress
+    from netrepro.runner.plan import Plan
+
+    figures = [expts.find("iw/fig2"), expts.find("cubicplus/fig3"), expts.find("newcwv/fig8")]
+    weight = side_by_side.trial_weights([Plan.of(f) for f in figures])
+    for fig in figures:  # each its stored result's seconds a trial
+        assert weight[fig.full_name] == Plan.of(fig).seconds_per_trial()
+    assert weight["newcwv/fig8"] > 20 * weight["iw/fig2"]
+    unknown = Plan.of(expts.find("iw/fig2"))
+    unknown = Plan(unknown.fig, False, unknown.grid, 1, None)  # nothing stored, no declared duration
+    assert unknown.seconds_per_trial() is None
+    assert side_by_side.trial_weights([unknown, Plan.of(figures[1])])["iw/fig2"] == weight["cubicplus/fig3"]
+    # ten one-second trials home in 10 s, one 100 s trial left: 100 s left, not 1 s
+    bar = Progress(11, "reproduce", stream=io.StringIO(), work=110.0)
+    for _ in range(10):
+        bar.step(work=1.0)
+    bar.began -= 10.0
+    assert "~0:01:40 left" in bar.line() or "~0:01:39 left" in bar.line()
+    plain = Progress(2, "run", stream=io.StringIO())  # unweighed: each trial one unit
+    plain.step()
+    plain.began -= 30.0
+    assert "~0:00:30 left" in plain.line()
