@@ -11,6 +11,7 @@ parameter, mathtext (between `$` signs) that matplotlib could not draw;
 the message names the file, the figure and the key.
 
     study = "mystudy"
+    variation = { jitter = "1ms", why = "..." }   # optional; what its paths vary from trial to trial
 
     [[figure]]
     name = "iw50"
@@ -32,6 +33,10 @@ the message names the file, the figure and the key.
     worth = 0.10
 
 A figure's claims are judged as a built-in figure's are (netrepro.studykit.claims).
+The study's `variation` is what its paths vary from trial to trial, as a
+built-in study declares it (netrepro.studykit.variation): each link
+direction's delay jitter and why that much; without one its trials differ
+by their start phase and random loss alone.
 A study file's results go to results/<study>/ like any figure's; its study
 may not take the name of one of netrepro's own.
 """
@@ -55,6 +60,7 @@ from ground.units import QuantityError
 from netrepro.studykit import cells, claims, decisions, params, plot, trial
 from netrepro.studykit.spec import Figure, Series, file_keys
 from netrepro.studykit.trial import trial_path, trial_topology
+from netrepro.studykit.variation import NO_VARIATION, Variation
 from topologies.topology import Topology
 
 FIGURE_KEYS = file_keys()  # declared with Figure's fields (netrepro.studykit.spec.in_file)
@@ -122,9 +128,11 @@ def load(path: Path) -> list[Figure]:
         ) from None
     except tomllib.TOMLDecodeError as e:
         raise StudyFileError(f"{path}: not valid TOML ({e})") from None
-    unknown = sorted(set(doc) - {"study", "figure"})
+    unknown = sorted(set(doc) - {"study", "variation", "figure"})
     if unknown:
-        raise StudyFileError(f"{path}: unknown top-level key {unknown[0]!r}; a study file has `study` and [[figure]]")
+        raise StudyFileError(
+            f"{path}: unknown top-level key {unknown[0]!r}; a study file has `study`, `variation` and [[figure]]"
+        )
     study = doc.get("study")
     if not isinstance(study, str) or not _is_name(study):
         raise StudyFileError(f'{path}: give `study = "NAME"` (letters, digits, - and _), not {study!r}')
@@ -134,11 +142,28 @@ def load(path: Path) -> list[Figure]:
     figures = doc.get("figure")
     if not isinstance(figures, list) or not figures:
         raise StudyFileError(f"{path}: declare at least one figure as a [[figure]] table")
-    out = [_figure(path, study, i, table) for i, table in enumerate(figures)]
+    varies = _variation(path, doc.get("variation"))
+    out = [dataclasses.replace(_figure(path, study, i, table), variation=varies) for i, table in enumerate(figures)]
     names = [f.name for f in out]
     if len(set(names)) != len(names):
         raise StudyFileError(f"{path}: two figures are named {next(n for n in names if names.count(n) > 1)!r}")
     return out
+
+
+def _variation(path: Path, table: Any) -> Variation:
+    """The study's declared variation (`variation = { jitter = "1ms", why = "..." }`), or none."""
+    if table is None:
+        return NO_VARIATION
+    shape = 'variation = { jitter = "1ms", why = "what in the source\'s network varies that much" }'
+    if not isinstance(table, dict) or set(table) != {"jitter", "why"}:
+        raise StudyFileError(f"{path}: give {shape}, not {table!r}")
+    jitter, why = table["jitter"], table["why"]
+    if not isinstance(jitter, str) or not isinstance(why, str) or not why.strip():
+        raise StudyFileError(f"{path}: give {shape} (two strings, the reason not empty), not {table!r}")
+    try:
+        return Variation.of(jitter, why)
+    except QuantityError as e:
+        raise StudyFileError(f"{path}: variation's jitter: {e}") from None
 
 
 def _is_name(text: str) -> bool:

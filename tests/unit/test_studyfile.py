@@ -285,3 +285,32 @@ def test_a_figure_whose_finding_is_not_a_claim_says_so(tmp_path: Path) -> None:
         judgement_lines(judgement_of(plain, [], []))[0]
         == "verdict: unjudged (the figure states no claim of its source)"
     )
+
+
+def test_the_docs_show_the_example_as_it_is() -> None:
+    page = (REPO / "docs" / "your-own-study.md").read_text(encoding="utf-8")
+    shown = page.split("```toml\n", 1)[1].split("```\n", 1)[0]
+    assert shown == EXAMPLE.read_text(encoding="utf-8")
+
+
+def test_a_study_file_declares_its_variation_as_a_study_does(tmp_path: Path) -> None:
+    """`variation = { jitter, why }` is the study's Variation: its figures' trials take the jitter as a built-in
+    study's do (variation=study); a file without one varies nothing; a bad one is refused, naming it."""
+    from netrepro.studykit import variation
+
+    [example] = studyfile.load(EXAMPLE)
+    assert example.variation.jitter == iw.FIG2.variation.jitter and str(example.variation.jitter) == "1ms"
+    [plain] = studyfile.load(write(tmp_path, GOOD))
+    assert plain.variation == variation.NO_VARIATION
+    varied = variation.Variation.of("2ms", "r").applied({"rtt": "50ms", variation.KEY: variation.STUDY})
+    assert varied == {"rtt": "50ms", "variation": "study", "jitter": "2ms"}
+    for bad, why in (
+        ('variation = "1ms"', "give variation = { jitter"),
+        ('variation = { jitter = "1ms" }', "give variation = { jitter"),
+        ('variation = { jitter = "1ms", why = "" }', "the reason not empty"),
+        ('variation = { jitter = "5 parsec", why = "r" }', "variation's jitter: variation jitter '5 parsec'"),
+        ('variation = { jitter = "2s", why = "r" }', "allowed range is 0ms to 1s"),
+    ):
+        text = GOOD.replace('study = "mine"', f'study = "mine"\n{bad}', 1)
+        with pytest.raises(studyfile.StudyFileError, match=re.escape(why)):
+            studyfile.load(write(tmp_path, text))
