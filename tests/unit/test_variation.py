@@ -73,13 +73,22 @@ def test_a_trial_s_variation_is_drawn_from_its_key_and_recorded_in_its_row() -> 
     assert json.loads(trials[0].key)["params"][variation.KEY] == STUDY
 
 
+def unvaried_csv(fig: Figure) -> Path:
+    """Where the reference keeps `fig`'s rows measured without variation (af4479f): its twin's folder once
+    the reference is measured again with each study's variation, until then its own."""
+    twin = fig.unvaried()
+    if twin is not None and (here := REFERENCE / twin.directory / twin.csv_name).exists():
+        return here
+    return REFERENCE / fig.directory / fig.csv_name
+
+
 def test_variation_none_names_the_rows_the_reference_measured_without_variation() -> None:
     """iw/fig2@variation=none reads the stored rows measured before trials varied: its grid's trial keys are
     theirs, and none of those rows names a variation or a jitter."""
     fig = expts.find("iw/fig2").derive({variation.KEY: NONE})
     assert fig.full_name == "iw/fig2@variation=none"
     wanted = {t.key for t in trials_of(fig, fig.trials)}
-    stored = [r for r in read_rows(REFERENCE / "iw" / "fig2.csv") if r.ok]
+    stored = [r for r in read_rows(unvaried_csv(expts.find("iw/fig2"))) if r.ok]
     assert wanted <= {r.key for r in stored}
     assert all(not r.text(variation.KEY) and not r.text("jitter") for r in stored)
 
@@ -202,8 +211,7 @@ def test_a_kept_figure_derived_by_set_has_its_twin_too(varied: None) -> None:
     assert expts.find("iw/fig2").derive(vary=("initcwnd", [3, 10])).unvaried() is None
     names = [f.full_name for f in expts.with_kept()]
     assert names.index("newcwv/pacing@idle_s=5+variation=none") == names.index("newcwv/pacing@idle_s=5") + 1
-    stored = REFERENCE / "newcwv" / "pacing@idle_s=5" / "pacing.csv"
-    keys = {r.key for r in read_rows(stored) if r.ok}
+    keys = {r.key for r in read_rows(unvaried_csv(kept)) if r.ok}
     assert keys and keys <= {t.key for t in trials_of(twin, 50)}  # each stored trial, a trial of the twin
 
 
@@ -228,7 +236,7 @@ def test_the_cells_whose_trials_do_not_vary_are_named_in_the_judgement() -> None
     equal within the delay line's timer noise, and the caption names them; the same rows on a jittered path
     have no timer noise to hide in (cells.timer_noise), so only equal values would be alike, and none is."""
     fig = expts.iw.FIGURES[0]
-    rows = read_rows(REFERENCE / "iw" / "fig2.csv")
+    rows = read_rows(unvaried_csv(fig))
     judged = judgement_of(fig, [], rows)["trials"]
     assert judged["cells"] == 6 and len(judged["fixed"]) == 5 and "IW 3" not in judged["fixed"][0]
     assert judged["fixed"][0] == "initcwnd=3"  # the one series is unnamed: its cells are its initial windows
