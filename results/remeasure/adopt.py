@@ -8,10 +8,12 @@ For every figure `reproduce all` measures (netrepro.front.reproduce.figures_of):
 1. its stored files in results/reference (the rows of af4479f, measured without
    variation) move to its twin without variation, `Figure.unvaried()`
    (`iw/fig2` -> `iw/fig2@variation=none/`), where it has one; a figure that
-   plots another's rows (`trials_of`) takes a copy of those rows along, so
-   that its twin can be drawn again on its own;
+   plots another's rows (`trials_of`) takes a copy of those rows along, as
+   the twin's own CSV (a derived figure draws its own), so that the twin
+   can be drawn again;
 2. its files in TREE (the rows of bc2b8a3, `reproduce all`'s output) take
-   their place.
+   their place, over the stored ones where it has no twin (it names its own
+   jitter, or the variation leaves its grid as it was).
 
 A figure whose files TREE lacks stops the run before anything moves.  Every
 twin is then drawn again with `--plot-only` (its manifest names it), then
@@ -39,12 +41,16 @@ SUFFIXES = (".caption.txt", ".manifest.json", ".png", ".svg", ".series")
 class Step:
     """One file or folder moved or copied; the steps run in the order `plan` gives them."""
 
-    how: str  # "copy" | "move"
+    how: str  # "copy" | "move" | "replace" (a copy over the stored file of a figure without a twin)
     src: Path
     dst: Path
 
     def run(self) -> None:
         self.dst.parent.mkdir(parents=True, exist_ok=True)
+        if self.how == "replace" and self.dst.is_dir():
+            shutil.rmtree(self.dst)
+        elif self.how == "replace":
+            self.dst.unlink(missing_ok=True)
         if self.dst.exists():
             raise SystemExit(f"{self.dst} exists: the reference was adopted already, or by halves")
         if self.how == "move":
@@ -66,26 +72,29 @@ def measured(fig: Figure, tree: Path) -> bool:
     return (folder / f"{fig.name}.manifest.json").exists() and (bool(fig.trials_of) or (folder / fig.csv_name).exists())
 
 
-def plan(tree: Path) -> tuple[list[Step], list[str]]:
+def plan(tree: Path, partial: bool = False) -> tuple[list[Step], list[str]]:
     """The steps, in order: the stored rows a twin draws that another figure owns copied to it (before
     their owner's move takes them), the stored files moved to their twins, the new files copied in; and
-    the figures TREE has not measured yet."""
+    the figures TREE has not measured yet (with `partial`, steps for the others alone: a rehearsal)."""
     shared: list[Step] = []
     away: list[Step] = []
     into: list[Step] = []
     figures = figures_of("all")
     missing = [fig.full_name for fig in figures if not measured(fig, tree)]
     for fig in figures:
+        if partial and fig.full_name in missing:
+            continue
         stored = REFERENCE / fig.directory
         twin = fig.unvaried()
         if twin is not None:
             there = REFERENCE / twin.directory
             away += [Step("move", p, there / p.name) for p in own_files(fig, stored)]
             if fig.trials_of:
-                shared.append(Step("copy", stored / fig.csv_name, there / fig.csv_name))
+                # a derived figure draws rows of its own name (Figure.derive): fig4@variation=none/fig4.csv
+                shared.append(Step("copy", stored / fig.csv_name, there / twin.csv_name))
         keep_series = (stored / f"{fig.name}.series").exists()  # the reference keeps bufferbloat's alone
         into += [
-            Step("copy", p, stored / p.name)
+            Step("copy" if twin else "replace", p, stored / p.name)
             for p in own_files(fig, tree / fig.directory)
             if keep_series or not p.name.endswith(".series")
         ]
@@ -96,6 +105,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("tree", type=Path, help="reproduce all's output tree")
     ap.add_argument("--apply", action="store_true", help="move and copy (else only print)")
+    ap.add_argument("--partial", action="store_true", help="the figures measured so far alone (a rehearsal)")
     args = ap.parse_args(argv)
     if variation.DECLARED != variation.STUDY:
         print(
@@ -104,21 +114,22 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    steps, missing = plan(args.tree.resolve())
+    steps, missing = plan(args.tree.resolve(), args.partial)
     repo = REFERENCE.parent.parent
     for s in steps:
         src = s.src.relative_to(repo) if s.src.is_relative_to(repo) else s.src
         print(f"{s.how} {src} -> {s.dst.relative_to(repo)}")
     if missing:
         print(f"not measured yet in {args.tree}: {', '.join(missing)}", file=sys.stderr)
-        return 1
+        if not args.partial:
+            return 1
     if args.apply:
         for s in steps:
             s.run()
-        figures = figures_of("all")
-        twins = [t for f in figures if (t := f.unvaried())]
+        adopted = [f for f in figures_of("all") if f.full_name not in missing]
+        twins = [t for f in adopted if (t := f.unvaried())]
         print("now draw each twin, then each figure, as the rows are, into results/reference:")
-        for fig in [*twins, *figures]:
+        for fig in [*twins, *adopted]:
             derived = [a for k, v in fig.overrides.items() for a in ("--set", f"{k}={v}")]
             name = (fig.declared or fig).full_name
             print(" ", shlex.join(["./run.sh", name, *derived, "--plot-only", "--out", "results/reference"]))
