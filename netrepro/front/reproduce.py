@@ -17,7 +17,8 @@ tree is written to <out>/reproduce/<what>/index.html (with findings.md).
 `--dry-run` prints the plan: each figure's grid and estimate, the figures
 it would skip here and why, the serial time, and the wall time at the labs
 it would use (netrepro.runner.packing: every figure's path settings as
-tasks, admitted by their measured CPU per lab).
+tasks, admitted by their measured CPU per lab), of the trials the run has
+left in --out where it would resume.
 """
 
 from __future__ import annotations
@@ -99,11 +100,16 @@ def dry_run(figures: Sequence[Figure], args: argparse.Namespace) -> int:
             print(f"  skipped on this machine: {why}")
             continue
         here.append(fig)
-    wall = estimate.of(here, args.quick, args.trials, args.out.resolve())
+    wall = estimate.of(here, args.quick, args.trials, args.out.resolve(), left_in=args.out.resolve(), seed=args.seed)
     skipped = f", {len(figures) - len(here)} skipped here" if len(here) < len(figures) else ""
     unknown = wall.unknown
+    resumed = (
+        f"; {wall.trials_left} of their {wall.trials} trials left in {args.out} (resuming)"
+        if wall.trials_left < wall.trials
+        else ""
+    )
     print(
-        f"\nreproduce {args.study}: {len(figures)} figures{skipped}; serially about {_clock(wall.serial_s)}"
+        f"\nreproduce {args.study}: {len(figures)} figures{skipped}{resumed}; serially about {_clock(wall.serial_s)}"
         + (f" (and {len(unknown)} with no stored time: {', '.join(unknown)})" if unknown else "")
         + f"; packed into labs side by side on {admission.cores()} cores ({wall.settings} path settings, each lab "
         f"admitted by its figure's measured CPU; a figure on a fast path or loading a variant another loads, with "

@@ -383,3 +383,35 @@ def test_the_time_left_weighs_each_trial_by_its_figures_estimate() -> None:
     plain.step()
     plain.began -= 30.0
     assert "~0:00:30 left" in plain.line()
+
+
+def test_the_dry_run_of_a_resumed_run_estimates_the_trials_it_has_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With iw/fig2's stored rows in --out (120 ok trials) the run has nothing left of it: its time leaves
+    the estimate, and the line says how many trials are left; a failed row is a trial left."""
+    import shutil
+
+    from ground.results import REFERENCE
+    from ground.trials import read_rows, write_rows
+    from netrepro.runner.plan import LAB_SECONDS, Plan
+
+    fig2 = expts.find("iw/fig2")
+    whole = estimate.of([fig2], False, None, tmp_path, left_in=tmp_path)
+    assert whole.trials == whole.trials_left == 120 and whole.serial_s > 0
+    csv = tmp_path / "iw" / "fig2.csv"
+    csv.parent.mkdir()
+    shutil.copy(REFERENCE / "iw" / "fig2.csv", csv)
+    done = estimate.of([fig2], False, None, tmp_path, left_in=tmp_path)
+    assert (done.trials, done.trials_left, done.serial_s, done.settings) == (120, 0, 0.0, 0)
+    rows = read_rows(csv)
+    write_rows([type(r)({**r, "status": "failed"}) if i < 3 else r for i, r in enumerate(rows)], csv)
+    three = estimate.of([fig2], False, None, tmp_path, left_in=tmp_path)
+    per_trial = Plan.of(fig2).seconds_per_trial()
+    assert per_trial is not None and three.trials_left == 3
+    assert three.serial_s == pytest.approx(3 * per_trial + LAB_SECONDS)  # fig2 has one path setting
+    assert estimate.of([fig2], False, None, tmp_path).trials_left == 120  # without left_in: every trial
+    monkeypatch.setattr(reproduce, "figures_of", lambda what: [fig2])
+    monkeypatch.setattr(reproduce, "cannot_run_here", lambda fig, args: None)
+    assert reproduce.cmd_reproduce(parsed("iw", "--dry-run", "--out", str(tmp_path))) == 0
+    assert f"3 of their 120 trials left in {tmp_path} (resuming)" in capsys.readouterr().out
