@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import expts
 from ground import series
 from ground.manifests import ManifestUnreadable, read_manifest
 from ground.results import REFERENCE, REPO, replace_file
@@ -358,11 +359,16 @@ def list_sample() -> str:
 
 
 def reference_facts(stored: Stored) -> Facts:
-    """results/reference/README.md: every stored CSV, its trials, the commit of its rows and its lab time."""
+    """results/reference/README.md: every stored CSV, its trials, the commit of its rows and its lab time.
+    Not the copies: the twin without variation of a figure that draws another's rows (`linuxcc/fig4@
+    variation=none`, fig4 drawing fig6's) keeps a copy of the rows its owner's twin keeps, so that it can be
+    drawn again; those trials ran once, and are counted once."""
     body = []
     total: dict[str, float] = {}
+    figures = [*expts.all_figures(), *expts.kept_figures()]
+    copies = {f"{t.directory}/{t.csv_name}" for f in figures if f.trials_of and (t := f.unvaried()) is not None}
     for csv in sorted(stored.tree.rglob("*.csv")):
-        if series.is_series_file(csv):
+        if series.is_series_file(csv) or csv.relative_to(stored.tree).as_posix() in copies:
             continue
         name = csv.relative_to(stored.tree).with_suffix("").as_posix()
         rows = stored.rows(name)

@@ -91,3 +91,20 @@ def test_the_reference_table_lists_figures_not_their_trials_time_series() -> Non
     listed = docnumbers.facts()["reference.table"]
     assert "`bufferbloat/delay`" in listed
     assert ".series" not in listed
+
+
+def test_the_reference_table_counts_the_rows_a_twin_draws_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """linuxcc/fig4's twin without variation keeps a copy of fig6's twin's rows (results/remeasure's
+    adopt.py), to be drawn again: the table lists the rows once, and the study's lab time counts them once."""
+    from netrepro.front.docrows import Stored
+    from netrepro.studykit import variation
+
+    monkeypatch.setattr(variation, "DECLARED", variation.STUDY)
+    for folder in ("fig6@variation=none/fig6.csv", "fig4@variation=none/fig4.csv"):
+        (tmp_path / "linuxcc" / folder).parent.mkdir(parents=True)
+        shutil.copy(REFERENCE / "linuxcc" / "fig6.csv", tmp_path / "linuxcc" / folder)
+    facts = docnumbers.reference_facts(Stored(tmp_path))
+    assert "`linuxcc/fig6@variation=none`" in facts["reference.table"]
+    assert "fig4" not in facts["reference.table"]
+    seconds = sum(r.trial_seconds or 0.0 for r in Stored(tmp_path).rows("linuxcc/fig6@variation=none/fig6"))
+    assert f"| linuxcc | {seconds:.0f} s |" in facts["reference.studies"]
