@@ -174,13 +174,24 @@ def _checks(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in judged.get("checks") or [] if isinstance(c, dict)]
 
 
+def twins_of(entries: list[Entry]) -> set[str]:
+    """The entries that are another entry's twin without variation (Figure.unvaried): set beside it, each
+    claim's outcome there shown with the figure's own, and not counted as a figure or a finding of its own."""
+    names = {e.fig.full_name for e in entries}
+    return {t.full_name for e in entries if (t := e.fig.unvaried()) is not None and t.full_name in names}
+
+
 def tally(entries: list[Entry]) -> str:
     """The verdicts, the claims (one quoted sentence one claim, however many figures judge it: it holds only
-    where it holds in each), the deterministic ones among them, and the checks, each counted apart."""
+    where it holds in each), the deterministic ones among them, and the checks, each counted apart; a twin
+    without variation is not counted (its outcomes stand beside its figure's: `moved_by_variation`)."""
     counts = dict.fromkeys(VERDICTS, 0)
     sentences: dict[tuple[str, str], list[dict[str, Any]]] = {}
     checks = 0
+    twins = twins_of(entries)
     for e in entries:
+        if e.fig.full_name in twins:
+            continue
         kind, judged = _verdict(e.manifest)
         counts[kind] = counts.get(kind, 0) + 1
         for c in judged:
@@ -196,9 +207,15 @@ def tally(entries: list[Entry]) -> str:
         )
         by_design += outcome == DIFFERS and any(c.get("by_design") for c in parts)
     judged_twice = sum(1 for parts in sentences.values() if len(parts) > 1)
+    beside = (
+        f" (and {len(twins)} twin{'s' if len(twins) != 1 else ''} without variation beside them, not counted)"
+        if twins
+        else ""
+    )
     return (
         "figures: "
         + ", ".join(f"{n} {k}" for k, n in counts.items())
+        + beside
         + f"; claims (one quoted sentence each, {len(sentences)} in all, {judged_twice} of them judged on more "
         "than one figure): "
         + ", ".join(f"{n} {o}" for o, n in outcomes.items())

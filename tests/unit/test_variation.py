@@ -291,3 +291,23 @@ def test_a_cell_whose_trials_do_not_vary_under_variation_is_explained_on_its_stu
         assert items, (fig.full_name, fixed)
         unexplained = [f for f in fixed if not any(f in item or "every cell" in item for item in items)]
         assert not unexplained, (fig.full_name, unexplained)
+
+
+def test_the_counts_are_the_figures_own_not_their_twins(varied: None, tmp_path: Path) -> None:
+    """A claim judged undecided on iw/fig2 and held on its twin without variation counts once, as undecided:
+    the twin's outcome stands beside it (the findings' list of claims the variation moved), not as a second
+    figure whose outcome the claim must also have."""
+    from netrepro.front.report import tally
+
+    fig = expts.find("iw/fig2")
+    twin = fig.unvaried()
+    assert twin is not None
+    twin_manifest(tmp_path, fig, ["holds", "holds", "holds"], "agrees")
+    judgement = judgement_of(fig, [], [])
+    beside_unvaried(judgement, fig, tmp_path)
+    theirs = json.loads(twin.manifest_in(tmp_path).read_text())
+    entries = [Entry(fig, {"title": "t", "verdict": judgement}, "a.png"), Entry(twin, theirs, "b.png")]
+    counted = tally(entries)
+    assert "figures: 0 agrees" in counted and "(and 1 twin without variation beside them, not counted)" in counted
+    assert "0 holds" in counted and "3 undecided" in counted
+    assert tally(entries[1:]).startswith("figures: 1 agrees")  # alone, it is a figure like any other
