@@ -15,7 +15,8 @@ For every figure `reproduce all` measures (netrepro.front.reproduce.figures_of):
    their place, over the stored ones where it has no twin (it names its own
    jitter, or the variation leaves its grid as it was).
 
-A figure whose files TREE lacks stops the run before anything moves.  Every
+A figure whose files TREE lacks, or whose manifest counts a trial failed or
+missing, stops the run before anything moves.  Every
 twin is then drawn again with `--plot-only` (its manifest names it), then
 every figure (its verdict beside its twin's): the printed commands.
 """
@@ -29,6 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ground.manifests import ManifestUnreadable, read_manifest
 from ground.results import REFERENCE
 from netrepro.front.reproduce import figures_of
 from netrepro.studykit import variation
@@ -68,8 +70,15 @@ def own_files(fig: Figure, folder: Path) -> list[Path]:
 
 
 def measured(fig: Figure, tree: Path) -> bool:
+    """Whether TREE holds the figure whole: its manifest, its rows, and no trial failed or missing."""
     folder = tree / fig.directory
-    return (folder / f"{fig.name}.manifest.json").exists() and (bool(fig.trials_of) or (folder / fig.csv_name).exists())
+    if not fig.trials_of and not (folder / fig.csv_name).exists():
+        return False
+    try:
+        doc = read_manifest(folder / f"{fig.name}.manifest.json").doc
+    except ManifestUnreadable:
+        return False
+    return not doc.get("failed_trials") and not doc.get("trials_missing")
 
 
 def plan(tree: Path, partial: bool = False) -> tuple[list[Step], list[str]]:
