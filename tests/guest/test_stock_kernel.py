@@ -164,7 +164,7 @@ def test_netem_jitters_in_its_rate_form_and_keeps_the_packets_in_order() -> None
     apart through +-3 ms on each way: plain netem would answer about a quarter of them out of order (a
     reply overtakes the one before it when the difference of four U(-3, 3) ms draws, SD 3.5 ms, is below
     -2 ms: 28 %); here the replies arrive in sequence, and their RTTs spread as the jitter does (SD
-    sqrt(2 x 3^2 / 3) = 2.45 ms).  Not one in sequence without exception: a veth hands each packet to the
+    sqrt(2 x 3^2 / 3) = 2.45 ms).  Nearly all, not all: a veth hands each packet to the
     backlog of the CPU that sent it, so two packets netem releases on two vCPUs can swap (one pair of 300
     did in a TCG guest).  At most 2 % is far from 28 % and far above that rate."""
     path = PathSpec.parse(rtt="20ms", rate="10mbit", jitter="3ms")
