@@ -101,8 +101,9 @@ def iw_facts(stored: Stored) -> Facts:
     facts["iw.fig5c.goodput8"] = f"{goodput['measured']:.5f}"
     facts["iw.fig5c.goodput8_under"] = f"{(1 - goodput['measured'] / goodput['desired']) * 100:.1f} %"
     # the trials of a path without random loss or jitter: fig2's without variation (its twin's, once stored)
-    twin = "iw/fig2@variation=none/fig2"
-    still = stored.rows(twin) if (stored.tree / f"{twin}.csv").is_file() else fig2
+    twin = expts.find("iw/fig2").unvaried()
+    kept = f"{twin.directory}/{twin.name}" if twin is not None else ""
+    still = stored.rows(kept) if kept and (stored.tree / f"{kept}.csv").is_file() else fig2
     ten = sorted(values(still, "download_time_ms", initcwnd="10"))
     facts["iw.fig2.iw10_range"] = f"{ten[0]:.1f} to {ten[-1]:.1f} ms"
     fig5c = stored.rows("iw/fig5c")
