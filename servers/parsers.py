@@ -267,7 +267,8 @@ def request_to_last_byte(
 
     The first request is the first client segment carrying payload (with
     `tls`, the first one after the server's handshake flight: the client's
-    Finished and its request leave together); the last byte is the last
+    Finished, which its request leaves with or follows, by the client's own
+    processing time, not a round trip); the last byte is the last
     server segment carrying payload before the client closed that
     connection, so a GOAWAY or close_notify answering the client's goodbye
     is not counted.
