@@ -1,6 +1,7 @@
 """A one-line progress bar with the trial count and an estimate of the time left.
 
-The time left is the time so far scaled by the work left over the work done:
+The time left is the time so far scaled by the work left over the work done
+(and the bar filled by the work done):
 each trial one unit, unless the caller weighs them (`work`: `reproduce`
 weighs each trial by its figure's estimated seconds a trial, so an hour of
 one-second trials does not promise that minute-long ones will be as quick).
@@ -41,7 +42,8 @@ class Progress:
 
     def line(self, note: str = "") -> str:
         width = 30
-        filled = width * self.done // max(self.total, 1)
+        # filled as the time left is estimated: by the work done, not the trials counted
+        filled = min(int(width * self.worked / self.work), width) if self.work > 0 else 0
         elapsed = time.monotonic() - self.began
         left = elapsed / self.worked * max(self.work - self.worked, 0.0) if self.worked > 0 else None
         eta = _clock(left) if left is not None else "?"

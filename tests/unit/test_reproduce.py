@@ -379,6 +379,7 @@ def test_the_time_left_weighs_each_trial_by_its_figures_estimate() -> None:
         bar.step(work=1.0)
     bar.began -= 10.0
     assert "~0:01:40 left" in bar.line() or "~0:01:39 left" in bar.line()
+    assert "[##" + "." * 28 + "] 10/11 trials" in bar.line(), "filled by the work done: 10 of 110, not 10 of 11"
     plain = Progress(2, "run", stream=io.StringIO())  # unweighed: each trial one unit
     plain.step()
     plain.began -= 30.0
