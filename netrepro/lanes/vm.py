@@ -315,10 +315,16 @@ def run_in_vm(netrepro_args: list[str]) -> int:
             label="vng",
             env=vng_env(),
         )
+        booted: float | None = time.monotonic()
         try:
             assert guest.popen.stdout is not None
             console = guest.popen.stdout.fileno()
             for chunk in iter(lambda: os.read(console, 65536), b""):
+                if booted is not None:
+                    # A guest slow from boot on is slow here already (tests/integration/test_stock_kernel_lane)
+                    print(f"--vm: the guest answered {time.monotonic() - booted:.0f} s after QEMU started",
+                          file=sys.stderr, flush=True)  # fmt: skip
+                    booted = None
                 sys.stdout.buffer.write(chunk)
                 sys.stdout.buffer.flush()
             return guest.wait()
