@@ -255,7 +255,8 @@ def _with_jobs(plan: Plan, asked: int | None, out: Path) -> Plan:
     """The plan with the labs --jobs asks for (None: auto, admitted by the figure's measured cost)."""
     if asked is not None:
         return dataclasses.replace(plan, jobs=asked)
-    admitted = admission.admit(admission.measured_cost(plan.fig, out), plan.trials)
+    fast = admission.exclusive(plan.fig, plan.quick).fast
+    admitted = admission.admit(admission.measured_cost(plan.fig, out), plan.trials, fast=fast)
     return dataclasses.replace(plan, jobs=admitted.jobs, jobs_why=admitted.why)
 
 

@@ -9,7 +9,8 @@ run's output tree first, then the stored reference).  `auto` admits labs
 while their costs together stay under HEADROOM of the machine's cores, at
 most one lab per trial and MAX_AUTO_JOBS; a figure whose one lab takes more
 than half that budget (a path near a core's packet rate) runs one lab at a
-time, and a figure with no measured row runs one lab, each saying why.
+time, as does a figure with a fast path (FAST_ALONE), and a figure with no
+measured row runs one lab, each saying why.
 
 What this does not see: packet work the kernel does outside the lab's
 processes (softirq time spent in ksoftirqd is charged to no cgroup).  The
@@ -95,8 +96,16 @@ def _shown(path: Path) -> str:
 
 
 # A path this fast keeps the kernel's packet work (softirq: charged to no lab's cgroup) busy enough that a
-# lab of another figure beside it may not keep up; its figure runs with no other figure's lab beside it.
+# lab beside it may not keep up: its figure runs with no other figure's lab beside it, and one lab of its
+# own.  Its own labs starve one another's tcp_probe readers as they do another figure's: cubicplus/fig12
+# (100 Mbit/s, p90 cost 0.49 of a core, so three labs fit the budget of two cores) failed "tcp_probe
+# reader did not catch up" in 0 of 314 attempts with one lab (af4479f), 9 of 161 with two and 23 of 40
+# with three (bc2b8a3, reproduce all, 2026-12-06).
 FAST_MBPS = 50.0
+FAST_ALONE = (
+    f"a path of {FAST_MBPS:g} Mbit/s or more: its packet work, charged to no lab, starves the tcp_probe "
+    "readers of labs beside it, its own too: one lab at a time"
+)
 
 
 @dataclass(frozen=True)
@@ -128,12 +137,15 @@ def cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def admit(cost: Cost | None, trials: int, machine_cores: int | None = None) -> Admission:
-    """`--jobs auto`: as many labs as the budget carries at the measured cost, at most one per trial."""
+def admit(cost: Cost | None, trials: int, machine_cores: int | None = None, fast: bool = False) -> Admission:
+    """`--jobs auto`: as many labs as the budget carries at the measured cost, at most one per trial; one
+    lab for a figure with a fast path (`fast`: Exclusive.fast), whatever its measured cost."""
     machine_cores = machine_cores or cores()
     budget = HEADROOM * machine_cores
     if trials <= 1:
         return Admission(1, f"{trials} trial to run: one lab")
+    if fast:
+        return Admission(1, FAST_ALONE)
     if cost is None:
         return Admission(
             1, "no trial of this figure has recorded its CPU (cpu_s) yet: one lab; give --jobs N, or run it once"

@@ -68,7 +68,8 @@ def of(
         serial += len(todo) * per_trial + len(settings) * LAB_SECONDS
         cost = admission.measured_cost(fig, out)
         holds = admission.exclusive(fig, quick)
-        labs = admission.admit(cost, sum(settings.values())).jobs  # as a run with --jobs auto would split them
+        # as a run with --jobs auto would split them
+        labs = admission.admit(cost, sum(settings.values()), fast=holds.fast).jobs
         for s, pieces in shards.split(settings, labs).items():
             size, extra = divmod(settings[s], pieces)
             tasks += [

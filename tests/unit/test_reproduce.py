@@ -168,8 +168,9 @@ def one_after_another(found: dict[str, tuple[float, float]]) -> bool:
 def test_figures_on_a_fast_path_or_holding_one_variant_never_run_beside_another(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """spdy's figures load cubic_plus and run 100 Mbit/s paths: however cheap their labs, one at a time, and
-    no iw figure beside one of them; iw's own figures (3 Mbit/s, the kernel's CUBIC) side by side."""
+    """spdy's figures load cubic_plus and run 100 Mbit/s paths: however cheap their labs, one at a time, each
+    with one lab of its own, and no iw figure beside one of them; iw's own figures (3 Mbit/s, the kernel's
+    CUBIC) side by side."""
     record = _no_machine(monkeypatch, tmp_path, seconds=0.3)
     monkeypatch.setattr(admission, "measured_cost", lambda fig, out=None: admission.Cost(0.01, 10, "test"))
     reproduce.cmd_reproduce(parsed("iw,spdy", "--quick", "--out", str(tmp_path)))
@@ -181,6 +182,9 @@ def test_figures_on_a_fast_path_or_holding_one_variant_never_run_beside_another(
         beside = [k for k, (s, e) in found.items() if k != name and s < end and start < e]
         assert beside == [], (name, beside)
     assert not one_after_another(iw)
+    lines = [s for s in map(str.split, record.read_text().splitlines()) if s[0] == "start"]
+    labs = {s[1]: 1 if s[3] == "None" else int(s[3]) for s in lines}  # one lab: no --jobs
+    assert {labs[name] for name in spdy} == {1} and max(labs[name] for name in iw) > 1, labs
     assert admission.exclusive(reproduce.figures_of("spdy")[0], True) == admission.Exclusive(
         frozenset({"cubic_plus"}), fast=True
     )

@@ -99,6 +99,8 @@ def test_auto_admits_labs_under_the_budget_and_says_why() -> None:
     unmeasured = admission.admit(None, trials=100, machine_cores=2)
     assert unmeasured.jobs == 1 and "cpu_s" in unmeasured.why
     assert admission.admit(light, trials=1, machine_cores=2).jobs == 1
+    fast = admission.admit(light, trials=100, machine_cores=2, fast=True)  # a path of 50 Mbit/s or more
+    assert fast.jobs == 1 and fast.why == admission.FAST_ALONE and "its own too" in fast.why
 
 
 def test_the_cost_is_read_from_the_runs_own_rows_first(tmp_path: Path) -> None:
