@@ -185,8 +185,7 @@ def run(
                 todo, cost = left.get(fig.full_name, 0), costs.get(fig.full_name)
                 cores = 0.0 if todo == 0 else (packing.UNMEASURED_CORES if cost is None else cost.cores)
                 room = cap - sum(c.labs for c in running)
-                alone = 1 if holds[fig.full_name].fast else per_figure  # admission.FAST_ALONE
-                most = max(1, min(todo, room, alone))
+                most = max(1, min(todo, room, per_figure))
                 labs = labs_to_admit(tasks, cores, most, machine_cores, lateness, holds[fig.full_name]) if room else 0
                 if labs == 0:
                     continue

@@ -71,11 +71,12 @@ class Task:
         return cls(figure, setting, trials, seconds_per_trial, cores, holds)
 
     def clashes(self, other: Task) -> bool:
-        """Whether the two labs, of two figures, may not run side by side: a variant both load, or a fast
-        path in either (admission.Exclusive).  A figure's own labs share its variants and its path."""
-        if self.figure == other.figure:
-            return False
-        return self.holds.fast or other.holds.fast or bool(self.holds.variants & other.holds.variants)
+        """Whether the two labs may not run side by side (admission.Exclusive): a fast path in either, its
+        own figure's other labs too (admission.FAST_ALONE), or a variant both load, of two figures (a
+        figure's own labs share its variants)."""
+        if self.holds.fast or other.holds.fast:
+            return True
+        return self.figure != other.figure and bool(self.holds.variants & other.holds.variants)
 
     @property
     def seconds(self) -> float:

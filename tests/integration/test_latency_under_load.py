@@ -73,7 +73,7 @@ def long_flow(cc: str, tmp_path: Path) -> dict[str, object]:
             session.stop()
 
 
-def test_cubic_fills_a_bdp_buffer_and_bbr_keeps_the_rtt_well_below_it(tmp_path: Path) -> None:
+def test_cubic_fills_a_deep_buffer_and_bbr_keeps_the_rtt_well_below_it(tmp_path: Path) -> None:
     cubic = long_flow("cubic", tmp_path)
     bbr = long_flow("bbr", tmp_path)
     print(f"latency under load: cubic {cubic['rtt_p50_ms']}/{cubic['rtt_p95_ms']} ms, bbr {bbr['rtt_p50_ms']}/"

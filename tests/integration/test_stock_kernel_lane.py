@@ -21,7 +21,7 @@ from ground.results import REPO
 pytestmark = pytest.mark.root
 
 
-# The guest's suite took 1361 s under TCG here once (the whole lane test 1465 s), usually 616 to 682 s;
+# The guest's suite took 1361 s under TCG here once (the whole lane test 1465 s), usually 610 to 682 s;
 # a guest several times slower from boot on ran past 2100 s once and past 2400 s on CI once.
 GUEST_SUITE_LIMIT_S = 2400
 STOP_GRACE_S = 120

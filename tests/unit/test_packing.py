@@ -116,6 +116,7 @@ def test_labs_of_figures_that_share_a_variant_or_run_a_fast_path_are_never_side_
     assert admitted([quick], a, 8) and not admitted([a], b, 8)
     busy = Task("cubicplus/fig3", "s", 5, 1.0, 0.1, fast)
     assert not admitted([quick], busy, 8) and not admitted([busy], quick, 8) and admitted([], busy, 8)
+    assert busy.clashes(Task("cubicplus/fig3", "s2", 5, 1.0, 0.1, fast)), "a fast path's own labs too"
     # the simulated schedule keeps them apart too: the fast task's lab runs alone
     plan = schedule([busy, quick, Task("iw/fig5a", "s", 5, 1.0, 0.1)], 8)
     for start in plan.starts:
