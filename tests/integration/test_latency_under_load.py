@@ -42,7 +42,7 @@ from ground.ledger import Ledger
 from ground.path import PathSpec
 from ground.trials import TrialLog, read_rows
 from netrepro.front import cli
-from netrepro.runner.session import Session
+from netrepro.runner.session import Metrics, Session
 from netrepro.runner.workloads import WORKLOADS
 from netrepro.studykit.trial import build
 from topologies.lab import Lab
@@ -58,7 +58,7 @@ BBR_CAP = 2.5
 PROBE_HZ = 10  # a ping probe beside each flow (topologies.ping_probe): 200 requests over 20 s
 
 
-def long_flow(cc: str, tmp_path: Path) -> dict[str, object]:
+def long_flow(cc: str, tmp_path: Path) -> Metrics:
     work = tmp_path / cc  # the session's scratch: iperf3's reports
     work.mkdir()
     with Ledger() as ledger, Lab(PATH, ledger, shaper="delayline", cc=cc) as lab:
@@ -78,25 +78,25 @@ def test_cubic_fills_a_deep_buffer_and_bbr_keeps_the_rtt_well_below_it(tmp_path:
     bbr = long_flow("bbr", tmp_path)
     print(f"latency under load: cubic {cubic['rtt_p50_ms']}/{cubic['rtt_p95_ms']} ms, bbr {bbr['rtt_p50_ms']}/"
           f"{bbr['rtt_p95_ms']} ms (p50/p95) over a {RTT_MS:g} ms path")  # fmt: skip
-    assert float(str(cubic["rtt_p95_ms"])) > 2.5 * RTT_MS, cubic
-    assert float(str(cubic["queueing_delay_p95_ms"])) > 1.5 * RTT_MS, cubic
-    assert RTT_MS * 0.95 <= float(str(bbr["rtt_p50_ms"])) <= BBR_CAP * RTT_MS, bbr
-    assert float(str(bbr["rtt_p50_ms"])) < float(str(cubic["rtt_p50_ms"])) - 0.25 * RTT_MS, (bbr, cubic)
+    assert float(cubic["rtt_p95_ms"]) > 2.5 * RTT_MS, cubic
+    assert float(cubic["queueing_delay_p95_ms"]) > 1.5 * RTT_MS, cubic
+    assert RTT_MS * 0.95 <= float(bbr["rtt_p50_ms"]) <= BBR_CAP * RTT_MS, bbr
+    assert float(bbr["rtt_p50_ms"]) < float(cubic["rtt_p50_ms"]) - 0.25 * RTT_MS, (bbr, cubic)
     print(f"queue: cubic {cubic['queue_p50_pkts']}/{cubic['queue_p95_pkts']}/{cubic['queue_max_pkts']}, bbr "
           f"{bbr['queue_p50_pkts']}/{bbr['queue_p95_pkts']}/{bbr['queue_max_pkts']} packets (p50/p95/max)")  # fmt: skip
-    assert int(str(cubic["queue_samples"])) >= 0.9 * 20 / series.STEP_S, cubic
-    assert float(str(cubic["queue_p95_pkts"])) >= 0.5 * BUFFER_PKTS, cubic
-    assert float(str(bbr["queue_p50_pkts"])) < float(str(cubic["queue_p50_pkts"])), (bbr, cubic)
-    assert max(int(str(r["queue_max_pkts"])) for r in (cubic, bbr)) <= BUFFER_PKTS, (cubic, bbr)
+    assert int(cubic["queue_samples"]) >= 0.9 * 20 / series.STEP_S, cubic
+    assert float(cubic["queue_p95_pkts"]) >= 0.5 * BUFFER_PKTS, cubic
+    assert float(bbr["queue_p50_pkts"]) < float(cubic["queue_p50_pkts"]), (bbr, cubic)
+    assert max(int(r["queue_max_pkts"]) for r in (cubic, bbr)) <= BUFFER_PKTS, (cubic, bbr)
     # The ping probe's own packets meet the same queue: CUBIC's replies wait behind a full buffer, BBR's not.
     print(f"ping: cubic {cubic['ping_p50_ms']}/{cubic['ping_p95_ms']} ms, bbr {bbr['ping_p50_ms']}/"
           f"{bbr['ping_p95_ms']} ms (p50/p95); lost {cubic['ping_lost']}, {bbr['ping_lost']} of "
           f"{cubic['ping_sent']}, {bbr['ping_sent']}")  # fmt: skip
     for r in (cubic, bbr):
-        assert int(str(r["ping_sent"])) >= 0.9 * PROBE_HZ * 20, r
-        assert int(str(r["ping_lost"])) <= 0.1 * int(str(r["ping_sent"])), r
-    assert float(str(cubic["ping_p95_ms"])) > 2.5 * RTT_MS, cubic
-    assert RTT_MS * 0.95 <= float(str(bbr["ping_p50_ms"])) <= BBR_CAP * RTT_MS, bbr
+        assert int(r["ping_sent"]) >= 0.9 * PROBE_HZ * 20, r
+        assert int(r["ping_lost"]) <= 0.1 * int(r["ping_sent"]), r
+    assert float(cubic["ping_p95_ms"]) > 2.5 * RTT_MS, cubic
+    assert RTT_MS * 0.95 <= float(bbr["ping_p50_ms"]) <= BBR_CAP * RTT_MS, bbr
 
     # The series, as a run stores it (ground.trials.TrialLog), and `run.sh plot` drawing it.
     tree = tmp_path / "results"
