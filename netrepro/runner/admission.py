@@ -116,6 +116,14 @@ class Exclusive:
     variants: frozenset[str] = frozenset()
     fast: bool = False
 
+    def clashes(self, other: Exclusive, same_figure: bool) -> bool:
+        """Whether a lab holding this may not run beside one holding `other`: a fast path in either, its own
+        figure's other labs too (FAST_ALONE), or a variant both load, of two figures (a figure's own labs
+        share its variants)."""
+        if self.fast or other.fast:
+            return True
+        return not same_figure and bool(self.variants & other.variants)
+
 
 def exclusive(fig: Figure, quick: bool) -> Exclusive:
     """The figure's Exclusive, from its grid (a figure that draws another's rows runs no trial: none)."""

@@ -71,12 +71,8 @@ class Task:
         return cls(figure, setting, trials, seconds_per_trial, cores, holds)
 
     def clashes(self, other: Task) -> bool:
-        """Whether the two labs may not run side by side (admission.Exclusive): a fast path in either, its
-        own figure's other labs too (admission.FAST_ALONE), or a variant both load, of two figures (a
-        figure's own labs share its variants)."""
-        if self.holds.fast or other.holds.fast:
-            return True
-        return self.figure != other.figure and bool(self.holds.variants & other.holds.variants)
+        """Whether the two labs may not run side by side (admission.Exclusive.clashes)."""
+        return self.holds.clashes(other.holds, same_figure=self.figure == other.figure)
 
     @property
     def seconds(self) -> float:
