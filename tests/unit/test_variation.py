@@ -311,3 +311,29 @@ def test_the_counts_are_the_figures_own_not_their_twins(varied: None, tmp_path: 
     assert "figures: 0 agrees" in counted and "(and 1 twin without variation beside them, not counted)" in counted
     assert "0 holds" in counted and "3 undecided" in counted
     assert tally(entries[1:]).startswith("figures: 1 agrees")  # alone, it is a figure like any other
+
+
+def test_the_newcwv_page_s_cells_that_do_not_vary_lose_what_it_says() -> None:
+    """docs/studies/newcwv.md, under "Cells that do not vary", says of fig9's first list of cells that "no
+    burst of these loses a segment in any trial", and of its second that each loses "a whole number of
+    segments" the same in every trial: the rows' values, read here, not the prose's alone."""
+    page = (REPO / "docs" / "studies" / "newcwv.md").read_text()
+    section = " ".join(page.split("\n## Cells that do not vary\n", 1)[1].split("\n## ", 1)[0].split())
+    items = [item for item in section.split("- ") if item.startswith("`newcwv/fig9`")]
+    lossless = next(item for item in items if "No burst of these loses a segment in any trial" in item)
+    whole = next(item for item in items if "loses a whole number of segments" in item)
+    found = [(fig, rows) for fig, rows in _varied_figures() if fig.full_name == "newcwv/fig9"]
+    if not found:
+        pytest.skip("no newcwv/fig9 rows under the study's variation yet")
+    fig, rows = found[0]
+    named = {"lossless": lossless.split(". ")[0], "whole": whole.split(". ")[0]}
+    checked = {"lossless": 0, "whole": 0}
+    for (s, level), c in cells.of_figure(fig, rows).items():
+        name = cells.cell_name(fig, s, level)
+        if f"{name}," in named["lossless"] or f"{name} and" in named["lossless"] or named["lossless"].endswith(name):
+            assert set(c.values) == {0.0}, (name, c.values)
+            checked["lossless"] += 1
+        elif f"{name}," in named["whole"] or f"{name} and" in named["whole"] or named["whole"].endswith(name):
+            assert c.fixed and min(c.values) > 0, (name, c.values)  # a loss, the same in every trial
+            checked["whole"] += 1
+    assert checked == {"lossless": 11, "whole": 3}, checked
