@@ -275,6 +275,18 @@ def _varied_figures() -> list[tuple[Figure, list[Row]]]:
     return found
 
 
+def _items_not_varying(page: str, figure: str) -> list[str]:
+    """The items of a study page's "Cells that do not vary" that name `figure` in backticks, each on one line."""
+    section = " ".join(page.split("\n## Cells that do not vary\n", 1)[1].split("\n## ", 1)[0].split())
+    return [item for item in section.split("- ") if item.startswith(f"`{figure}`")]
+
+
+def _names(item: str, name: str) -> bool:
+    """Whether an item's list of cells (its first sentence: "a, b and c.") names the cell `name`."""
+    listed = item.split(". ")[0]
+    return f"{name}," in listed or f"{name} and" in listed or listed.endswith(name)
+
+
 def test_a_cell_whose_trials_do_not_vary_under_variation_is_explained_on_its_study_s_page() -> None:
     """No figure of the reference has a cell whose trials are identical (cells.of_figure: equal, or on a path
     without jitter within the delay line's timer noise) unless its study's page says why that is physics,
@@ -286,8 +298,7 @@ def test_a_cell_whose_trials_do_not_vary_under_variation_is_explained_on_its_stu
             continue
         page = (REPO / "docs" / "studies" / f"{fig.study}.md").read_text()
         assert "\n## Cells that do not vary\n" in page, (fig.full_name, fixed)
-        section = " ".join(page.split("\n## Cells that do not vary\n", 1)[1].split("\n## ", 1)[0].split())
-        items = [item for item in section.split("- ") if item.startswith(f"`{fig.full_name}`")]
+        items = _items_not_varying(page, fig.full_name)
         assert items, (fig.full_name, fixed)
         unexplained = [f for f in fixed if not any(f in item or "every cell" in item for item in items)]
         assert not unexplained, (fig.full_name, unexplained)
@@ -317,23 +328,20 @@ def test_the_newcwv_page_s_cells_that_do_not_vary_lose_what_it_says() -> None:
     """docs/studies/newcwv.md, under "Cells that do not vary", says of fig9's first list of cells that "no
     burst of these loses a segment in any trial", and of its second that each loses "a whole number of
     segments" the same in every trial: the rows' values, read here, not the prose's alone."""
-    page = (REPO / "docs" / "studies" / "newcwv.md").read_text()
-    section = " ".join(page.split("\n## Cells that do not vary\n", 1)[1].split("\n## ", 1)[0].split())
-    items = [item for item in section.split("- ") if item.startswith("`newcwv/fig9`")]
+    items = _items_not_varying((REPO / "docs" / "studies" / "newcwv.md").read_text(), "newcwv/fig9")
     lossless = next(item for item in items if "No burst of these loses a segment in any trial" in item)
     whole = next(item for item in items if "loses a whole number of segments" in item)
     found = [(fig, rows) for fig, rows in _varied_figures() if fig.full_name == "newcwv/fig9"]
     if not found:
         pytest.skip("no newcwv/fig9 rows under the study's variation yet")
     fig, rows = found[0]
-    named = {"lossless": lossless.split(". ")[0], "whole": whole.split(". ")[0]}
     checked = {"lossless": 0, "whole": 0}
     for (s, level), c in cells.of_figure(fig, rows).items():
         name = cells.cell_name(fig, s, level)
-        if f"{name}," in named["lossless"] or f"{name} and" in named["lossless"] or named["lossless"].endswith(name):
+        if _names(lossless, name):
             assert set(c.values) == {0.0}, (name, c.values)
             checked["lossless"] += 1
-        elif f"{name}," in named["whole"] or f"{name} and" in named["whole"] or named["whole"].endswith(name):
+        elif _names(whole, name):
             assert c.fixed and min(c.values) > 0, (name, c.values)  # a loss, the same in every trial
             checked["whole"] += 1
     assert checked == {"lossless": 11, "whole": 3}, checked
