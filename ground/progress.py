@@ -5,6 +5,9 @@ The time left is the time so far scaled by the work left over the work done
 each trial one unit, unless the caller weighs them (`work`: `reproduce`
 weighs each trial by its figure's estimated seconds a trial, so an hour of
 one-second trials does not promise that minute-long ones will be as quick).
+The time so far is counted from when the work began: from the bar's making,
+unless the caller says the work began later (`begin`: `reproduce` first draws
+finished figures again from their stored rows, which is no trial's time).
 
 On a terminal the bar is the last line of stderr, redrawn in place; when the
 CLI's log handler (`logs.Console`) writes there, the bar goes through it, so a
@@ -38,19 +41,27 @@ class Progress:
         self.stream = stream
         self.done = 0
         self.began = time.monotonic()
+        self.paced: float | None = None  # when the work the estimate paces began (begin), else began
         self.tty = stream.isatty()
 
     def line(self, note: str = "") -> str:
         width = 30
         # filled as the time left is estimated: by the work done, not the trials counted
         filled = min(int(width * self.worked / self.work), width) if self.work > 0 else 0
-        elapsed = time.monotonic() - self.began
-        left = elapsed / self.worked * max(self.work - self.worked, 0.0) if self.worked > 0 else None
+        now = time.monotonic()
+        elapsed, working = now - self.began, now - (self.began if self.paced is None else self.paced)
+        left = working / self.worked * max(self.work - self.worked, 0.0) if self.worked > 0 else None
         eta = _clock(left) if left is not None else "?"
         return (
             f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} "
             f"trials, {_clock(elapsed)} elapsed, ~{eta} left{'  ' + note if note else ''}"
         )
+
+    def begin(self) -> None:
+        """The work the bar counts begins now (the first call only): the time left is paced from here,
+        the elapsed time still from the bar's making."""
+        if self.paced is None:
+            self.paced = time.monotonic()
 
     def step(self, note: str = "", work: float = 1.0) -> None:
         """One trial home, `work` units of the whole's (one, unless the bar was given its `work`)."""

@@ -35,6 +35,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -191,6 +192,8 @@ def run(
                     continue
                 waiting.remove(fig)
                 child = _start(fork, fig, labs, cores, holds[fig.full_name], args, command, log_dir)
+                if todo:
+                    progress.begin()  # what ran before drew finished figures again: no trial's time
                 running.append(child)
                 tasks += child.tasks()
             _show(
@@ -221,11 +224,21 @@ def run(
 
 
 def trial_weights(plans: Sequence[Plan]) -> dict[str, float]:
-    """Each figure's estimated seconds a trial (its stored result's, else its declared duration), and for one
-    with neither the mean of the others': what a trial of it weighs in the run's time left."""
+    """Each figure's estimated seconds a trial (its stored result's, else its declared duration): what a trial
+    of it weighs in the run's time left.  One with neither takes the nearest it has: its declared figure's
+    (a browser or a setting derived from it), else the median of its study's, else of all the others'
+    (a median: one study's minute-long trials must not make a page load of a second weigh half a minute)."""
     known = {p.fig.full_name: s for p in plans if (s := p.seconds_per_trial()) is not None and s > 0}
-    fallback = sum(known.values()) / len(known) if known else 1.0
-    return {p.fig.full_name: known.get(p.fig.full_name, fallback) for p in plans}
+
+    def nearest(fig: Figure) -> float:
+        if fig.full_name in known:
+            return known[fig.full_name]
+        if fig.declared is not None and fig.declared.full_name in known:
+            return known[fig.declared.full_name]
+        kin = [s for name, s in known.items() if name.split("/")[0] == fig.study]
+        return statistics.median(kin or list(known.values()) or [1.0])
+
+    return {p.fig.full_name: nearest(p.fig) for p in plans}
 
 
 def _same_rows(a: Figure, b: Figure) -> bool:

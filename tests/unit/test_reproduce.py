@@ -21,6 +21,7 @@ from expts import iw as iw_study
 from ground.errors import SetupError, UserError
 from netrepro.front import cli, figure_commands, reproduce, side_by_side
 from netrepro.runner import admission, derive, estimate, packing, preflight, shards
+from netrepro.studykit.spec import Figure
 
 
 def parsed(*argv: str) -> argparse.Namespace:
@@ -377,6 +378,20 @@ def test_the_time_left_weighs_each_trial_by_its_figures_estimate() -> None:
     unknown = Plan(unknown.fig, False, unknown.grid, 1, None)  # nothing stored, no declared duration
     assert unknown.seconds_per_trial() is None
     assert side_by_side.trial_weights([unknown, Plan.of(figures[1])])["iw/fig2"] == weight["cubicplus/fig3"]
+
+    # nothing stored: its declared figure's, else its own study's median, never one pulled by another study's
+    def bare(fig: Figure) -> Plan:
+        plan = Plan.of(fig)
+        return Plan(plan.fig, False, plan.grid, 1, None)
+
+    kept = {f.full_name: f for f in expts.kept_figures()}
+    browser, tiny = bare(kept["cubicplus/fig12@client=firefox"]), bare(expts.find("cubicplus/tiny"))
+    assert browser.fig.declared is not None and browser.fig.declared.full_name == "cubicplus/fig12"
+    cubicplus = ["cubicplus/fig4", "cubicplus/fig5", "cubicplus/fig12"]
+    slow = ["newcwv/fig8", "newcwv/table2"]  # 50 s a trial and more
+    weight = side_by_side.trial_weights([browser, tiny, *(Plan.of(expts.find(n)) for n in [*cubicplus, *slow])])
+    assert weight["cubicplus/fig12@client=firefox"] == weight["cubicplus/fig12"]
+    assert weight["cubicplus/tiny"] == sorted(weight[n] for n in cubicplus)[1] < 20.0
     # ten one-second trials home in 10 s, one 100 s trial left: 100 s left, not 1 s
     bar = Progress(11, "reproduce", stream=io.StringIO(), work=110.0)
     for _ in range(10):
@@ -388,6 +403,15 @@ def test_the_time_left_weighs_each_trial_by_its_figures_estimate() -> None:
     plain.step()
     plain.began -= 30.0
     assert "~0:00:30 left" in plain.line()
+    # the work began 20 s in (finished figures drawn again before it): one trial in 10 s, 10 s left
+    late = Progress(2, "run", stream=io.StringIO())
+    late.began -= 30.0
+    late.begin()
+    late.paced = late.began + 20.0
+    late.step()
+    assert "0:00:30 elapsed, ~0:00:10 left" in late.line()
+    late.begin()  # the first call only
+    assert late.paced == late.began + 20.0
 
 
 def test_the_dry_run_of_a_resumed_run_estimates_the_trials_it_has_left(
