@@ -6,8 +6,8 @@ each trial one unit, unless the caller weighs them (`work`: `reproduce`
 weighs each trial by its figure's estimated seconds a trial, so an hour of
 one-second trials does not promise that minute-long ones will be as quick).
 The time so far is counted from when the work began: from the bar's making,
-unless the caller says the work began later (`begin`: `reproduce` first draws
-finished figures again from their stored rows, which is no trial's time).
+unless the caller says the work began later (`begin`: a resumed `reproduce`
+may first draw finished figures again from their stored rows, no trial's time).
 
 On a terminal the bar is the last line of stderr, redrawn in place; when the
 CLI's log handler (`logs.Console`) writes there, the bar goes through it, so a
