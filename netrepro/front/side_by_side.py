@@ -235,7 +235,7 @@ def trial_weights(plans: Sequence[Plan]) -> dict[str, float]:
             return known[fig.full_name]
         if fig.declared is not None and fig.declared.full_name in known:
             return known[fig.declared.full_name]
-        kin = [s for name, s in known.items() if name.split("/")[0] == fig.study]
+        kin = [known[p.fig.full_name] for p in plans if p.fig.study == fig.study and p.fig.full_name in known]
         return statistics.median(kin or list(known.values()) or [1.0])
 
     return {p.fig.full_name: nearest(p.fig) for p in plans}
