@@ -38,10 +38,11 @@ KEY = "variation"
 STUDY = "study"  # the study's declared variation
 NONE = "none"  # the emulator without variation: each trial's start phase only
 CHOICES = (STUDY, NONE)
-# What a figure whose setting does not name a variation runs with.  `none` until the reference is measured
-# again with each study's variation (`run.sh reproduce all`): the stored rows are the emulator's without
-# variation, and a declared figure judges the rows its own grid names, so the default moves with the rows.
-DECLARED = NONE
+# What a figure whose setting does not name a variation runs with: its study's, as the reference was measured
+# (`run.sh reproduce all` from bc2b8a3).  The rows without variation (af4479f) stay beside each such figure as
+# its twin `@variation=none` (Figure.unvaried); a declared figure judges the rows its own grid names, so this
+# default and the stored rows move together.
+DECLARED = STUDY
 
 
 @dataclass(frozen=True)
