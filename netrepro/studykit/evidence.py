@@ -91,14 +91,16 @@ def readers(fig: Figure, figures: Iterable[Figure]) -> list[Figure]:
 
 def rows_beside(fig: Figure, name: str, rows: Rows, trees: Sequence[Path] | None = None) -> Rows:
     """The latest rows of the study's figure `name` from the results tree whose CSV holds these rows (a
-    run's results, or the reference reproduction); none where no tree holds them (another --out, a derived
-    figure: its directory has no such figure)."""
+    run's results, or the reference reproduction); for a derived figure, those of `name` derived the same
+    way (fig5@variation=none reads fig3@variation=none's); none where no tree holds them (another --out,
+    a derivation of `name` not measured)."""
     # plain copies: matching the rows to a tree reads no measurement for a claim (studykit.reads)
     ours = {(r.key, r.text(fig.y)) for r in map(Row, rows)}
     for tree in trees if trees is not None else (results.RESULTS, results.REFERENCE):
         here = tree / fig.directory / fig.csv_name
         if ours and here.is_file() and ours <= {(r.key, r.text(fig.y)) for r in read_rows(here)}:
-            there = tree / fig.directory / f"{name}.csv"
+            beside = f"{fig.study}/{name}@{fig.variant}" if fig.variant else fig.study
+            there = tree / beside / f"{name}.csv"
             return latest_rows(read_rows(there)) if there.is_file() else []
     return []
 

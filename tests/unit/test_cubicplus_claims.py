@@ -125,6 +125,21 @@ def test_the_larger_pages_trials_come_from_the_tree_that_holds_these(
     assert evidence.rows_beside(small, "fig4", ours) == []  # no such figure beside them
 
 
+def test_a_derived_figure_reads_the_larger_page_derived_the_same_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small, large = fig("fig5").derive({"variation": "none"}), fig("fig3").derive({"variation": "none"})
+    monkeypatch.setattr("ground.results.RESULTS", tmp_path / "results")
+    reference = tmp_path / "reference"
+    ours = gain_rows(small, 1.3, seed=1)
+    write(reference / small.directory / small.csv_name, ours)
+    write(reference / "cubicplus" / "fig3.csv", gain_rows(fig("fig3"), 1.1, seed=4))  # the declared one's
+    assert evidence.rows_beside(small, "fig3", ours, (reference,)) == []  # fig3@variation=none not measured
+    write(reference / large.directory / large.csv_name, gain_rows(large, 2.0, seed=3))
+    assert small.directory == "cubicplus/fig5@variation=none" and large.directory == "cubicplus/fig3@variation=none"
+    assert evidence.rows_beside(small, "fig3", ours, (reference,)) == gain_rows(large, 2.0, seed=3)
+
+
 def window_rows(f: Figure, throughput: dict[int, float], odd: dict[int, float] | None = None) -> list[Row]:
     """The three CUBICs' throughput at each window; `odd` replaces CUBIC+ RTT-scaled K's."""
     out = []
