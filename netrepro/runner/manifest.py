@@ -34,6 +34,7 @@ from netrepro.runner.workloads import CLIENT
 from netrepro.studykit import cells, claims, evidence, plot
 from netrepro.studykit.declared import Declaration
 from netrepro.studykit.spec import Figure, Params, Point, Rows, variant_name
+from netrepro.studykit.variation import KEY as VARIATION_KEY
 
 log = logging.getLogger("netrepro.runner.manifest")
 
@@ -248,23 +249,29 @@ def reference_of(fig: Figure, out: Path, reference: Path | None = None) -> Refer
     run that writes the reference itself, and where there is none; but a
     figure derived only by who loads the page (`--set client=chromium`) is
     drawn beside the declared figure's reference, its loads by h2load (the
-    two differ in the client alone), its own stored reference too.
+    two differ in the client alone), its own stored reference too; and such
+    a figure without variation (`client=chromium+variation=none`) beside the
+    declared figure's twin (`@variation=none`), whose loads by h2load differ
+    from its own in the client alone.
     """
     reference = reference or results.REFERENCE
     of = ""
     derived_by = "+".join(f"{k}={v}" for k, v in fig.overrides.items())
+    client = {k: v for k, v in fig.overrides.items() if k in CLIENT_KEYS}
+    rest = {k: v for k, v in fig.overrides.items() if k not in CLIENT_KEYS}
     declared = fig.declared
-    if declared is not None and set(fig.overrides) <= CLIENT_KEYS and fig.variant == variant_name(derived_by):
-        of = f"the reference of {declared.full_name} as declared (client {CLIENT.default}), beside {derived_by}"
-        fig = declared
-    csv_path = reference / fig.study / fig.csv_name
+    if declared is not None and client and set(rest) <= {VARIATION_KEY} and fig.variant == variant_name(derived_by):
+        fig = declared.derive(rest) if rest else declared
+        by = "+".join(f"{k}={v}" for k, v in client.items())
+        of = f"the reference of {fig.full_name} as declared (client {CLIENT.default}), beside {by}"
+    csv_path = reference / fig.directory / fig.csv_name
     # a figure is not drawn beside itself (a run that writes the reference), but beside the declared one
     itself = out.resolve() == reference.resolve() and not of
-    if fig.variant or itself or not csv_path.is_file():
+    if (fig.variant and not of) or itself or not csv_path.is_file():
         return None
     made_by: dict[str, Any] = {"seed": DEFAULT_SEED}
     try:
-        stored = read_manifest(reference / fig.study / f"{fig.name}.manifest.json")
+        stored = read_manifest(reference / fig.directory / f"{fig.name}.manifest.json")
         made_by = {
             "git": stored.commit,
             "kernel": stored.doc.get("kernel"),

@@ -587,7 +587,8 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
             print(f"  --plot-only: {missing} trials missing, not run", flush=True)
     elif todo:
         missing = runner.run(todo)
-    looked = _looks(fig, opts, grid, trials, trial_log, runner, manifest_path)
+    with evidence.searching(opts.out):  # the other figures a claim reads: this run's tree first
+        looked = _looks(fig, opts, grid, trials, trial_log, runner, manifest_path)
     if looked is not None:
         planned = len(evidence.wanted(grid, trials, looked.reached))
     wanted = evidence.wanted(grid, trials, looked.reached if looked else None)
@@ -602,7 +603,8 @@ def _run_figure(fig: Figure, opts: Options, csv_path: Path, needs: preflight.Nee
         plot.add_to_caption(png, [f"dashed, hollow: {reference.of}"])
     plot.add_to_caption(png, discarded_for_ssthresh(attempts))
     # once: the caption, the manifest and the terminal show it; after looks, each claim as its looks froze it
-    judgement = judgement_of(fig, points, rows, looked.judged if looked else None)
+    with evidence.searching(opts.out):
+        judgement = judgement_of(fig, points, rows, looked.judged if looked else None)
     beside_unvaried(judgement, fig, opts.out)
     plot.add_to_caption(png, judgement_lines(judgement))
     for drawn in (png, png.with_suffix(".svg"), png.with_name(f"{png.stem}.caption.txt")):

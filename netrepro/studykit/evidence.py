@@ -7,7 +7,8 @@ each; with `--until-decided`, the trials each setting reached, as its
 manifest's `sequential.trials_judged` records them: `wanted`), and the
 rows of every other figure one of its claims reads
 (`decisions.Computed.reads`: cubicplus/fig5's gain beside fig3's and
-fig4's), found in the same results tree (`rows_beside`).  `stale` reads a
+fig4's), found in the same results tree (`rows_beside`: a run's own --out, which
+the run names with `searching`, or the project's results/ and reference).  `stale` reads a
 stored manifest's digests against the rows stored now: `run.sh list`, the
 report and a unit test say which stored verdicts no longer stand on the
 rows beside them, and a --plot-only run re-judges them.
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,14 +92,33 @@ def readers(fig: Figure, figures: Iterable[Figure]) -> list[Figure]:
     return [f for f in figures if f.study == fig.study and f.name != fig.name and fig.name in figures_read(f)]
 
 
+# The results tree of the run judging (its --out), searched before the project's own (`searching`).
+_RUN_TREE: ContextVar[Path | None] = ContextVar("run_tree", default=None)
+
+
+@contextmanager
+def searching(tree: Path) -> Iterator[None]:
+    """Judge with `tree`, a run's --out, searched first for the rows of the other figures a claim reads."""
+    token = _RUN_TREE.set(tree)
+    try:
+        yield
+    finally:
+        _RUN_TREE.reset(token)
+
+
+def _trees() -> tuple[Path, ...]:
+    run = _RUN_TREE.get()
+    return tuple(dict.fromkeys([*([run] if run is not None else []), results.RESULTS, results.REFERENCE]))
+
+
 def rows_beside(fig: Figure, name: str, rows: Rows, trees: Sequence[Path] | None = None) -> Rows:
-    """The latest rows of the study's figure `name` from the results tree whose CSV holds these rows (a
-    run's results, or the reference reproduction); for a derived figure, those of `name` derived the same
-    way (fig5@variation=none reads fig3@variation=none's); none where no tree holds them (another --out,
-    a derivation of `name` not measured)."""
+    """The latest rows of the study's figure `name` from the results tree whose CSV holds these rows (the
+    judging run's --out, results/, or the reference reproduction); for a derived figure, those of `name`
+    derived the same way (fig5@variation=none reads fig3@variation=none's); none where no tree searched
+    holds them, or where that tree has not measured `name`."""
     # plain copies: matching the rows to a tree reads no measurement for a claim (studykit.reads)
     ours = {(r.key, r.text(fig.y)) for r in map(Row, rows)}
-    for tree in trees if trees is not None else (results.RESULTS, results.REFERENCE):
+    for tree in trees if trees is not None else _trees():
         here = tree / fig.directory / fig.csv_name
         if ours and here.is_file() and ours <= {(r.key, r.text(fig.y)) for r in read_rows(here)}:
             beside = f"{fig.study}/{name}@{fig.variant}" if fig.variant else fig.study

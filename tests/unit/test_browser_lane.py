@@ -20,6 +20,7 @@ import pytest
 
 import expts
 from ground.errors import SetupError, UserError
+from ground.results import REFERENCE
 from kmod import loader
 from netrepro.runner import manifest, preflight
 from servers import browser, content, devtools
@@ -244,3 +245,7 @@ def test_a_figure_derived_by_its_client_is_drawn_beside_the_declared_reference(t
     assert {p.series for p in reference.points} == stored & {s.label for s in fig.series}
     other = fig.derive({"client": "chromium", "rtt": "50ms"})
     assert manifest.reference_of(other, tmp_path) is None  # another path: not the reference's trials
+    twin = derived.unvaried()  # client=chromium+variation=none: beside h2load's twin, fig6@variation=none
+    assert twin is not None and (beside := manifest.reference_of(twin, tmp_path)) is not None
+    assert beside.csv == REFERENCE / "cubicplus" / "fig6@variation=none" / "fig6.csv"
+    assert "reference of cubicplus/fig6@variation=none as declared (client h2load)" in beside.of

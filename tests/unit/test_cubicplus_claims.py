@@ -123,6 +123,12 @@ def test_the_larger_pages_trials_come_from_the_tree_that_holds_these(
     assert evidence.rows_beside(small, "fig3", theirs) == gain_rows(large, 1.1, seed=4)
     assert evidence.rows_beside(small, "fig3", gain_rows(small, 1.3, seed=5)) == []  # held by neither
     assert evidence.rows_beside(small, "fig4", ours) == []  # no such figure beside them
+    elsewhere = tmp_path / "out"  # a run's --out: searched first while that run judges
+    write(elsewhere / "cubicplus" / "fig5.csv", ours)
+    write(elsewhere / "cubicplus" / "fig3.csv", gain_rows(large, 1.5, seed=6))
+    with evidence.searching(elsewhere):
+        assert evidence.rows_beside(small, "fig3", ours) == gain_rows(large, 1.5, seed=6)
+    assert evidence.rows_beside(small, "fig3", ours) == gain_rows(large, 2.0, seed=3)
 
 
 def test_a_derived_figure_reads_the_larger_page_derived_the_same_way(

@@ -86,3 +86,24 @@ def test_a_figure_that_reads_another_is_judged_again_with_it() -> None:
 def test_every_stored_verdict_stands_on_the_rows_beside_it(fig: Figure) -> None:
     manifest = read_manifest(REFERENCE / fig.directory / f"{fig.name}.manifest.json").doc
     assert evidence.stale(fig, manifest, REFERENCE) == [], f"re-judge it: run.sh {fig.full_name} --plot-only"
+
+
+def test_a_run_reads_the_other_figures_of_a_claim_from_its_own_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run with --out outside the project (reproduce's tree) judges fig5's gain beside the fig3 and fig4
+    it measured there, not on none."""
+    import shutil
+
+    from netrepro.runner import sweep
+
+    out = tmp_path / "out"
+    (out / "cubicplus").mkdir(parents=True)
+    for name in ("fig3", "fig4", "fig5"):
+        shutil.copy(REFERENCE / "cubicplus" / f"{name}.csv", out / "cubicplus")
+    monkeypatch.setattr("ground.results.RESULTS", tmp_path / "results")  # neither holds these rows
+    monkeypatch.setattr("ground.results.REFERENCE", tmp_path / "reference")
+    sweep.run_figure(expts.find("cubicplus/fig5"), sweep.Options(out=out, plot_only=True))
+    verdict = read_manifest(out / "cubicplus" / "fig5.manifest.json").doc["verdict"]
+    assert verdict["inputs"]["cubicplus/fig3"] != evidence.digest([])
+    assert "trials are not beside these" not in verdict["claims"][1]["evidence"]
