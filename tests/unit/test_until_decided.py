@@ -252,18 +252,19 @@ def test_a_budget_below_the_declared_trials_is_refused_before_anything(capsys: p
 
 
 def test_a_redraw_looks_as_the_run_did_and_its_judgement_is_not_stale(tmp_path: Path) -> None:
-    # cubicplus/fig3's stored rows, read as 5 trials a setting with a budget of 10: the rows beyond the
-    # fifth are the second look's, already in the CSV (a --plot-only runs no trial)
+    # cubicplus/fig3's stored rows without variation (its twin's), read as 5 trials a setting with a budget
+    # of 10: the rows beyond the fifth are the second look's, already in the CSV (a --plot-only runs no trial)
     import expts
     from ground.manifests import read_manifest
     from ground.results import REFERENCE
     from netrepro.runner import sweep
 
-    shutil.copytree(REFERENCE / "cubicplus", tmp_path / "cubicplus", ignore=shutil.ignore_patterns("*@*", "*.series"))
-    fig = expts.find("cubicplus/fig3")
+    fig = expts.find("cubicplus/fig3").unvaried()
+    assert fig is not None
+    shutil.copytree(REFERENCE / fig.directory, tmp_path / fig.directory)
     opts = sweep.Options(out=tmp_path, trials=5, plot_only=True, until=UntilDecided(10))
     sweep.run_figure(fig, opts)
-    manifest = read_manifest(tmp_path / "cubicplus" / "fig3.manifest.json").doc
+    manifest = read_manifest(tmp_path / fig.directory / "fig3.manifest.json").doc
     looked = manifest["sequential"]
     assert [look["look"] for look in looked["looks"]] == [1, 2] and looked["design"]["budget"] == 10
     assert len(looked["trials_judged"]) == 8 and set(looked["trials_judged"].values()) == {10}
@@ -271,7 +272,7 @@ def test_a_redraw_looks_as_the_run_did_and_its_judgement_is_not_stale(tmp_path: 
     assert evidence.stale(fig, manifest, tmp_path) == []
     # a plain redraw replays the looks its manifest records, and judges the same
     sweep.run_figure(fig, sweep.Options(out=tmp_path, trials=5, plot_only=True))
-    again = read_manifest(tmp_path / "cubicplus" / "fig3.manifest.json").doc
+    again = read_manifest(tmp_path / fig.directory / "fig3.manifest.json").doc
     assert again["verdict"] == manifest["verdict"] and again["sequential"]["looks"] == looked["looks"]
 
 
