@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ground.manifests import read_manifest
 from ground.trials import Row
+from ground.units import parse_duration
 from netrepro.front.docrows import Facts, Stored, change, figure_facts, levels, mean, ms, pct, table, values, where
 
 NEWCWV_RUNS = (
@@ -23,6 +24,9 @@ NEWCWV_RUNS = (
     ("newcwv/pacing@idle_s=5/pacing", "newcwv.pacing_idle5"),
     ("newcwv/pacing@jitter=3ms/pacing", "newcwv.pacing_jitter"),
     ("newcwv/pacing@idle_s=5+jitter=3ms/pacing", "newcwv.pacing_idle5_jitter"),
+    # the twins without variation: the rows of af4479f, the delay line's timing exact
+    ("newcwv/pacing@variation=none/pacing", "newcwv.pacing_none"),
+    ("newcwv/pacing@idle_s=5+variation=none/pacing", "newcwv.pacing_idle5_none"),
 )
 BASE, CWV, KEEP, PACED = "NewReno+SACK", "newCWV", "Reno, no restart", "newCWV, paced"
 
@@ -131,6 +135,9 @@ def _newcwv_uncongested(stored: Stored) -> Facts:
     large = [*where(rows, series=CWV, burst_kb="40"), *where(rows, series=CWV, burst_kb="80")]
     facts["newcwv.fig7.bursts4080"] = str(len(_per_burst(large, "burst_ms")))
     facts["newcwv.fig7.ms4080"] = _span(_per_burst(large, "burst_ms"))
+    rtt_ms = parse_duration(large[0].text("rtt")).ms if large else 0.0
+    one_round = sum(1 for ms in _per_burst(large, "burst_ms") if ms < 1.5 * rtt_ms)  # within 1.5 RTTs
+    facts["newcwv.fig7.one_round4080"] = f"{one_round} of {len(_per_burst(large, 'burst_ms'))}"
     spread = max(
         max(v) - min(v)
         for kb in levels(rows, "burst_kb")
@@ -218,12 +225,20 @@ def _newcwv_table2(stored: Stored) -> Facts:
             f"{statistics.median(_per_burst(where(big, series=arm), 'first_flight_ms')):.1f} ms"
         )
     body = []
+    unvaried = where(stored.rows("newcwv/table2@variation=none/table2"), burst_kb="80")  # af4479f's
     for arm in (BASE, CWV, PACED, KEEP):
         mine = where(big, series=arm)
         per = values(mine, "retrans_per_burst")
         first, sent = (sum(_per_burst(mine, c)) for c in ("first_flight_retransmitted", "retransmitted"))
-        body.append([arm, str(len(per)), _mean_se(per, lambda v: f"{v:.1f}"), f"{first:.0f} of {sent:.0f}"])
-    head = ["arm", "trials", "sent again per 80 KB burst (mean ± SE)", "of them first sent in the first flight"]
+        before = _mean_se(values(where(unvaried, series=arm), "retrans_per_burst"), lambda v: f"{v:.1f}")
+        body.append([arm, str(len(per)), _mean_se(per, lambda v: f"{v:.1f}"), f"{first:.0f} of {sent:.0f}", before])
+    head = [
+        "arm",
+        "trials",
+        "sent again per 80 KB burst (mean ± SE)",
+        "of them first sent in the first flight",
+        "without variation (mean ± SE)",
+    ]
     facts["newcwv.table2.losses"] = table(head, body)
     base, cwv = (mean(big, "mean_burst_ms", series=s) for s in (BASE, CWV))
     facts["newcwv.table2.ratio80"] = f"{base / cwv:.2f}"
@@ -245,6 +260,8 @@ PACING_RUNS = (
     ("newcwv/pacing@idle_s=5/pacing", "5 s"),
     ("newcwv/pacing@jitter=3ms/pacing", "1 s, jitter ±3 ms"),
     ("newcwv/pacing@idle_s=5+jitter=3ms/pacing", "5 s, jitter ±3 ms"),
+    ("newcwv/pacing@variation=none/pacing", "1 s, without variation"),
+    ("newcwv/pacing@idle_s=5+variation=none/pacing", "5 s, without variation"),
 )
 
 

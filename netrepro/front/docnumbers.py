@@ -195,8 +195,11 @@ def web_facts(stored: Stored) -> Facts:
         body.append([level.replace("%", " %"), *(ms(t) for t in times), f"{times[2] / times[3]:.2f}"])
     head = ["loss", "H1, many small", "H2, many small", "H1, few large", "H2, few large", "H1 / H2, few large"]
     facts["web.plt_loss.table"] = table(head, body)
-    for p, key in (("2", "h2"), ("1.1", "h1")):
-        facts[f"web.plt_loss.{key}_4"] = ms(median(loss, y, loss="4%", series=f"HTTP/{p}, {small}"))
+    small_ratios = [f"{ratio(loss, small, loss=level):.2f}" for level in levels(loss, "loss")]
+    facts["web.plt_loss.small_ratios"] = ", ".join(small_ratios[:-1]) + " and " + small_ratios[-1]
+    facts["web.plt_loss.levels"] = ", ".join(lv[:-1] for lv in levels(loss, "loss")[:-1]) + (
+        f" and {levels(loss, 'loss')[-1][:-1]} %"
+    )
     for level in ("2%", "4%"):
         faster = ratio(loss, few, loss=level)
         facts[f"web.plt_loss.h1_faster_{level[:-1]}"] = f"{faster:.1f}"
@@ -394,7 +397,34 @@ def reference_facts(stored: Stored) -> Facts:
         )
     facts = {"reference.table": table(["CSV", "trials", "rows from", "lab time"], body)}
     facts["reference.studies"] = table(["study", "lab time"], [[s, f"{t:.0f} s"] for s, t in total.items()])
+    facts["reference.unverified"] = unverified_paths(stored.tree)
     return facts
+
+
+def unverified_paths(tree: Path) -> str:
+    """Each path of a stored figure (not a twin: its paths are its own figure's before) whose verification
+    read a check outside its tolerance: the check, what it measured against its bounds, and the RTT
+    samples' 99th percentile (a late reply spreads them)."""
+    body = []
+    for path in sorted(tree.rglob("*.manifest.json")):
+        if "variation=none" in path.parent.name:
+            continue
+        with contextlib.suppress(ManifestUnreadable):
+            doc = read_manifest(path).doc
+            for setting, found in sorted((doc.get("verification") or {}).items()):
+                if not isinstance(found, dict) or found.get("ok", True):
+                    continue
+                checks = [c for c in found.get("checks") or [] if isinstance(c, dict)]
+                failed = [
+                    f"{c['name']}: {c['measured']:.3g} {c['unit']} ({c['low']:.3g} to {c['high']:.3g})"
+                    for c in checks
+                    if not c.get("ok", True)
+                ]
+                p99 = next((c["detail"].get("p99") for c in checks if c.get("name") == "rtt"), None)
+                body.append(
+                    [str(doc.get("figure", path.stem)), setting, "; ".join(failed), f"{p99:g} ms" if p99 else ""]
+                )
+    return table(["figure", "path", "checks outside tolerance", "RTT p99"], body) if body else "Every path verified."
 
 
 STUDIES: tuple[Callable[[Stored], Facts], ...] = (

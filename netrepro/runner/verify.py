@@ -16,7 +16,9 @@ Checks of the first pair are named `rtt`, `goodput`, `loss_down`,
   jitter   (where set; the pings then 2 J apart, so that none waits behind
            another) the RTT samples' standard deviation within 0.65-1.35
            times the model's, sqrt(sum of J^2/3 over the stages crossed),
-           plus 0.3 ms of the lab's own timing noise
+           plus 0.3 ms of the lab's own timing noise; where the model's is
+           below half the step ping prints to (1 ms from an RTT of 100 ms),
+           from 0 to that plus half a step
   goodput  within 5 % of the ideal rate x MSS/frame (1448/1514 at MTU 1500),
            and one segment's share of the count over the measured seconds
   loss     the count of lost datagrams inside the 99 % binomial interval
@@ -186,11 +188,25 @@ def ping_interval(path: PathSpec) -> float:
     return max(0.02, 2 * path.jitter.seconds, 2 * PING_FRAME * 8 / slower)
 
 
-def jitter_bounds_ms(sd_ms: float) -> tuple[float, float]:
+def jitter_bounds_ms(sd_ms: float, resolution_ms: float = 0.0) -> tuple[float, float]:
     """Where the standard deviation of 30 RTT samples may fall when the model gives `sd_ms`: a
     sample's SD is off by about 11 % (one standard error, for the triangular sum of two uniform
-    draws); three of those either side, and the lab's own timing noise above."""
+    draws); three of those either side, and the lab's own timing noise above.  Samples printed to
+    `resolution_ms` (ping_resolution_ms) can round a spread below half that step away, or show up
+    to half a step where a rounding edge splits them: the bounds then widen to 0 and by half a step."""
+    if sd_ms < resolution_ms / 2:
+        return 0.0, 1.35 * sd_ms + 0.3 + resolution_ms / 2
     return 0.65 * sd_ms, 1.35 * sd_ms + 0.3
+
+
+def ping_resolution_ms(rtt_ms: float) -> float:
+    """The step iputils' ping prints a round trip to: whole milliseconds from 100 ms, tenths from 10 ms,
+    hundredths from 1 ms, microseconds below (ping_common.c's `time=` formats)."""
+    if rtt_ms >= 99.95:
+        return 1.0
+    if rtt_ms >= 9.995:
+        return 0.1
+    return 0.01 if rtt_ms >= 1.0 else 0.001
 
 
 def binomial_interval(n: int, p: float, level: float = 0.99) -> tuple[int, int]:
@@ -480,10 +496,12 @@ def udp_receive_buffer_drops(ns: Netns) -> int:
 
 
 def jitter_check(name: str, model_sd: Duration, samples: list[float]) -> Check:
-    """The RTT samples' spread against the one the stages' jitter gives (Network.rtt_jitter_sd)."""
-    low, high = jitter_bounds_ms(model_sd.ms)
+    """The RTT samples' spread against the one the stages' jitter gives (Network.rtt_jitter_sd), at the
+    resolution ping printed them to (a spread of 0.08 ms is not seen in whole milliseconds)."""
+    resolution = ping_resolution_ms(max(samples)) if samples else 0.0
+    low, high = jitter_bounds_ms(model_sd.ms, resolution)
     spread = statistics.stdev(samples) if len(samples) > 1 else math.inf  # one reply shows no spread
-    return Check(name, "ms sd", model_sd.ms, spread, low, high, {"replies": len(samples)})
+    return Check(name, "ms sd", model_sd.ms, spread, low, high, {"replies": len(samples), "resolution_ms": resolution})
 
 
 def views(lab: LabUnderTest) -> Iterator[tuple[str, PairView]]:

@@ -15,6 +15,7 @@ from netrepro.runner.verify import (
     goodput_window,
     jitter_bounds_ms,
     jitter_check,
+    ping_resolution_ms,
     one_flow_fills,
     percentile,
     ping_interval,
@@ -49,6 +50,18 @@ def test_jitter_check_takes_the_spread_the_stages_give() -> None:
     spread = jitter_check("jitter", Duration(0.002449), [196.0, 198.0, 200.0, 202.0, 204.0] * 6)
     assert spread.ok
     assert not jitter_check("jitter", Duration(0.002449), [200.0]).ok  # one reply shows no spread
+
+
+def test_a_spread_finer_than_ping_prints_is_not_read_as_no_jitter() -> None:
+    """+-0.1 ms a direction (cubicplus's variation) is an RTT SD of 0.08 ms: at RTT 100 ms ping prints
+    whole milliseconds and shows none of it, where at 20 ms its tenths do."""
+    assert [ping_resolution_ms(t) for t in (0.5, 9.99, 20.0, 99.94, 100.0, 1000.0)] == [0.001, 0.01, 0.1, 0.1, 1, 1]
+    model = Duration(0.0000816)
+    rounded = jitter_check("jitter", model, [100.0] * 30)
+    assert rounded.ok and rounded.detail["resolution_ms"] == 1.0
+    assert jitter_check("jitter", model, [100.0, 101.0] * 15).ok  # a rounding edge splits them
+    assert not jitter_check("jitter", model, [100.0, 103.0] * 15).ok  # more than rounding can make
+    assert not jitter_check("jitter", model, [20.0] * 30).ok  # tenths would show it: no spread, no jitter
 
 
 def test_binomial_interval_matches_normal_approximation() -> None:
