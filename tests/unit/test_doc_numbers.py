@@ -93,13 +93,12 @@ def test_the_reference_table_lists_figures_not_their_trials_time_series() -> Non
     assert ".series" not in listed
 
 
-def test_the_reference_table_counts_the_rows_a_twin_draws_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """linuxcc/fig4's twin without variation keeps a copy of fig6's twin's rows (results/remeasure's
-    adopt.py), to be drawn again: the table lists the rows once, and the study's lab time counts them once."""
+def test_the_reference_table_counts_the_rows_a_twin_draws_once(tmp_path: Path) -> None:
+    """linuxcc/fig4's twin without variation keeps a copy of fig6's twin's rows (copied there when the
+    reference was measured again), to be drawn again: the table lists the rows once, and the study's lab
+    time counts them once."""
     from netrepro.front.docrows import Stored
-    from netrepro.studykit import variation
 
-    monkeypatch.setattr(variation, "DECLARED", variation.STUDY)
     for folder in ("fig6@variation=none/fig6.csv", "fig4@variation=none/fig4.csv"):
         (tmp_path / "linuxcc" / folder).parent.mkdir(parents=True)
         shutil.copy(REFERENCE / "linuxcc" / "fig6.csv", tmp_path / "linuxcc" / folder)

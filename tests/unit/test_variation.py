@@ -255,23 +255,19 @@ def test_a_figure_whose_y_is_across_trials_judges_its_cells_by_each_trial_s_valu
     assert found["cells"] == len(fig.series) * len(fig.levels) and found["cells"] > 0
 
 
-STAGED = REPO / "results" / "remeasure"  # the re-measure's rows so far (results/remeasure/README.md)
-
-
 def _varied_figures() -> list[tuple[Figure, list[Row]]]:
-    """Each drawn figure (a manifest beside its CSV) whose rows ran with their study's variation, in the
-    reference or, while the re-measure runs, in results/remeasure/: its latest rows at the reference's seed."""
+    """Each drawn figure of the reference (a manifest beside its CSV) whose rows ran with their study's
+    variation: its latest rows at the reference's seed."""
     found = []
     declared = [f for s in expts.STUDIES for f in s.FIGURES]
     every = {f.full_name: f for f in [*declared, *expts.measured_of(declared)]}.values()
-    for tree in (REFERENCE, STAGED):
-        for fig in every:
-            csv_path = tree / fig.directory / fig.csv_name
-            if not fig.manifest_in(tree).is_file() or not csv_path.is_file():
-                continue
-            rows = latest_rows(r for r in read_rows(csv_path) if r.seed == DEFAULT_SEED)
-            if rows and all(r.text(variation.KEY) == STUDY for r in rows if r.ok):
-                found.append((fig, rows))
+    for fig in every:
+        csv_path = REFERENCE / fig.directory / fig.csv_name
+        if not fig.manifest_in(REFERENCE).is_file() or not csv_path.is_file():
+            continue
+        rows = latest_rows(r for r in read_rows(csv_path) if r.seed == DEFAULT_SEED)
+        if rows and all(r.text(variation.KEY) == STUDY for r in rows if r.ok):
+            found.append((fig, rows))
     return found
 
 
@@ -300,7 +296,7 @@ def test_a_cell_whose_trials_do_not_vary_under_variation_is_explained_on_its_stu
         assert "\n## Cells that do not vary\n" in page, (fig.full_name, fixed)
         items = _items_not_varying(page, fig.full_name)
         assert items, (fig.full_name, fixed)
-        unexplained = [f for f in fixed if not any(f in item or "every cell" in item for item in items)]
+        unexplained = [f for f in fixed if not any(_names(item, f) or "every cell" in item for item in items)]
         assert not unexplained, (fig.full_name, unexplained)
 
 

@@ -15,10 +15,10 @@ from netrepro.runner.verify import (
     goodput_window,
     jitter_bounds_ms,
     jitter_check,
-    ping_resolution_ms,
     one_flow_fills,
     percentile,
     ping_interval,
+    ping_resolution_ms,
     rtt_tolerance_ms,
 )
 
