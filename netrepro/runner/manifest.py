@@ -155,8 +155,9 @@ def beside_unvaried(judgement: dict[str, Any], fig: Figure, tree: Path) -> None:
     """Set beside each claim of `judgement` its outcome without the study's variation, as the twin's manifest
     stored in `tree` keeps it (`without_variation`), and the twin's verdict beside the figure's: a claim that
     holds under both is a finding about the mechanism, one that holds only without variation a finding about
-    the emulator.  Nothing where the figure has no twin or none is stored; a twin's manifest that cannot be
-    read is said so in the judgement (its caption and the report show it), not passed over."""
+    the emulator.  Nothing where the figure has no twin or none is stored, or the twin's was drawn on no rows
+    (a --plot-only of a twin never measured judges nothing); a twin's manifest that cannot be read is said
+    so in the judgement (its caption and the report show it), not passed over."""
     twin = fig.unvaried()
     if twin is None or not (path := twin.manifest_in(tree)).exists():
         return
@@ -165,6 +166,9 @@ def beside_unvaried(judgement: dict[str, Any], fig: Figure, tree: Path) -> None:
     except ManifestUnreadable as e:
         log.warning("%s: its judgement without variation is not shown", e)
         judgement["without_variation"] = {"figure": twin.full_name, "verdict": "unread", "why": str(e)}
+        return
+    if doc.get("rows") == 0:
+        log.warning("%s: drawn on no rows, so not set beside %s", path, fig.full_name)
         return
     found = doc.get("verdict")
     theirs: dict[str, Any] = found if isinstance(found, dict) else {}

@@ -139,6 +139,19 @@ def twin_manifest(tree: Path, fig: Figure, outcomes: list[str], verdict: str) ->
     (tree / twin.directory / f"{twin.name}.manifest.json").write_text(json.dumps(doc))
 
 
+def test_a_twin_drawn_on_no_rows_is_not_set_beside(varied: None, tmp_path: Path) -> None:
+    """A twin never measured, drawn by a --plot-only on no rows, judged every claim undecided: that is no
+    judgement without variation, and none is set beside the figure's."""
+    fig = expts.find("iw/fig2")
+    twin_manifest(tmp_path, fig, ["undecided"] * len(fig.claims), "undecided")
+    path = tmp_path / fig.unvaried().directory / "fig2.manifest.json"  # type: ignore[union-attr]
+    path.write_text(json.dumps({**json.loads(path.read_text()), "rows": 0}))
+    judgement = judgement_of(fig, [], [])
+    beside_unvaried(judgement, fig, tmp_path)
+    assert "without_variation" not in judgement
+    assert not any("without_variation" in c for c in judgement["claims"])
+
+
 def test_the_caption_manifest_and_report_show_a_claim_s_judgement_under_both(varied: None, tmp_path: Path) -> None:
     """iw/fig2's claims judged on no rows (undecided), beside its twin's stored outcomes: each claim's line says
     both ("UNDECIDED; HOLDS WITHOUT VARIATION"), the verdict line the twin's verdict and the commit of its
