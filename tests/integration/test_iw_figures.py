@@ -89,7 +89,7 @@ def check_fig2(tmp_path: Path) -> None:
     assert outcomes[0] == "holds" and outcomes[2] == "set by design", judged
     trials = judged["trials"]
     assert (trials["ok"], trials["without_draw"], trials["cells"]) == (12, 0, 4)  # 4 windows x 3 trials, all drawn
-    # without variation a cell's downloads may replay within the delay line's timer noise: named, never unknown
+    # a cell whose downloads do not vary beyond the delay line's timer noise is named, never unknown
     assert set(trials["fixed"]) <= {f"initcwnd={w}" for w in m}, trials
     caption = (tmp_path / "iw" / "fig2.caption.txt").read_text()
     assert iw.FIG2.claims[0].quote in caption and f"verdict: {judged['verdict']}" in caption
