@@ -341,7 +341,7 @@ def test_the_newcwv_page_s_cells_that_do_not_vary_lose_what_it_says() -> None:
     lossless = next(item for item in items if "No burst of these loses a segment in any trial" in item)
     whole = next(item for item in items if "loses a whole number of segments" in item)
     found = [(fig, rows) for fig, rows in _varied_figures() if fig.full_name == "newcwv/fig9"]
-    assert found, "the page speaks of fig9's rows under its study's variation: the reference (or staging) has none"
+    assert found, "the page speaks of fig9's rows under its study's variation: the reference has none"
     fig, rows = found[0]
     checked = {"lossless": 0, "whole": 0}
     for (s, level), c in cells.of_figure(fig, rows).items():
